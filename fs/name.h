@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * name.h - the file-name grammar of /prof/<pid>/ (SPEC §1), parsed into a
+ * request.
+ *
+ *   name     := kind [ "_" duration ] [ "?" query ] [ "." format ]
+ *   kind     := cpu | profile | flame | heap | allocs | goroutine | threads
+ *   duration := INT ( "s" | "ms" )
+ *   query    := param ( "&" param )*
+ *   param    := seconds=INT | hz=INT | rate=INT | debug=INT | sample=WORD
+ *   format   := pb.gz | pb | svg | txt | folded
+ *
+ * Two kinds of failure, because the filesystem answers them at different
+ * times: a name outside the grammar is -ENOENT (at lookup); a grammatical
+ * name whose values cannot be honoured (seconds=0, both durations given
+ * and different, a number that overflows, a parameter given twice) is
+ * -EINVAL (lookup succeeds, open fails). Limits that are options of the
+ * daemon (maximum window, maximum hz) are checked by the caller, not here.
+ *
+ * Pure functions, no allocation, no global state.
+ */
+#ifndef PROFFS_NAME_H
+#define PROFFS_NAME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum proffs_kind {
+	PROFFS_KIND_CPU,	/* cpu, profile, flame */
+	PROFFS_KIND_HEAP,
+	PROFFS_KIND_ALLOCS,
+	PROFFS_KIND_GOROUTINE,	/* goroutine, threads */
+	PROFFS_KIND__COUNT,
+};
+
+enum proffs_format {
+	PROFFS_FMT_PB_GZ,
+	PROFFS_FMT_PB,
+	PROFFS_FMT_SVG,
+	PROFFS_FMT_TXT,
+	PROFFS_FMT_FOLDED,
+	PROFFS_FMT__COUNT,
+};
+
+#define PROFFS_SAMPLE_MAX 32
+#define PROFFS_DEFAULT_SECONDS 30
+#define PROFFS_DEFAULT_HZ 99
+#define PROFFS_DEFAULT_RATE 524288
+
+struct proffs_request {
+	enum proffs_kind kind;
+	enum proffs_format format;
+	bool has_window;	/* a duration was given (_Ns, _Nms, seconds=) */
+	uint64_t window_ms;	/* the window; default 30 s when !has_window */
+	uint32_t hz;		/* default 99 */
+	uint32_t rate;		/* default 524288 */
+	int debug;		/* default 0 (absent); 1 or 2 when given */
+	char sample[PROFFS_SAMPLE_MAX];	/* "" when absent */
+};
+
+/*
+ * Parse name (a single path component, NUL-terminated) into *req, filling
+ * defaults for what the name does not say. Returns 0, -ENOENT (not in the
+ * grammar) or -EINVAL (in the grammar, bad value). On failure *req is
+ * unspecified.
+ */
+int name_parse(const char *name, struct proffs_request *req);
+
+/* Canonical strings, for logs and titles: "cpu", "pb.gz", ... */
+const char *name_kind_str(enum proffs_kind kind);
+const char *name_format_str(enum proffs_format fmt);
+
+#endif

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * dso.h - ELF objects (programs, shared libraries) as the sampler needs
+ * them: file bytes by virtual address (for the unwinder), the unwind table
+ * location (PT_GNU_EH_FRAME), and symbolization of an address into
+ * function, file:line and inlined frames.
+ *
+ * A dso is read-only after it is built and is shared by every session
+ * that meets the same file: the cache keys it by GNU build-id, or by
+ * (st_dev, st_ino, st_size, st_mtime) when the file has none, so a second
+ * session, or a second process running the same binary, parses nothing.
+ *
+ * Symbols come from .symtab, then .dynsym; a separate debug file is found
+ * by build-id under each debug root (default "/usr/lib/debug":
+ * ROOT/.build-id/xx/yyyy.debug) and by .gnu_debuglink (next to the file,
+ * in its .debug/ directory, and under ROOT/<dir of file>). File names,
+ * line numbers and inlined frames come from DWARF through libdw.
+ *
+ * Thread safety: dso_cache_get() and every dso_* call may be used from any
+ * thread at once (a dso serializes its libdw use internally).
+ *
+ * Ownership: dso_cache_get() returns a reference; release it with
+ * dso_put(). Strings returned by a dso are owned by it and live as long as
+ * the reference. Errors are negative errno values.
+ */
+#ifndef PROFFS_DSO_H
+#define PROFFS_DSO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct dso;
+struct dso_cache;
+
+/*
+ * New cache. debug_roots is a ':'-separated list of roots to look for
+ * separate debug files in (NULL = "/usr/lib/debug"); copied.
+ */
+int dso_cache_new(const char *debug_roots, struct dso_cache **out);
+/* Drops the cache's references; dsos still referenced live on. */
+void dso_cache_free(struct dso_cache *c);
+
+/*
+ * Find or load the ELF file that can be opened at open_path (e.g.
+ * "/proc/PID/map_files/START-END" or "/proc/PID/root/usr/lib/libc.so.6").
+ * name is the path as the target process sees it (from /proc/PID/maps):
+ * it is what profiles show, and where .gnu_debuglink is looked up.
+ * -ENOENT/-EACCES if it cannot be opened, -ENOEXEC if it is not ELF.
+ */
+int dso_cache_get(struct dso_cache *c, const char *open_path,
+		  const char *name, struct dso **out);
+
+/* Another reference. */
+struct dso *dso_get(struct dso *d);
+/* Release a reference; NULL is a no-op. */
+void dso_put(struct dso *d);
+
+/* Path as the target sees it. Never NULL. */
+const char *dso_name(const struct dso *d);
+/* Lowercase hex GNU build-id, "" when the file has none. Never NULL. */
+const char *dso_build_id(const struct dso *d);
+
+/*
+ * Translate a file offset (a mapping's pgoff) to the ELF virtual address
+ * it is loaded at, using the PT_LOAD headers. -ENOENT if no segment
+ * holds it. load bias of a mapping = map_start - vaddr(map_pgoff).
+ */
+int dso_offset_to_vaddr(const struct dso *d, uint64_t offset,
+			uint64_t *vaddr);
+
+/*
+ * Copy len bytes found at ELF virtual address vaddr in the file (the
+ * bytes a PT_LOAD maps there) into buf. 0, or -EFAULT if any byte is
+ * outside the file-backed part of a segment. Cheap: the file is mmapped.
+ */
+int dso_read(const struct dso *d, uint64_t vaddr, void *buf, size_t len);
+
+/*
+ * Where the .eh_frame_hdr is (PT_GNU_EH_FRAME): its ELF vaddr and size.
+ * -ENOENT if the object has none.
+ */
+int dso_eh_frame_hdr(const struct dso *d, uint64_t *vaddr, uint64_t *size);
+
+/* One frame of a symbolized address. Strings owned by the dso; NULL when
+ * unknown. */
+struct dso_frame {
+	const char *function;	/* demangled when possible */
+	const char *system_name;	/* raw (mangled) symbol name */
+	const char *file;
+	int line;		/* 0 when unknown */
+	int start_line;		/* 0 when unknown */
+};
+
+/*
+ * Symbolize an ELF virtual address of this object. Fills up to max
+ * frames, innermost (most deeply inlined) first, the function that holds
+ * the code last; *n is set to the number filled (>= 1 when a symbol was
+ * found). Returns 0, or -ENOENT when no symbol covers vaddr (then *n = 0).
+ */
+int dso_symbolize(struct dso *d, uint64_t vaddr, struct dso_frame *frames,
+		  int max, int *n);
+
+/* What dso_symbolize() can give, for pprof's Mapping.has_* flags. */
+struct dso_caps {
+	bool functions;		/* a symbol table exists */
+	bool filenames;		/* DWARF line info exists */
+	bool line_numbers;
+	bool inline_frames;	/* DWARF info with inlined subroutines */
+};
+void dso_caps(struct dso *d, struct dso_caps *caps);
+
+#endif
