@@ -1,1 +1,36 @@
-/* placeholder: being written */
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* access.c - the ptrace rule, applied to the FUSE caller. */
+#include <errno.h>
+#include <linux/capability.h>
+
+#include "access.h"
+#include "proc.h"
+
+static bool caller_privileged(pid_t caller_pid, uid_t caller_uid)
+{
+	struct proc_creds c;
+
+	if (caller_uid == 0)
+		return true;
+	/* The capability is the calling thread's; /proc/PID/status of the
+	 * thread group is close enough for a capability set by exec. */
+	if (proc_creds(caller_pid, &c))
+		return false;
+	return c.cap_eff & (1ull << CAP_SYS_PTRACE);
+}
+
+int access_check(pid_t caller_pid, uid_t caller_uid, pid_t target)
+{
+	struct proc_creds t;
+	int ret;
+
+	ret = proc_creds(target, &t);
+	if (ret)
+		return ret == -ENOENT ? -ENOENT : -EACCES;
+	if (caller_privileged(caller_pid, caller_uid))
+		return 0;
+	if (t.ruid == caller_uid && t.euid == caller_uid &&
+	    t.suid == caller_uid && t.owner == caller_uid)
+		return 0;
+	return -EACCES;
+}

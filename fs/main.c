@@ -1,1 +1,225 @@
-/* placeholder: being written */
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * main.c - the proffs daemon: options, mount, FUSE loop, teardown.
+ *
+ *   proffs [options] MOUNTPOINT
+ *   cat /prof/1234/cpu_5s.pb.gz > cpu.pb.gz
+ *
+ * The only process-wide state of proffs lives here (the log sink is set
+ * from here too).
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "dso.h"
+#include "log.h"
+#include "nodes.h"
+#include "proffs_i.h"
+#include "registry.h"
+
+#define OPT(t, field, v) { t, offsetof(struct proffs_opts, field), v }
+
+static const struct fuse_opt proffs_opt_spec[] = {
+	OPT("max_window=%u", max_window_s, 0),
+	OPT("max_hz=%u", max_hz, 0),
+	OPT("max_sessions=%u", max_sessions, 0),
+	OPT("cache_ms=%u", cache_ms, 0),
+	OPT("debug_roots=%s", debug_roots, 0),
+	FUSE_OPT_END
+};
+
+static void usage(const char *prog)
+{
+	printf("usage: %s [options] MOUNTPOINT\n\n", prog);
+	printf("Live profiles of Linux processes, as files.\n\n"
+	       "proffs options:\n"
+	       "    -o max_window=N        longest window in seconds (300)\n"
+	       "    -o max_hz=N            highest sampling rate (1000)\n"
+	       "    -o max_sessions=N      profiling sessions at once (16)\n"
+	       "    -o cache_ms=N          finished results stay N ms (10000)\n"
+	       "    -o debug_roots=DIRS    ':'-separated roots of separate\n"
+	       "                           debug files (/usr/lib/debug)\n"
+	       "\n");
+}
+
+static void syslog_sink(enum proffs_log_level level, const char *fmt,
+			va_list ap)
+{
+	static const int prio[] = {
+		[PROFFS_LOG_ERR] = LOG_ERR,
+		[PROFFS_LOG_WARNING] = LOG_WARNING,
+		[PROFFS_LOG_NOTICE] = LOG_NOTICE,
+		[PROFFS_LOG_INFO] = LOG_INFO,
+		[PROFFS_LOG_DEBUG] = LOG_DEBUG,
+	};
+
+	vsyslog(prio[level], fmt, ap);
+}
+
+/* Each sampled thread costs an fd per cpu. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/*
+ * Kernels since 6.14 can time FUSE requests out; a read parked longer than
+ * that would fail, so windows must end well before it.
+ */
+static void fit_request_timeout(struct proffs_opts *o)
+{
+	static const char *const files[] = {
+		"/proc/sys/fs/fuse/default_request_timeout",
+		"/proc/sys/fs/fuse/max_request_timeout",
+	};
+	unsigned limit = 0;
+
+	for (size_t i = 0; i < 2; i++) {
+		FILE *f = fopen(files[i], "re");
+		unsigned v;
+
+		if (f && fscanf(f, "%u", &v) == 1 && v &&
+		    (!limit || v < limit))
+			limit = v;
+		if (f)
+			fclose(f);
+	}
+	if (limit && o->max_window_s + 5 > limit) {
+		o->max_window_s = limit > 10 ? limit - 5 : 1;
+		pr_notice("fs: FUSE requests time out after %u s here: "
+			  "max_window lowered to %u s", limit, o->max_window_s);
+	}
+}
+
+static int check_opts(const struct proffs_opts *o)
+{
+	if (!o->max_window_s || !o->max_hz || !o->max_sessions) {
+		fprintf(stderr, "proffs: max_window, max_hz and max_sessions "
+				"must be positive\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int state_init(struct proffs *fs)
+{
+	struct registry_opts ro = {
+		.max_sessions = fs->opts.max_sessions,
+		.cache_ms = fs->opts.cache_ms,
+	};
+	int ret;
+
+	ret = dso_cache_new(fs->opts.debug_roots, &fs->dsos);
+	if (!ret)
+		ret = nodes_new(&fs->nodes);
+	ro.dsos = fs->dsos;
+	if (!ret)
+		ret = registry_new(&ro, &fs->registry);
+	return ret;
+}
+
+static void state_free(struct proffs *fs)
+{
+	registry_free(fs->registry);
+	nodes_free(fs->nodes);
+	dso_cache_free(fs->dsos);
+	free(fs->opts.debug_roots);
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts cl;
+	struct fuse_loop_config *lc = NULL;
+	struct fuse_session *se;
+	struct proffs fs = {
+		.opts = {
+			.max_window_s = 300,
+			.max_hz = 1000,
+			.max_sessions = 16,
+			.cache_ms = 10000,
+		},
+	};
+	int ret = 1;
+
+	if (fuse_parse_cmdline(&args, &cl) != 0)
+		return 1;
+	if (cl.show_help) {
+		usage(argv[0]);
+		fuse_cmdline_help();
+		fuse_lowlevel_help();
+		ret = 0;
+		goto err_out1;
+	}
+	if (cl.show_version) {
+		printf("proffs version %s\n", PROFFS_VERSION);
+		fuse_lowlevel_version();
+		ret = 0;
+		goto err_out1;
+	}
+	if (!cl.mountpoint) {
+		fprintf(stderr, "usage: %s [options] MOUNTPOINT\n", argv[0]);
+		goto err_out1;
+	}
+	if (fuse_opt_parse(&args, &fs.opts, proffs_opt_spec, NULL) == -1 ||
+	    check_opts(&fs.opts))
+		goto err_out1;
+	/* Profiles are read-only: the kernel answers writes with EROFS. */
+	fuse_opt_add_arg(&args, "-oro,fsname=proffs,subtype=proffs");
+	if (cl.debug)
+		proffs_log_set_level(PROFFS_LOG_DEBUG);
+	raise_fd_limit();
+	fit_request_timeout(&fs.opts);
+	if (state_init(&fs)) {
+		fprintf(stderr, "proffs: out of memory\n");
+		goto err_out2;
+	}
+	se = fuse_session_new(&args, &proffs_ops, sizeof(proffs_ops), &fs);
+	if (!se)
+		goto err_out2;
+	if (fuse_set_signal_handlers(se) != 0)
+		goto err_out3;
+	if (fuse_session_mount(se, cl.mountpoint) != 0)
+		goto err_out4;
+	fuse_daemonize(cl.foreground);
+	if (!cl.foreground) {
+		openlog("proffs", LOG_PID, LOG_DAEMON);
+		proffs_log_set_sink(syslog_sink);
+	}
+	pr_info("fs: mounted on %s", cl.mountpoint);
+	if (cl.singlethread) {
+		ret = fuse_session_loop(se);
+	} else {
+		lc = fuse_loop_cfg_create();
+		fuse_loop_cfg_set_clone_fd(lc, cl.clone_fd);
+		fuse_loop_cfg_set_max_threads(lc, cl.max_threads);
+		ret = fuse_session_loop_mt(se, lc);
+		fuse_loop_cfg_destroy(lc);
+	}
+	fuse_session_unmount(se);
+err_out4:
+	fuse_remove_signal_handlers(se);
+err_out3:
+	/* Sessions reply to parked reads: stop them while se exists. */
+	registry_free(fs.registry);
+	fs.registry = NULL;
+	fuse_session_destroy(se);
+err_out2:
+	state_free(&fs);
+err_out1:
+	free(cl.mountpoint);
+	fuse_opt_free_args(&args);
+	return ret ? 1 : 0;
+}

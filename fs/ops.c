@@ -1,1 +1,424 @@
-/* placeholder: being written */
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * ops.c - the FUSE low-level handlers of /prof.
+ *
+ * Each handler resolves the inode, calls the registry or /proc, and ends
+ * in exactly one fuse_reply_* (a parked read ends in it later, from the
+ * session's thread). Nothing here waits for a profiling window.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "access.h"
+#include "log.h"
+#include "name.h"
+#include "nodes.h"
+#include "output.h"
+#include "proc.h"
+#include "proffs_i.h"
+#include "registry.h"
+
+#define CMDLINE_MAX (128 * 1024)
+
+/* Names a pid directory lists (SPEC §1); others are looked up only. */
+static const char *const listed_names[] = {
+	"cmdline", "cpu.pb.gz", "heap.pb.gz", "allocs.pb.gz",
+	"goroutine.txt", "index.html",
+};
+
+static struct proffs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static bool pid_exists(pid_t pid, uid_t *uid)
+{
+	char path[32];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (stat(path, &st))
+		return false;
+	*uid = st.st_uid;
+	return true;
+}
+
+static void fill_attr(const struct node_info *n, uid_t owner, size_t size,
+		      struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = n->ino;
+	st->st_uid = owner;
+	if (n->type == NODE_ROOT || n->type == NODE_PID_DIR) {
+		st->st_mode = S_IFDIR | 0555;
+		st->st_nlink = 2;
+	} else {
+		st->st_mode = S_IFREG | 0444;
+		st->st_nlink = 1;
+		st->st_size = size;
+	}
+}
+
+/* Classify a name inside a pid directory; -ENOENT when not ours. */
+static int classify(const char *name, struct node_info *n)
+{
+	int ret;
+
+	if (!strcmp(name, "cmdline")) {
+		n->type = NODE_CMDLINE;
+		return 0;
+	}
+	ret = name_parse(name, &n->req);
+	if (ret == -ENOENT)
+		return ret;
+	if (!output_supported(n->req.kind, n->req.format))
+		return -ENOENT;
+	n->type = NODE_PROFILE;
+	n->parse_ret = ret;
+	return 0;
+}
+
+static int attr_of(struct proffs *fs, const struct node_info *n,
+		   struct stat *st)
+{
+	uid_t owner = 0;
+	size_t size = 0;
+
+	if (n->type != NODE_ROOT && !pid_exists(n->pid, &owner))
+		return -ENOENT;
+	if (n->type == NODE_PROFILE && !n->parse_ret)
+		registry_result_size(fs->registry, n->pid, &n->req, &size);
+	fill_attr(n, owner, size, st);
+	return 0;
+}
+
+static void reply_entry(fuse_req_t req, struct proffs *fs,
+			struct node_info *n)
+{
+	struct fuse_entry_param e;
+	int ret;
+
+	memset(&e, 0, sizeof(e));
+	ret = nodes_lookup(fs->nodes, n);
+	if (!ret) {
+		ret = attr_of(fs, n, &e.attr);
+		if (ret)
+			nodes_forget(fs->nodes, n->ino, 1);
+	}
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	/* No caching: what a lookup shows depends on who asks and when. */
+	e.ino = n->ino;
+	fuse_reply_entry(req, &e);
+}
+
+static void proffs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct proffs *fs = fs_of(req);
+	struct node_info dir, n;
+	uid_t owner;
+
+	memset(&n, 0, sizeof(n));
+	if (nodes_get(fs->nodes, parent, &dir)) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (dir.type == NODE_ROOT) {
+		if (!proc_parse_pid(name, &n.pid) || !pid_exists(n.pid, &owner)) {
+			fuse_reply_err(req, ENOENT);
+			return;
+		}
+		n.type = NODE_PID_DIR;
+	} else if (dir.type == NODE_PID_DIR) {
+		n.pid = dir.pid;
+		if (strlen(name) >= sizeof(n.name) || classify(name, &n)) {
+			pr_info("fs: lookup %d/%s: ENOENT: not a file proffs "
+				"serves", (int)dir.pid, name);
+			fuse_reply_err(req, ENOENT);
+			return;
+		}
+		strcpy(n.name, name);
+	} else {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	reply_entry(req, fs, &n);
+}
+
+static void proffs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	nodes_forget(fs_of(req)->nodes, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void proffs_forget_multi(fuse_req_t req, size_t count,
+				struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		nodes_forget(fs_of(req)->nodes, forgets[i].ino,
+			     forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void proffs_getattr(fuse_req_t req, fuse_ino_t ino,
+			   struct fuse_file_info *fi)
+{
+	struct proffs *fs = fs_of(req);
+	struct node_info n;
+	struct stat st;
+	int ret;
+
+	(void)fi;
+	ret = nodes_get(fs->nodes, ino, &n);
+	if (!ret)
+		ret = attr_of(fs, &n, &st);
+	if (ret)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_attr(req, &st, 0);
+}
+
+/* A directory listing, built at opendir and sliced by readdir. */
+struct dirbuf {
+	char *p;
+	size_t size;
+};
+
+static int dirbuf_add(fuse_req_t req, struct dirbuf *b, const char *name,
+		      mode_t mode)
+{
+	struct stat st = { .st_ino = 0xffffffff, .st_mode = mode };
+	size_t len = fuse_add_direntry(req, NULL, 0, name, NULL, 0);
+	char *np = realloc(b->p, b->size + len);
+
+	if (!np)
+		return -ENOMEM;
+	b->p = np;
+	fuse_add_direntry(req, b->p + b->size, len, name, &st, b->size + len);
+	b->size += len;
+	return 0;
+}
+
+static int list_root(fuse_req_t req, struct dirbuf *b)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct dirent *de;
+	DIR *dir = opendir("/proc");
+	pid_t pid;
+	int ret = 0;
+
+	if (!dir)
+		return -errno;
+	while (!ret && (de = readdir(dir))) {
+		/* Hidden unless the caller may profile it (SPEC §5). */
+		if (!proc_parse_pid(de->d_name, &pid) ||
+		    access_check(ctx->pid, ctx->uid, pid))
+			continue;
+		ret = dirbuf_add(req, b, de->d_name, S_IFDIR);
+	}
+	closedir(dir);
+	return ret;
+}
+
+static int list_pid(fuse_req_t req, struct dirbuf *b)
+{
+	struct node_info n;
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < sizeof(listed_names) / sizeof(listed_names[0]); i++) {
+		memset(&n, 0, sizeof(n));
+		if (classify(listed_names[i], &n))
+			continue;	/* kind or format not served yet */
+		ret = dirbuf_add(req, b, listed_names[i], S_IFREG);
+	}
+	return ret;
+}
+
+static void proffs_opendir(fuse_req_t req, fuse_ino_t ino,
+			   struct fuse_file_info *fi)
+{
+	struct proffs *fs = fs_of(req);
+	struct dirbuf *b;
+	struct node_info n;
+	int ret;
+
+	ret = nodes_get(fs->nodes, ino, &n);
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ret = dirbuf_add(req, b, ".", S_IFDIR);
+	if (!ret)
+		ret = dirbuf_add(req, b, "..", S_IFDIR);
+	if (!ret)
+		ret = n.type == NODE_ROOT ? list_root(req, b) : list_pid(req, b);
+	if (ret) {
+		free(b->p);
+		free(b);
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fi->fh = (uintptr_t)b;
+	fuse_reply_open(req, fi);
+}
+
+static void reply_slice(fuse_req_t req, const char *buf, size_t len,
+			size_t size, off_t off)
+{
+	if ((size_t)off >= len)
+		fuse_reply_buf(req, NULL, 0);
+	else
+		fuse_reply_buf(req, buf + off,
+			       len - off < size ? len - off : size);
+}
+
+static void proffs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t off, struct fuse_file_info *fi)
+{
+	struct dirbuf *b = (struct dirbuf *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	reply_slice(req, b->p, b->size, size, off);
+}
+
+static void proffs_releasedir(fuse_req_t req, fuse_ino_t ino,
+			      struct fuse_file_info *fi)
+{
+	struct dirbuf *b = (struct dirbuf *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	free(b->p);
+	free(b);
+	fuse_reply_err(req, 0);
+}
+
+/* Check an open of a profile file; a log line for every refusal. */
+static int check_open(fuse_req_t req, struct proffs *fs,
+		      const struct node_info *n, int flags)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	const char *why = NULL;
+	int ret;
+
+	if ((flags & O_ACCMODE) != O_RDONLY) {
+		ret = -EROFS;
+		why = "profiles are read-only";
+	} else if ((ret = access_check(ctx->pid, ctx->uid, n->pid))) {
+		why = ret == -ENOENT ? "no such process"
+				     : "caller may not ptrace the target";
+	} else if (n->parse_ret) {
+		ret = n->parse_ret;
+		why = "bad value in the file name";
+	} else if (n->req.window_ms > fs->opts.max_window_s * 1000ull) {
+		ret = -EINVAL;
+		why = "window longer than max_window";
+	} else if (n->req.hz > fs->opts.max_hz) {
+		ret = -EINVAL;
+		why = "hz above max_hz";
+	}
+	if (ret)
+		pr_notice("fs: open %d/%s by uid %u: %s: %s", (int)n->pid,
+			  n->name, (unsigned)ctx->uid, strerrorname_np(-ret),
+			  why);
+	return ret;
+}
+
+static void proffs_open(fuse_req_t req, fuse_ino_t ino,
+			struct fuse_file_info *fi)
+{
+	struct proffs *fs = fs_of(req);
+	struct reg_handle *h;
+	struct node_info n;
+	int ret;
+
+	ret = nodes_get(fs->nodes, ino, &n);
+	if (!ret && n.type != NODE_CMDLINE && n.type != NODE_PROFILE)
+		ret = -EISDIR;
+	if (!ret && n.type == NODE_PROFILE)
+		ret = check_open(req, fs, &n, fi->flags);
+	if (!ret && n.type == NODE_PROFILE) {
+		ret = registry_open(fs->registry, n.pid, &n.req, &h);
+		if (ret)
+			pr_notice("fs: open %d/%s: %s: cannot start a session",
+				  (int)n.pid, n.name, strerrorname_np(-ret));
+		else
+			fi->fh = (uintptr_t)h;
+	}
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	/* Sizes are unknown until the window ends: read until EOF. */
+	fi->direct_io = 1;
+	fuse_reply_open(req, fi);
+}
+
+static void read_cmdline(fuse_req_t req, pid_t pid, size_t size, off_t off)
+{
+	char *buf = malloc(CMDLINE_MAX);
+	size_t len;
+	int ret;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ret = proc_read(pid, "cmdline", buf, CMDLINE_MAX, &len);
+	if (ret)
+		fuse_reply_err(req, -ret == ENOENT ? ESRCH : -ret);
+	else
+		reply_slice(req, buf, len, size, off);
+	free(buf);
+}
+
+static void proffs_read(fuse_req_t req, fuse_ino_t ino, size_t size,
+			off_t off, struct fuse_file_info *fi)
+{
+	struct proffs *fs = fs_of(req);
+	struct node_info n;
+
+	if (nodes_get(fs->nodes, ino, &n)) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (n.type == NODE_PROFILE)
+		registry_read((struct reg_handle *)(uintptr_t)fi->fh, req,
+			      size, off);
+	else
+		read_cmdline(req, n.pid, size, off);
+}
+
+static void proffs_release(fuse_req_t req, fuse_ino_t ino,
+			   struct fuse_file_info *fi)
+{
+	(void)ino;
+	if (fi->fh)
+		registry_release((struct reg_handle *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+const struct fuse_lowlevel_ops proffs_ops = {
+	.lookup = proffs_lookup,
+	.forget = proffs_forget,
+	.forget_multi = proffs_forget_multi,
+	.getattr = proffs_getattr,
+	.opendir = proffs_opendir,
+	.readdir = proffs_readdir,
+	.releasedir = proffs_releasedir,
+	.open = proffs_open,
+	.read = proffs_read,
+	.release = proffs_release,
+};

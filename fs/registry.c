@@ -1,1 +1,539 @@
-/* placeholder: being written */
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * registry.c - sessions, parked reads and the short-lived result cache.
+ *
+ * One mutex (registry.lock) guards every session field marked so below.
+ * It is never held while calling into libfuse: the interrupt callback runs
+ * with the request's own lock held and takes registry.lock, so replying or
+ * registering an interrupt callback under registry.lock could deadlock.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpu.h"
+#include "log.h"
+#include "output.h"
+#include "profile.h"
+#include "registry.h"
+
+enum waiter_state { W_NEW, W_QUEUED, W_DONE };
+
+/* A parked read. Freed with its session, never earlier: libfuse may call
+ * the interrupt callback just after the reply, with this as its data. */
+struct waiter {
+	fuse_req_t req;
+	struct reg_handle *h;
+	size_t size;
+	off_t off;
+	enum waiter_state state;	/* protected by registry.lock */
+	bool interrupted;		/* protected by registry.lock */
+	struct waiter *next;		/* in the session's queue */
+	struct waiter *next_all;	/* every waiter of the session */
+};
+
+struct rendered {
+	struct proffs_request req;	/* format, sample, debug matter */
+	uint8_t *buf;
+	size_t len;
+	int err;
+	struct rendered *next;
+};
+
+struct session_key {
+	pid_t pid;
+	enum proffs_kind kind;
+	uint64_t window_ms;
+	uint32_t hz;
+	uint32_t rate;
+};
+
+struct session {
+	unsigned id;
+	struct registry *r;
+	struct session_key key;
+	struct proffs_request req;	/* the first request, for sampling */
+	_Atomic bool stop;
+	/* protected by registry.lock: */
+	int refs;
+	int nhandles;
+	bool listed;
+	bool done;
+	int err;
+	uint64_t done_ms;
+	struct profile *prof;
+	struct rendered *outs;
+	struct waiter *queue;		/* reads parked until done */
+	struct waiter *all_waiters;
+	struct session *next;
+};
+
+struct reg_handle {
+	struct session *s;
+	struct proffs_request req;
+};
+
+struct registry {
+	struct registry_opts o;
+	pthread_mutex_t lock;
+	pthread_cond_t idle;		/* signalled when nthreads drops */
+	struct session *list;		/* protected by lock */
+	unsigned nrunning;		/* protected by lock */
+	unsigned nthreads;		/* protected by lock */
+	unsigned next_id;		/* protected by lock */
+};
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void key_of(pid_t pid, const struct proffs_request *req,
+		   struct session_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->pid = pid;
+	k->kind = req->kind;
+	k->window_ms = req->window_ms;
+	/* Parameters a kind ignores must not split sessions. */
+	k->hz = req->kind == PROFFS_KIND_CPU ? req->hz : 0;
+	k->rate = req->kind == PROFFS_KIND_HEAP ||
+		  req->kind == PROFFS_KIND_ALLOCS ? req->rate : 0;
+}
+
+static bool same_rendering(const struct proffs_request *a,
+			   const struct proffs_request *b)
+{
+	return a->format == b->format && a->debug == b->debug &&
+	       !strcmp(a->sample, b->sample);
+}
+
+static void session_free(struct session *s)
+{
+	struct rendered *o, *on;
+	struct waiter *w, *wn;
+
+	for (o = s->outs; o; o = on) {
+		on = o->next;
+		free(o->buf);
+		free(o);
+	}
+	for (w = s->all_waiters; w; w = wn) {
+		wn = w->next_all;
+		free(w);
+	}
+	profile_free(s->prof);
+	free(s);
+}
+
+/* Drop a reference; called with registry.lock held. */
+static void session_put_locked(struct session *s)
+{
+	if (--s->refs == 0)
+		session_free(s);
+}
+
+static void unlist_locked(struct registry *r, struct session *s)
+{
+	struct session **pp;
+
+	if (!s->listed)
+		return;
+	for (pp = &r->list; *pp != s; pp = &(*pp)->next)
+		;
+	*pp = s->next;
+	s->listed = false;
+	session_put_locked(s);
+}
+
+/* Drop finished results nobody holds that are older than cache_ms. */
+static void expire_locked(struct registry *r)
+{
+	uint64_t now = mono_ms();
+	struct session *s, *next;
+
+	for (s = r->list; s; s = next) {
+		next = s->next;
+		if (s->done && !s->nhandles &&
+		    now - s->done_ms >= r->o.cache_ms)
+			unlist_locked(r, s);
+	}
+}
+
+static struct session *find_locked(struct registry *r,
+				   const struct session_key *k)
+{
+	for (struct session *s = r->list; s; s = s->next)
+		if (!memcmp(&s->key, k, sizeof(*k)) && !atomic_load(&s->stop))
+			return s;
+	return NULL;
+}
+
+static struct rendered *find_output_locked(struct session *s,
+					   const struct proffs_request *req)
+{
+	for (struct rendered *o = s->outs; o; o = o->next)
+		if (same_rendering(&o->req, req))
+			return o;
+	return NULL;
+}
+
+/* Render req's format unless already there. Called without the lock. */
+static struct rendered *render_one(struct session *s,
+				   const struct proffs_request *req)
+{
+	struct registry *r = s->r;
+	struct rendered *o, *have;
+
+	pthread_mutex_lock(&r->lock);
+	have = find_output_locked(s, req);
+	pthread_mutex_unlock(&r->lock);
+	if (have)
+		return have;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
+	o->req = *req;
+	o->err = output_render(s->prof, req, &o->buf, &o->len);
+	if (o->err)
+		pr_err("session %u: rendering %s failed: %s", s->id,
+		       name_format_str(req->format), strerror(-o->err));
+	pthread_mutex_lock(&r->lock);
+	have = find_output_locked(s, req);
+	if (!have) {
+		o->next = s->outs;
+		s->outs = o;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (have) {	/* another thread was quicker */
+		free(o->buf);
+		free(o);
+		return have;
+	}
+	return o;
+}
+
+static void reply_result(fuse_req_t req, const struct rendered *o,
+			 size_t size, off_t off)
+{
+	if (!o) {
+		fuse_reply_err(req, ENOMEM);
+	} else if (o->err) {
+		fuse_reply_err(req, -o->err);
+	} else if ((size_t)off >= o->len) {
+		fuse_reply_buf(req, NULL, 0);
+	} else {
+		size_t n = o->len - off < size ? o->len - off : size;
+
+		fuse_reply_buf(req, (const char *)o->buf + off, n);
+	}
+}
+
+static int reply_errno(int err)
+{
+	/* A session cancelled under a reader only happens when it left. */
+	return err == -ECANCELED ? EINTR : -err;
+}
+
+static void reply_waiters(struct session *s, struct waiter *list)
+{
+	for (struct waiter *w = list, *next; w; w = next) {
+		next = w->next;
+		if (s->err)
+			fuse_reply_err(w->req, reply_errno(s->err));
+		else
+			reply_result(w->req, render_one(s, &w->h->req),
+				     w->size, w->off);
+	}
+}
+
+static int run_kind(struct session *s, struct profile **prof)
+{
+	struct cpu_opts co = {
+		.pid = s->key.pid,
+		.hz = s->key.hz,
+		.window_ms = s->key.window_ms,
+		.cache = s->r->o.dsos,
+		.stop = &s->stop,
+	};
+	struct cpu_stats st;
+	int ret;
+
+	switch (s->key.kind) {
+	case PROFFS_KIND_CPU:
+		ret = cpu_profile(&co, prof, &st);
+		if (!ret)
+			pr_info("session %u done: pid=%d samples=%llu lost=%llu "
+				"elapsed_ms=%llu", s->id, (int)s->key.pid,
+				(unsigned long long)st.samples,
+				(unsigned long long)st.lost,
+				(unsigned long long)(st.elapsed_ns / 1000000));
+		return ret;
+	default:
+		return -ENOENT;
+	}
+}
+
+/* Render what open handles want before anyone is answered, so every
+ * reader of one format gets the same bytes from the first read on. */
+static void render_wanted(struct session *s)
+{
+	struct proffs_request wanted[8];
+	int n = 0;
+
+	pthread_mutex_lock(&s->r->lock);
+	for (struct waiter *w = s->queue; w && n < 8; w = w->next)
+		wanted[n++] = w->h->req;
+	pthread_mutex_unlock(&s->r->lock);
+	for (int i = 0; i < n; i++)
+		render_one(s, &wanted[i]);
+}
+
+static void finish(struct session *s, int err, struct profile *prof)
+{
+	struct registry *r = s->r;
+	struct waiter *queue, *w;
+
+	s->prof = prof;
+	if (!err)
+		render_wanted(s);
+	pthread_mutex_lock(&r->lock);
+	s->done = true;
+	s->err = err;
+	s->done_ms = mono_ms();
+	r->nrunning--;
+	if (err)	/* never serve a failure from the cache */
+		unlist_locked(r, s);
+	queue = s->queue;
+	s->queue = NULL;
+	for (w = queue; w; w = w->next)
+		w->state = W_DONE;
+	pthread_mutex_unlock(&r->lock);
+	reply_waiters(s, queue);
+}
+
+static void *session_main(void *arg)
+{
+	struct session *s = arg;
+	struct registry *r = s->r;
+	struct profile *prof = NULL;
+	int ret;
+
+	ret = run_kind(s, &prof);
+	if (ret == -ECANCELED)
+		pr_info("session %u stopped: pid=%d: no readers left", s->id,
+			(int)s->key.pid);
+	else if (ret)
+		pr_warn("session %u failed: pid=%d: %s", s->id,
+			(int)s->key.pid, strerror(-ret));
+	finish(s, ret, prof);
+	pthread_mutex_lock(&r->lock);
+	session_put_locked(s);
+	r->nthreads--;
+	pthread_cond_broadcast(&r->idle);
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+static int start_locked(struct registry *r, pid_t pid,
+			const struct proffs_request *req,
+			const struct session_key *k, struct session **out)
+{
+	struct session *s;
+	pthread_attr_t attr;
+	pthread_t tid;
+	int ret;
+
+	if (r->nrunning >= r->o.max_sessions)
+		return -EBUSY;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->id = ++r->next_id;
+	s->r = r;
+	s->key = *k;
+	s->req = *req;
+	s->refs = 2;		/* the list's and the thread's */
+	s->listed = true;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ret = pthread_create(&tid, &attr, session_main, s);
+	pthread_attr_destroy(&attr);
+	if (ret) {
+		free(s);
+		return -ret;
+	}
+	s->next = r->list;
+	r->list = s;
+	r->nrunning++;
+	r->nthreads++;
+	pr_info("session %u start: pid=%d kind=%s window_ms=%llu hz=%u",
+		s->id, (int)pid, name_kind_str(req->kind),
+		(unsigned long long)k->window_ms, k->hz);
+	*out = s;
+	return 0;
+}
+
+int registry_open(struct registry *r, pid_t pid,
+		  const struct proffs_request *req, struct reg_handle **out)
+{
+	struct reg_handle *h = calloc(1, sizeof(*h));
+	struct session_key k;
+	struct session *s;
+	int ret = 0;
+
+	if (!h)
+		return -ENOMEM;
+	key_of(pid, req, &k);
+	pthread_mutex_lock(&r->lock);
+	expire_locked(r);
+	s = find_locked(r, &k);
+	if (!s)
+		ret = start_locked(r, pid, req, &k, &s);
+	if (!ret) {
+		s->refs++;
+		s->nhandles++;
+		h->s = s;
+		h->req = *req;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (ret) {
+		free(h);
+		return ret;
+	}
+	*out = h;
+	return 0;
+}
+
+static void on_interrupt(fuse_req_t req, void *data)
+{
+	struct waiter *w = data;
+	struct registry *r = w->h->s->r;
+	struct waiter **pp;
+	bool reply = false;
+
+	pthread_mutex_lock(&r->lock);
+	if (w->state == W_QUEUED) {
+		for (pp = &w->h->s->queue; *pp != w; pp = &(*pp)->next)
+			;
+		*pp = w->next;
+		w->state = W_DONE;
+		reply = true;
+	} else if (w->state == W_NEW) {
+		w->interrupted = true;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (reply)
+		fuse_reply_err(req, EINTR);
+}
+
+void registry_read(struct reg_handle *h, fuse_req_t req, size_t size,
+		   off_t off)
+{
+	struct session *s = h->s;
+	struct registry *r = s->r;
+	struct waiter *w;
+	bool done, interrupted;
+
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	*w = (struct waiter){ .req = req, .h = h, .size = size, .off = off };
+	pthread_mutex_lock(&r->lock);
+	w->next_all = s->all_waiters;
+	s->all_waiters = w;
+	pthread_mutex_unlock(&r->lock);
+	/* May call on_interrupt at once: not under registry.lock. */
+	fuse_req_interrupt_func(req, on_interrupt, w);
+	pthread_mutex_lock(&r->lock);
+	done = s->done;
+	interrupted = w->interrupted;
+	if (!done && !interrupted) {
+		w->state = W_QUEUED;
+		w->next = s->queue;
+		s->queue = w;
+	} else {
+		w->state = W_DONE;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (interrupted)
+		fuse_reply_err(req, EINTR);
+	else if (done && s->err)
+		fuse_reply_err(req, reply_errno(s->err));
+	else if (done)
+		reply_result(req, render_one(s, &h->req), size, off);
+}
+
+void registry_release(struct reg_handle *h)
+{
+	struct session *s = h->s;
+	struct registry *r = s->r;
+
+	pthread_mutex_lock(&r->lock);
+	if (--s->nhandles == 0 && !s->done) {
+		/* Nobody wants it any more: stop sampling now, and make sure
+		 * a new reader starts afresh instead of joining a dying one. */
+		atomic_store(&s->stop, true);
+		unlist_locked(r, s);
+	}
+	session_put_locked(s);
+	pthread_mutex_unlock(&r->lock);
+	free(h);
+}
+
+int registry_result_size(struct registry *r, pid_t pid,
+			 const struct proffs_request *req, size_t *size)
+{
+	struct session_key k;
+	struct rendered *o = NULL;
+	struct session *s;
+
+	key_of(pid, req, &k);
+	pthread_mutex_lock(&r->lock);
+	expire_locked(r);
+	s = find_locked(r, &k);
+	if (s && s->done)
+		o = find_output_locked(s, req);
+	if (o && !o->err)
+		*size = o->len;
+	pthread_mutex_unlock(&r->lock);
+	return o && !o->err ? 0 : -ENOENT;
+}
+
+int registry_new(const struct registry_opts *o, struct registry **out)
+{
+	struct registry *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->o = *o;
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->idle, NULL);
+	*out = r;
+	return 0;
+}
+
+void registry_free(struct registry *r)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->lock);
+	for (struct session *s = r->list; s; s = s->next)
+		atomic_store(&s->stop, true);
+	while (r->nthreads)
+		pthread_cond_wait(&r->idle, &r->lock);
+	while (r->list)
+		unlist_locked(r, r->list);
+	pthread_mutex_unlock(&r->lock);
+	pthread_cond_destroy(&r->idle);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}

@@ -1,1 +1,232 @@
-/* placeholder: being written */
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* cpu.c - one CPU profiling window: perf samples -> unwind -> profile. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpu.h"
+#include "log.h"
+#include "maps.h"
+#include "perf.h"
+#include "proc.h"
+#include "profile.h"
+#include "symbolize.h"
+#include "unwind.h"
+
+#define MAX_FRAMES 128
+#define POLL_MS 50
+#define THREAD_SLOTS 4096	/* power of two; more threads share names */
+
+struct thread_slot {
+	uint32_t tid;		/* 0 = empty */
+	int64_t tid_str;
+	int64_t name_str;
+};
+
+struct cpu_run {
+	pid_t pid;
+	struct profile *p;
+	struct proc_maps *maps;
+	struct unwinder *unw;
+	struct symbolizer *sym;
+	int64_t key_thread, key_thread_name;
+	struct thread_slot *threads;	/* THREAD_SLOTS */
+	struct cpu_stats *st;
+	int err;			/* first error of a callback */
+};
+
+static uint64_t clock_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* The thread's label strings, read from /proc the first time it shows. */
+static int thread_labels(struct cpu_run *run, uint32_t tid,
+			 struct pf_label labels[2])
+{
+	struct thread_slot *t = NULL;
+	char buf[32];
+
+	for (size_t i = tid, probes = 0; probes < 16; i++, probes++) {
+		t = &run->threads[i & (THREAD_SLOTS - 1)];
+		if (!t->tid || t->tid == tid)
+			break;
+	}
+	if (t->tid != tid) {
+		t->tid = tid;
+		snprintf(buf, sizeof(buf), "%u", tid);
+		t->tid_str = profile_intern(run->p, buf);
+		if (proc_comm(run->pid, tid, buf, sizeof(buf)))
+			strcpy(buf, "?");
+		t->name_str = profile_intern(run->p, buf);
+		if (t->tid_str < 0 || t->name_str < 0) {
+			t->tid = 0;
+			return -ENOMEM;
+		}
+	}
+	labels[0] = (struct pf_label){ .key = run->key_thread,
+				       .str = t->tid_str };
+	labels[1] = (struct pf_label){ .key = run->key_thread_name,
+				       .str = t->name_str };
+	return 0;
+}
+
+static void on_sample(const struct perf_sample *s, void *arg)
+{
+	struct cpu_run *run = arg;
+	uint64_t pcs[MAX_FRAMES], locs[MAX_FRAMES];
+	int64_t values[2] = { 1, (int64_t)s->period };
+	struct pf_label labels[2];
+	int n, ret;
+
+	if (run->err || s->pid != (uint32_t)run->pid)
+		return;
+	unwind_stack(run->unw, &s->regs, s->stack, s->stack_len, pcs,
+		     MAX_FRAMES, &n);
+	for (int i = 0; i < n; i++) {
+		ret = symbolizer_location(run->sym, pcs[i], &locs[i]);
+		if (ret)
+			goto fail;
+	}
+	ret = thread_labels(run, s->tid, labels);
+	if (!ret)
+		ret = profile_add_sample(run->p, locs, n, labels, 2, values);
+	if (ret)
+		goto fail;
+	run->st->samples++;
+	return;
+fail:
+	run->err = ret;
+}
+
+static int setup_profile(struct cpu_run *run, const struct cpu_opts *o)
+{
+	struct pf_header *h;
+	char cmd[4096];
+	int ret;
+
+	ret = profile_new(&run->p);
+	if (ret)
+		return ret;
+	if (profile_add_sample_type(run->p, "samples", "count") ||
+	    profile_add_sample_type(run->p, "cpu", "nanoseconds") ||
+	    profile_set_period(run->p, "cpu", "nanoseconds",
+			       1000000000ll / o->hz))
+		return -ENOMEM;
+	run->key_thread = profile_intern(run->p, "thread");
+	run->key_thread_name = profile_intern(run->p, "thread_name");
+	h = profile_header(run->p);
+	h->pid = o->pid;
+	if (proc_cmdline_str(o->pid, cmd, sizeof(cmd)))
+		cmd[0] = '\0';
+	h->command = profile_intern(run->p, cmd);
+	h->kind = profile_intern(run->p, "cpu");
+	if (run->key_thread < 0 || run->key_thread_name < 0 ||
+	    h->command < 0 || h->kind < 0)
+		return -ENOMEM;
+	run->threads = calloc(THREAD_SLOTS, sizeof(*run->threads));
+	return run->threads ? 0 : -ENOMEM;
+}
+
+/* Sample until the window ends, stop is set, or the process exits. */
+static int sample_window(struct cpu_run *run, struct perf_rec *rec,
+			 const struct cpu_opts *o, bool *exited)
+{
+	uint64_t start = clock_ns(CLOCK_MONOTONIC);
+	uint64_t end = start + o->window_ms * 1000000ull;
+	int ret = 0;
+
+	for (;;) {
+		uint64_t now = clock_ns(CLOCK_MONOTONIC);
+		int timeout;
+
+		if (now >= end)
+			break;
+		if (o->stop && atomic_load(o->stop)) {
+			ret = -ECANCELED;
+			break;
+		}
+		if (!proc_alive(o->pid)) {
+			*exited = true;
+			break;
+		}
+		timeout = (end - now) / 1000000ull;
+		ret = perf_poll(rec, timeout < POLL_MS ? timeout : POLL_MS,
+				on_sample, run);
+		if (ret || run->err)
+			break;
+	}
+	if (!ret)
+		ret = perf_poll(rec, 0, on_sample, run);	/* drain */
+	run->st->elapsed_ns = clock_ns(CLOCK_MONOTONIC) - start;
+	return ret ? ret : run->err;
+}
+
+static int note_exit(struct profile *p, const struct cpu_opts *o,
+		     uint64_t elapsed_ns)
+{
+	char text[160];
+
+	snprintf(text, sizeof(text),
+		 "process %d exited after %.2f s of the %.2f s window; "
+		 "this profile is partial",
+		 (int)o->pid, elapsed_ns / 1e9, o->window_ms / 1e3);
+	return profile_add_comment(p, text);
+}
+
+static void run_free(struct cpu_run *run)
+{
+	symbolizer_free(run->sym);
+	unwinder_free(run->unw);
+	maps_free(run->maps);
+	free(run->threads);
+}
+
+int cpu_profile(const struct cpu_opts *o, struct profile **out,
+		struct cpu_stats *stats)
+{
+	struct cpu_run run = { .pid = o->pid, .st = stats };
+	struct perf_rec *rec = NULL;
+	bool exited = false;
+	int64_t t0;
+	int ret;
+
+	memset(stats, 0, sizeof(*stats));
+	if (!o->hz || !o->window_ms)
+		return -EINVAL;
+	ret = setup_profile(&run, o);
+	if (!ret)
+		ret = maps_load(o->pid, o->cache, &run.maps);
+	if (!ret)
+		ret = unwinder_new(run.maps, &run.unw);
+	if (!ret)
+		ret = symbolizer_new(run.p, run.maps, &run.sym);
+	t0 = clock_ns(CLOCK_REALTIME);
+	if (!ret)
+		ret = perf_open(o->pid, o->hz, &rec);
+	if (!ret)
+		ret = sample_window(&run, rec, o, &exited);
+	if (rec)
+		stats->lost = perf_lost(rec);
+	perf_close(rec);
+	if (!ret && exited)
+		ret = note_exit(run.p, o, stats->elapsed_ns);
+	if (!ret) {
+		profile_header(run.p)->time_nanos = t0;
+		profile_header(run.p)->duration_nanos = stats->elapsed_ns;
+	}
+	run_free(&run);
+	if (ret == -ENOENT)
+		ret = -ESRCH;
+	if (ret) {
+		profile_free(run.p);
+		return ret;
+	}
+	*out = run.p;
+	return 0;
+}

@@ -1,1 +1,259 @@
-/* placeholder: being written */
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* maps.c - /proc/PID/maps with lazily attached dsos. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dso.h"
+#include "log.h"
+#include "maps.h"
+
+struct proc_maps {
+	pid_t pid;
+	struct dso_cache *cache;
+	struct map_entry *v;
+	size_t n;
+	char exe[PATH_MAX];
+	uint64_t last_reload_ns;
+	unsigned generation;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void entries_free(struct map_entry *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].path);
+		dso_put(v[i].dso);
+	}
+	free(v);
+}
+
+/* Parse one maps line; 0 on success, -EINVAL on a malformed line. */
+static int parse_line(const char *line, struct map_entry *e)
+{
+	char perms[8];
+	int name_at = 0;
+
+	memset(e, 0, sizeof(*e));
+	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*x:%*x %*u %n",
+		   &e->start, &e->end, perms, &e->pgoff, &name_at) < 4 ||
+	    !name_at)
+		return -EINVAL;
+	e->exec = perms[2] == 'x';
+	e->path = strdup(line + name_at);
+	if (!e->path)
+		return -ENOMEM;
+	e->path[strcspn(e->path, "\n")] = '\0';
+	return 0;
+}
+
+static int read_entries(pid_t pid, struct map_entry **out, size_t *n)
+{
+	size_t cap = 64, cnt = 0;
+	struct map_entry *v;
+	char path[64], *line = NULL;
+	size_t linecap = 0;
+	int ret = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	v = calloc(cap, sizeof(*v));
+	if (!v) {
+		fclose(f);
+		return -ENOMEM;
+	}
+	while (getline(&line, &linecap, f) > 0) {
+		if (cnt == cap) {
+			struct map_entry *nv = realloc(v, 2 * cap * sizeof(*v));
+
+			if (!nv) {
+				ret = -ENOMEM;
+				break;
+			}
+			v = nv;
+			cap *= 2;
+		}
+		ret = parse_line(line, &v[cnt]);
+		if (ret == -EINVAL) {
+			ret = 0;
+			continue;
+		}
+		if (ret)
+			break;
+		cnt++;
+	}
+	free(line);
+	fclose(f);
+	if (ret || !cnt) {
+		entries_free(v, cnt);
+		return ret ? ret : -ENOENT;
+	}
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+int maps_load(pid_t pid, struct dso_cache *cache, struct proc_maps **out)
+{
+	struct proc_maps *m;
+	char path[64];
+	ssize_t len;
+	int ret;
+
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->pid = pid;
+	m->cache = cache;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	len = readlink(path, m->exe, sizeof(m->exe) - 1);
+	m->exe[len > 0 ? len : 0] = '\0';
+	ret = read_entries(pid, &m->v, &m->n);
+	if (ret) {
+		free(m);
+		return ret;
+	}
+	m->last_reload_ns = now_ns();
+	*out = m;
+	return 0;
+}
+
+static struct map_entry *find_same(struct map_entry *v, size_t n,
+				   const struct map_entry *e)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].start == e->start && v[i].end == e->end &&
+		    v[i].pgoff == e->pgoff && !strcmp(v[i].path, e->path))
+			return &v[i];
+	return NULL;
+}
+
+int maps_reload(struct proc_maps *m)
+{
+	struct map_entry *v, *old;
+	uint64_t now = now_ns();
+	size_t n;
+	int ret;
+
+	if (now - m->last_reload_ns < 100000000ull)
+		return -EAGAIN;
+	m->last_reload_ns = now;
+	ret = read_entries(m->pid, &v, &n);
+	if (ret)
+		return ret;
+	/* Keep loaded dsos: a reload must not re-open every library. */
+	for (size_t i = 0; i < n; i++) {
+		old = find_same(m->v, m->n, &v[i]);
+		if (!old)
+			continue;
+		v[i].dso = old->dso;
+		v[i].dso_tried = old->dso_tried;
+		v[i].bias = old->bias;
+		old->dso = NULL;
+	}
+	entries_free(m->v, m->n);
+	m->v = v;
+	m->n = n;
+	m->generation++;
+	return 0;
+}
+
+static bool file_backed(const struct map_entry *e)
+{
+	return e->path[0] == '/' && !strstr(e->path, " (deleted)");
+}
+
+static void attach_dso(struct proc_maps *m, struct map_entry *e)
+{
+	char open_path[PATH_MAX + 64];
+	uint64_t vaddr;
+	int ret;
+
+	e->dso_tried = true;
+	if (!file_backed(e))
+		return;
+	snprintf(open_path, sizeof(open_path),
+		 "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)m->pid,
+		 e->start, e->end);
+	ret = dso_cache_get(m->cache, open_path, e->path, &e->dso);
+	if (ret == -EACCES || ret == -EPERM || ret == -ENOENT) {
+		snprintf(open_path, sizeof(open_path), "/proc/%d/root%s",
+			 (int)m->pid, e->path);
+		ret = dso_cache_get(m->cache, open_path, e->path, &e->dso);
+	}
+	if (ret) {
+		pr_debug("maps: cannot load %s: %s", e->path, strerror(-ret));
+		e->dso = NULL;
+		return;
+	}
+	if (dso_offset_to_vaddr(e->dso, e->pgoff, &vaddr)) {
+		pr_debug("maps: %s: offset 0x%" PRIx64 " in no segment",
+			 e->path, e->pgoff);
+		dso_put(e->dso);
+		e->dso = NULL;
+		return;
+	}
+	e->bias = e->start - vaddr;
+}
+
+struct map_entry *maps_find(struct proc_maps *m, uint64_t addr)
+{
+	size_t lo = 0, hi = m->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		struct map_entry *e = &m->v[mid];
+
+		if (addr < e->start) {
+			hi = mid;
+		} else if (addr >= e->end) {
+			lo = mid + 1;
+		} else {
+			if (!e->dso_tried)
+				attach_dso(m, e);
+			return e;
+		}
+	}
+	return NULL;
+}
+
+struct map_entry *maps_main(struct proc_maps *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->v[i].exec && !strcmp(m->v[i].path, m->exe))
+			return maps_find(m, m->v[i].start);
+	return NULL;
+}
+
+pid_t maps_pid(const struct proc_maps *m)
+{
+	return m->pid;
+}
+
+unsigned maps_generation(const struct proc_maps *m)
+{
+	return m->generation;
+}
+
+void maps_free(struct proc_maps *m)
+{
+	if (!m)
+		return;
+	entries_free(m->v, m->n);
+	free(m);
+}

@@ -1,1 +1,367 @@
-/* placeholder: being written */
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* perf.c - cpu-clock events per (thread, cpu), one ring per cpu. */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "perf.h"
+#include "proc.h"
+
+/* Enough for deep C++ stacks; perf's own default is 8 KiB. */
+#define STACK_BYTES 16384
+#define RING_PAGES_MAX 256
+#define RING_PAGES_MIN 8
+
+/* perf's x86 register indices, in the order a sample lists them. */
+static const enum unwind_reg perf_reg_order[] = {
+	UREG_RAX, UREG_RBX, UREG_RCX, UREG_RDX, UREG_RSI, UREG_RDI,
+	UREG_RBP, UREG_RSP, UREG_RIP,
+	UREG_R8, UREG_R9, UREG_R10, UREG_R11, UREG_R12, UREG_R13,
+	UREG_R14, UREG_R15,
+};
+#define PERF_REGS_MASK (0x1ffull | (0xffull << 16))
+#define NREGS (sizeof(perf_reg_order) / sizeof(perf_reg_order[0]))
+
+struct ring {
+	int fd;			/* the event whose buffer this is, or -1 */
+	void *base;
+	size_t data_size;
+	uint8_t *bounce;
+};
+
+struct perf_rec {
+	pid_t pid;
+	int ncpu;
+	size_t ring_pages;
+	struct ring *rings;	/* ncpu */
+	int *fds;
+	size_t nfds, capfds;
+	struct pollfd *pfds;	/* one per ring with a buffer */
+	int npfds;
+	uint64_t lost;
+};
+
+static int sys_perf_event_open(struct perf_event_attr *attr, pid_t pid,
+			       int cpu, int group, unsigned long flags)
+{
+	return syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
+}
+
+static void init_attr(struct perf_event_attr *a, unsigned hz, bool kernel)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_CPU_CLOCK;
+	/* A period, not a frequency: every sample is worth exactly 1/hz s
+	 * of cpu time, which is what pprof's cpu/nanoseconds needs. */
+	a->sample_period = 1000000000ull / hz;
+	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			 PERF_SAMPLE_PERIOD | PERF_SAMPLE_REGS_USER |
+			 PERF_SAMPLE_STACK_USER;
+	a->sample_regs_user = PERF_REGS_MASK;
+	a->sample_stack_user = STACK_BYTES;
+	a->inherit = 1;
+	/* Time in system calls belongs to the user stack that made them, as
+	 * in Go's profiles; only allowed when paranoia permits. */
+	a->exclude_kernel = !kernel;
+	a->exclude_hv = 1;
+	a->watermark = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+}
+
+static int add_fd(struct perf_rec *r, int fd)
+{
+	if (r->nfds == r->capfds) {
+		size_t cap = r->capfds ? 2 * r->capfds : 64;
+		int *v = realloc(r->fds, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		r->fds = v;
+		r->capfds = cap;
+	}
+	r->fds[r->nfds++] = fd;
+	return 0;
+}
+
+static int map_ring(struct perf_rec *r, struct ring *ring, int fd)
+{
+	size_t page = sysconf(_SC_PAGESIZE);
+
+	for (size_t pages = r->ring_pages; pages >= RING_PAGES_MIN;
+	     pages /= 2) {
+		void *base = mmap(NULL, (pages + 1) * page,
+				  PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+		if (base == MAP_FAILED) {
+			if (errno == EPERM || errno == ENOMEM)
+				continue;	/* mlock limit: try smaller */
+			return -errno;
+		}
+		ring->bounce = malloc(pages * page);
+		if (!ring->bounce) {
+			munmap(base, (pages + 1) * page);
+			return -ENOMEM;
+		}
+		r->ring_pages = pages;
+		ring->fd = fd;
+		ring->base = base;
+		ring->data_size = pages * page;
+		return 0;
+	}
+	return -EPERM;
+}
+
+static int open_one(struct perf_rec *r, struct perf_event_attr *attr,
+		    pid_t tid, int cpu)
+{
+	struct ring *ring = &r->rings[cpu];
+	int fd, ret;
+
+	attr->wakeup_watermark = r->ring_pages * sysconf(_SC_PAGESIZE) / 4;
+	fd = sys_perf_event_open(attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = add_fd(r, fd);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	if (ring->fd < 0)
+		return map_ring(r, ring, fd);
+	if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring->fd))
+		return -errno;
+	return 0;
+}
+
+static int open_thread(struct perf_rec *r, struct perf_event_attr *attr,
+		       pid_t tid)
+{
+	int opened = 0, ret = 0;
+
+	for (int cpu = 0; cpu < r->ncpu; cpu++) {
+		ret = open_one(r, attr, tid, cpu);
+		if (ret == -ENODEV || ret == -EINVAL)
+			continue;	/* offline cpu */
+		if (ret)
+			return ret;
+		opened++;
+	}
+	return opened ? 0 : ret;
+}
+
+/* Open with kernel-mode samples when allowed, else user-only. */
+static int open_first(struct perf_rec *r, unsigned hz, pid_t tid,
+		      struct perf_event_attr *attr)
+{
+	int ret;
+
+	init_attr(attr, hz, true);
+	ret = open_thread(r, attr, tid);
+	if (ret != -EACCES && ret != -EPERM)
+		return ret;
+	init_attr(attr, hz, false);
+	return open_thread(r, attr, tid);
+}
+
+static int open_all(struct perf_rec *r, unsigned hz)
+{
+	struct perf_event_attr attr;
+	pid_t *tids;
+	size_t n, opened = 0;
+	int ret;
+
+	ret = proc_tasks(r->pid, &tids, &n);
+	if (ret)
+		return ret == -ENOENT ? -ESRCH : ret;
+	ret = -ESRCH;
+	for (size_t i = 0; i < n; i++) {
+		ret = opened ? open_thread(r, &attr, tids[i])
+			     : open_first(r, hz, tids[i], &attr);
+		if (ret == -ESRCH)	/* thread ended meanwhile */
+			continue;
+		if (ret)
+			break;
+		opened++;
+	}
+	free(tids);
+	if (!opened && !ret)
+		ret = -ESRCH;
+	return opened && ret == -ESRCH ? 0 : ret;
+}
+
+static int make_pollfds(struct perf_rec *r)
+{
+	r->pfds = calloc(r->ncpu, sizeof(*r->pfds));
+	if (!r->pfds)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < r->ncpu; cpu++) {
+		if (r->rings[cpu].fd < 0)
+			continue;
+		r->pfds[r->npfds].fd = r->rings[cpu].fd;
+		r->pfds[r->npfds].events = POLLIN;
+		r->npfds++;
+	}
+	return 0;
+}
+
+int perf_open(pid_t pid, unsigned hz, struct perf_rec **out)
+{
+	struct perf_rec *r;
+	int ret;
+
+	if (!hz)
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->pid = pid;
+	r->ncpu = get_nprocs_conf();
+	r->ring_pages = RING_PAGES_MAX;
+	r->rings = calloc(r->ncpu, sizeof(*r->rings));
+	if (!r->rings) {
+		free(r);
+		return -ENOMEM;
+	}
+	for (int cpu = 0; cpu < r->ncpu; cpu++)
+		r->rings[cpu].fd = -1;
+	ret = open_all(r, hz);
+	if (!ret)
+		ret = make_pollfds(r);
+	if (ret) {
+		perf_close(r);
+		return ret;
+	}
+	*out = r;
+	return 0;
+}
+
+/* Parse a PERF_RECORD_SAMPLE body laid out by init_attr's sample_type. */
+static bool parse_sample(const uint8_t *p, const uint8_t *end,
+			 struct perf_sample *s)
+{
+	uint64_t abi, size;
+
+#define TAKE(dst) do { \
+		if (p + sizeof(dst) > end) \
+			return false; \
+		memcpy(&(dst), p, sizeof(dst)); \
+		p += sizeof(dst); \
+	} while (0)
+	uint64_t ip;
+
+	TAKE(ip);
+	TAKE(s->pid);
+	TAKE(s->tid);
+	TAKE(s->time);
+	TAKE(s->period);
+	TAKE(abi);
+	if (abi == PERF_SAMPLE_REGS_ABI_NONE)
+		return false;	/* no user context (kernel thread) */
+	for (size_t i = 0; i < NREGS; i++)
+		TAKE(s->regs.r[perf_reg_order[i]]);
+	TAKE(size);
+	if (p + size > end)
+		return false;
+	s->stack = p;
+	p += size;
+	s->stack_len = 0;
+	if (size) {
+		uint64_t dyn;
+
+		TAKE(dyn);
+		s->stack_len = dyn < size ? dyn : size;
+	}
+#undef TAKE
+	(void)ip;
+	return true;
+}
+
+static void read_ring(struct perf_rec *r, struct ring *ring,
+		      perf_sample_cb cb, void *arg)
+{
+	struct perf_event_mmap_page *pg = ring->base;
+	uint8_t *data = (uint8_t *)ring->base + pg->data_offset;
+	uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = pg->data_tail;
+
+	while (tail < head) {
+		size_t at = tail % ring->data_size;
+		struct perf_event_header hdr;
+		const uint8_t *rec;
+
+		memcpy(&hdr, data + at, sizeof(hdr)); /* headers never wrap */
+		if (hdr.size < sizeof(hdr) || tail + hdr.size > head)
+			break;
+		rec = data + at;
+		if (at + hdr.size > ring->data_size) {
+			size_t first = ring->data_size - at;
+
+			memcpy(ring->bounce, data + at, first);
+			memcpy(ring->bounce + first, data, hdr.size - first);
+			rec = ring->bounce;
+		}
+		if (hdr.type == PERF_RECORD_SAMPLE) {
+			struct perf_sample s;
+
+			if (parse_sample(rec + sizeof(hdr), rec + hdr.size, &s))
+				cb(&s, arg);
+		} else if (hdr.type == PERF_RECORD_LOST) {
+			uint64_t lost;
+
+			memcpy(&lost, rec + sizeof(hdr) + 8, sizeof(lost));
+			r->lost += lost;
+		}
+		tail += hdr.size;
+	}
+	__atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+int perf_poll(struct perf_rec *r, int timeout_ms, perf_sample_cb cb,
+	      void *arg)
+{
+	if (poll(r->pfds, r->npfds, timeout_ms) < 0 && errno != EINTR)
+		return -errno;
+	for (int cpu = 0; cpu < r->ncpu; cpu++)
+		if (r->rings[cpu].fd >= 0)
+			read_ring(r, &r->rings[cpu], cb, arg);
+	return 0;
+}
+
+uint64_t perf_lost(const struct perf_rec *r)
+{
+	return r->lost;
+}
+
+void perf_close(struct perf_rec *r)
+{
+	size_t page;
+
+	if (!r)
+		return;
+	page = sysconf(_SC_PAGESIZE);
+	for (size_t i = 0; i < r->nfds; i++)
+		close(r->fds[i]);
+	for (int cpu = 0; cpu < r->ncpu; cpu++) {
+		if (r->rings[cpu].base)
+			munmap(r->rings[cpu].base,
+			       r->rings[cpu].data_size + page);
+		free(r->rings[cpu].bounce);
+	}
+	free(r->rings);
+	free(r->fds);
+	free(r->pfds);
+	free(r);
+}

@@ -1,1 +1,213 @@
-/* placeholder: being written */
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* proc.c - small, stateless readers of /proc/PID. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proc.h"
+
+static int read_path(const char *path, char *buf, size_t size, size_t *len)
+{
+	size_t got = 0;
+	int fd, saverr;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (got < size) {
+		ssize_t r = read(fd, buf + got, size - got);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			saverr = errno;
+			close(fd);
+			return -saverr;
+		}
+		if (r == 0)
+			break;
+		got += r;
+	}
+	close(fd);
+	*len = got;
+	return 0;
+}
+
+int proc_read(pid_t pid, const char *what, char *buf, size_t size,
+	      size_t *len)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+	return read_path(path, buf, size, len);
+}
+
+static void strip_newline(char *s)
+{
+	s[strcspn(s, "\n")] = '\0';
+}
+
+int proc_comm(pid_t pid, pid_t tid, char *buf, size_t size)
+{
+	char path[64];
+	size_t len;
+	int ret;
+
+	if (!size)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid,
+		 (int)tid);
+	ret = read_path(path, buf, size - 1, &len);
+	if (ret)
+		return ret;
+	buf[len] = '\0';
+	strip_newline(buf);
+	return 0;
+}
+
+int proc_cmdline_str(pid_t pid, char *buf, size_t size)
+{
+	size_t len, i;
+	int ret;
+
+	if (!size)
+		return -EINVAL;
+	ret = proc_read(pid, "cmdline", buf, size - 1, &len);
+	if (ret)
+		return ret;
+	while (len && buf[len - 1] == '\0')
+		len--;
+	for (i = 0; i < len; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	buf[len] = '\0';
+	if (!len)	/* kernel threads have none: show [comm] like ps */
+		return proc_comm(pid, pid, buf, size);
+	return 0;
+}
+
+int proc_state(pid_t pid, char *state)
+{
+	char buf[512], *paren;
+	size_t len;
+	int ret;
+
+	ret = proc_read(pid, "stat", buf, sizeof(buf) - 1, &len);
+	if (ret)
+		return ret;
+	buf[len] = '\0';
+	/* comm may hold spaces and parentheses: the state follows the last
+	 * ')' */
+	paren = strrchr(buf, ')');
+	if (!paren || paren[1] != ' ' || !paren[2])
+		return -EINVAL;
+	*state = paren[2];
+	return 0;
+}
+
+bool proc_alive(pid_t pid)
+{
+	char state;
+
+	if (proc_state(pid, &state))
+		return false;
+	return state != 'Z' && state != 'X' && state != 'x';
+}
+
+int proc_tasks(pid_t pid, pid_t **tids, size_t *n)
+{
+	size_t cap = 16, cnt = 0;
+	char path[64];
+	struct dirent *de;
+	pid_t *v, tid;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return -errno;
+	v = malloc(cap * sizeof(*v));
+	if (!v) {
+		closedir(dir);
+		return -ENOMEM;
+	}
+	while ((de = readdir(dir))) {
+		if (!proc_parse_pid(de->d_name, &tid))
+			continue;
+		if (cnt == cap) {
+			pid_t *nv = realloc(v, 2 * cap * sizeof(*v));
+
+			if (!nv) {
+				free(v);
+				closedir(dir);
+				return -ENOMEM;
+			}
+			v = nv;
+			cap *= 2;
+		}
+		v[cnt++] = tid;
+	}
+	closedir(dir);
+	*tids = v;
+	*n = cnt;
+	return 0;
+}
+
+static int parse_uids(const char *status, struct proc_creds *c)
+{
+	const char *l = strstr(status, "\nUid:");
+	unsigned r, e, s;
+
+	if (!l || sscanf(l + 5, "%u %u %u", &r, &e, &s) != 3)
+		return -EINVAL;
+	c->ruid = r;
+	c->euid = e;
+	c->suid = s;
+	l = strstr(status, "\nCapEff:");
+	c->cap_eff = l ? strtoull(l + 8, NULL, 16) : 0;
+	return 0;
+}
+
+int proc_creds(pid_t pid, struct proc_creds *creds)
+{
+	char buf[4096], path[64];
+	struct stat st;
+	size_t len;
+	int ret;
+
+	ret = proc_read(pid, "status", buf, sizeof(buf) - 1, &len);
+	if (ret)
+		return ret;
+	buf[len] = '\0';
+	ret = parse_uids(buf, creds);
+	if (ret)
+		return ret;
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (stat(path, &st))
+		return -errno;
+	creds->owner = st.st_uid;
+	return 0;
+}
+
+bool proc_parse_pid(const char *name, pid_t *pid)
+{
+	long v = 0;
+
+	if (!*name || *name == '0')
+		return false;
+	for (; *name; name++) {
+		if (*name < '0' || *name > '9')
+			return false;
+		v = v * 10 + (*name - '0');
+		if (v > INT_MAX)
+			return false;
+	}
+	*pid = (pid_t)v;
+	return true;
+}

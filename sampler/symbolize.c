@@ -1,1 +1,245 @@
-/* placeholder: being written */
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* symbolize.c - pc -> profile location, once per distinct pc. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dso.h"
+#include "maps.h"
+#include "profile.h"
+#include "symbolize.h"
+
+#define MAX_INLINE 16
+
+struct pc_slot {
+	uint64_t pc;		/* 0 = empty */
+	uint64_t loc_id;
+};
+
+struct map_slot {
+	uint64_t start;		/* mapping start, 0 = empty */
+	uint64_t mapping_id;
+};
+
+static int add_mapping(struct symbolizer *s, struct map_entry *e,
+		       uint64_t *id);
+
+struct symbolizer {
+	struct profile *p;
+	struct proc_maps *maps;
+	struct pc_slot *pcs;
+	size_t pcs_cap, pcs_n;
+	struct map_slot *mappings;
+	size_t map_cap, map_n;
+};
+
+static inline size_t hash64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return (size_t)x;
+}
+
+/* Open addressing tables of (key != 0, value) pairs: both tables above
+ * have that shape, so one pair of helpers serves both. */
+static uint64_t *slot_find(void *v, size_t cap, size_t stride, uint64_t key,
+			   bool *found)
+{
+	for (size_t i = hash64(key) & (cap - 1);; i = (i + 1) & (cap - 1)) {
+		uint64_t *s = (uint64_t *)((char *)v + i * stride);
+
+		if (s[0] == key || !s[0]) {
+			*found = s[0] == key;
+			return s;
+		}
+	}
+}
+
+static int slot_grow(void **v, size_t *cap, size_t n, size_t stride)
+{
+	size_t ncap = *cap ? *cap * 2 : 1024;
+	void *nv;
+	bool found;
+
+	if (*cap && n * 2 < *cap)
+		return 0;
+	nv = calloc(ncap, stride);
+	if (!nv)
+		return -ENOMEM;
+	for (size_t i = 0; i < *cap; i++) {
+		uint64_t *s = (uint64_t *)((char *)*v + i * stride);
+
+		if (s[0])
+			memcpy(slot_find(nv, ncap, stride, s[0], &found), s,
+			       stride);
+	}
+	free(*v);
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
+int symbolizer_new(struct profile *p, struct proc_maps *maps,
+		   struct symbolizer **out)
+{
+	struct symbolizer *s = calloc(1, sizeof(*s));
+	struct map_entry *main_map;
+	uint64_t id;
+
+	if (!s)
+		return -ENOMEM;
+	s->p = p;
+	s->maps = maps;
+	if (slot_grow((void **)&s->pcs, &s->pcs_cap, 0, sizeof(*s->pcs)) ||
+	    slot_grow((void **)&s->mappings, &s->map_cap, 0,
+		      sizeof(*s->mappings))) {
+		symbolizer_free(s);
+		return -ENOMEM;
+	}
+	*out = s;
+	/* pprof takes the first mapping for the main binary. */
+	main_map = maps_main(maps);
+	if (main_map)
+		add_mapping(s, main_map, &id);
+	return 0;
+}
+
+void symbolizer_free(struct symbolizer *s)
+{
+	if (!s)
+		return;
+	free(s->pcs);
+	free(s->mappings);
+	free(s);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+static int add_mapping(struct symbolizer *s, struct map_entry *e,
+		       uint64_t *id)
+{
+	struct pf_mapping m = {
+		.start = e->start, .limit = e->end, .offset = e->pgoff,
+	};
+	struct dso_caps caps = { 0 };
+	struct map_slot *slot;
+	bool found;
+	int ret;
+
+	slot = (struct map_slot *)slot_find(s->mappings, s->map_cap,
+					    sizeof(*slot), e->start, &found);
+	if (found) {
+		*id = slot->mapping_id;
+		return 0;
+	}
+	if (e->dso)
+		dso_caps(e->dso, &caps);
+	m.filename = profile_intern(s->p, e->path);
+	m.build_id = profile_intern(s->p, e->dso ? dso_build_id(e->dso) : "");
+	if (m.filename < 0 || m.build_id < 0)
+		return -ENOMEM;
+	/* Every location we write is symbolized already, or has no symbol
+	 * to find: say so, so that pprof does not try again. */
+	m.has_functions = true;
+	m.has_filenames = caps.filenames;
+	m.has_line_numbers = caps.line_numbers;
+	m.has_inline_frames = caps.inline_frames;
+	ret = profile_add_mapping(s->p, &m, id);
+	if (ret)
+		return ret;
+	slot->start = e->start;
+	slot->mapping_id = *id;
+	s->map_n++;
+	return slot_grow((void **)&s->mappings, &s->map_cap, s->map_n,
+			 sizeof(*slot));
+}
+
+/* Lines for a pc: its symbolized frames, else one "object+0xoff" frame. */
+static int make_lines(struct symbolizer *s, struct map_entry *e,
+		      uint64_t pc, struct pf_line *lines, uint32_t *n)
+{
+	struct dso_frame frames[MAX_INLINE];
+	char fallback[256];
+	int nf = 0, ret;
+
+	if (e && e->dso)
+		dso_symbolize(e->dso, pc - e->bias, frames, MAX_INLINE, &nf);
+	for (int i = 0; i < nf; i++) {
+		ret = profile_add_function(s->p, frames[i].function,
+					   frames[i].system_name,
+					   frames[i].file,
+					   frames[i].start_line,
+					   &lines[i].function_id);
+		if (ret)
+			return ret;
+		lines[i].line = frames[i].line;
+	}
+	if (nf) {
+		*n = nf;
+		return 0;
+	}
+	if (e && e->path[0])
+		snprintf(fallback, sizeof(fallback), "%s+0x%" PRIx64,
+			 base_name(e->path), pc - e->start + e->pgoff);
+	else
+		snprintf(fallback, sizeof(fallback), "[unknown 0x%" PRIx64 "]",
+			 pc);
+	ret = profile_add_function(s->p, fallback, fallback, NULL, 0,
+				   &lines[0].function_id);
+	lines[0].line = 0;
+	*n = 1;
+	return ret;
+}
+
+static int new_location(struct symbolizer *s, uint64_t pc, uint64_t *loc_id)
+{
+	struct pf_line lines[MAX_INLINE];
+	uint64_t mapping_id = 0;
+	struct map_entry *e;
+	uint32_t n;
+	int ret;
+
+	e = maps_find(s->maps, pc);
+	if (!e && !maps_reload(s->maps))
+		e = maps_find(s->maps, pc);
+	if (e) {
+		ret = add_mapping(s, e, &mapping_id);
+		if (ret)
+			return ret;
+	}
+	ret = make_lines(s, e, pc, lines, &n);
+	if (ret)
+		return ret;
+	return profile_add_location(s->p, mapping_id, pc, lines, n, loc_id);
+}
+
+int symbolizer_location(struct symbolizer *s, uint64_t pc, uint64_t *loc_id)
+{
+	struct pc_slot *slot;
+	uint64_t key = pc ? pc : 1;	/* 0 marks an empty slot */
+	bool found;
+	int ret;
+
+	slot = (struct pc_slot *)slot_find(s->pcs, s->pcs_cap, sizeof(*slot),
+					   key, &found);
+	if (found) {
+		*loc_id = slot->loc_id;
+		return 0;
+	}
+	ret = new_location(s, pc, loc_id);
+	if (ret)
+		return ret;
+	slot->pc = key;
+	slot->loc_id = *loc_id;
+	s->pcs_n++;
+	return slot_grow((void **)&s->pcs, &s->pcs_cap, s->pcs_n,
+			 sizeof(*slot));
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * access.h - who may profile whom (SPEC §5).
+ *
+ * A caller may profile a target only if it could ptrace it: the caller is
+ * root or holds CAP_SYS_PTRACE, or the caller's uid equals the target's
+ * real, effective and saved uids and the target is dumpable (a
+ * non-dumpable process's /proc entries belong to root). Decided afresh on
+ * every call from /proc, never cached: a pid can be reused.
+ *
+ * Returns 0 (allowed), -EACCES (not allowed) or -ENOENT (no such target).
+ */
+#ifndef PROFFS_ACCESS_H
+#define PROFFS_ACCESS_H
+
+#include <sys/types.h>
+
+int access_check(pid_t caller_pid, uid_t caller_uid, pid_t target);
+
+#endif

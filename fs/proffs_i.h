@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * proffs_i.h - the daemon's state, shared by main.c (which owns it) and the
+ * FUSE handlers in ops.c (which get it as the session's userdata).
+ */
+#ifndef PROFFS_I_H
+#define PROFFS_I_H
+
+#include "fuse_lowlevel.h"
+
+struct dso_cache;
+struct nodes;
+struct registry;
+
+struct proffs_opts {
+	unsigned max_window_s;		/* longest window a name may ask */
+	unsigned max_hz;
+	unsigned max_sessions;
+	unsigned cache_ms;		/* finished results stay this long */
+	char *debug_roots;		/* where separate debug files live */
+	int foreground;
+	int debug;
+};
+
+struct proffs {
+	struct proffs_opts opts;
+	struct dso_cache *dsos;
+	struct nodes *nodes;
+	struct registry *registry;
+	uid_t daemon_uid;
+};
+
+extern const struct fuse_lowlevel_ops proffs_ops;
+
+#endif

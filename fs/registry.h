@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * registry.h - profiling sessions, shared by identical requests, and their
+ * results, kept a short while after they finish (SPEC §2).
+ *
+ * Opening a profile file joins the running session of the same (pid, kind,
+ * window, hz, rate), or reuses a result finished less than cache_ms ago, or
+ * starts a new session on a thread of its own. A read of a handle whose
+ * session is still sampling is parked (no FUSE worker thread waits) and
+ * answered when the session finishes; an interrupted read is answered
+ * EINTR at once. When the last handle of an unfinished session is
+ * released, the session stops sampling and frees everything.
+ *
+ * Rendering happens on the session's thread, for every format its readers
+ * asked for; a format first asked for after the session ended is rendered
+ * on demand.
+ *
+ * Thread-safe. Handles are owned by the FUSE file handle that opened them
+ * and must be released exactly once. Errors are negative errno values.
+ */
+#ifndef PROFFS_REGISTRY_H
+#define PROFFS_REGISTRY_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "fuse_lowlevel.h"
+#include "name.h"
+
+struct dso_cache;
+struct registry;
+struct reg_handle;
+
+struct registry_opts {
+	unsigned max_sessions;	/* running at once; more is -EBUSY */
+	unsigned cache_ms;	/* how long a finished result stays */
+	struct dso_cache *dsos;	/* borrowed */
+};
+
+int registry_new(const struct registry_opts *o, struct registry **out);
+
+/* Stop every session, wait for their threads, free. NULL is a no-op. */
+void registry_free(struct registry *r);
+
+/* A handle on the result of req for pid. -EBUSY, -ENOMEM. */
+int registry_open(struct registry *r, pid_t pid,
+		  const struct proffs_request *req, struct reg_handle **out);
+
+/*
+ * Answer a read of size bytes at off: at once when the result is ready,
+ * else when it is (or EINTR when interrupted). Ends in exactly one
+ * fuse_reply_* for req, now or later.
+ */
+void registry_read(struct reg_handle *h, fuse_req_t req, size_t size,
+		   off_t off);
+
+void registry_release(struct reg_handle *h);
+
+/*
+ * The size of a cached, finished result for req, without waiting: 0 and
+ * *size, or -ENOENT when none is ready.
+ */
+int registry_result_size(struct registry *r, pid_t pid,
+			 const struct proffs_request *req, size_t *size);
+
+#endif

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * cpu.h - a CPU profile of one process over a window.
+ *
+ * cpu_profile() samples every thread of the process with cpu-clock at hz
+ * per second of cpu time, unwinds each sample as it arrives, and adds it to
+ * a profile with Go's CPU sample types (samples/count, cpu/nanoseconds),
+ * period cpu/nanoseconds = 1e9/hz, and string labels thread (tid) and
+ * thread_name (comm). Memory grows with distinct stacks only.
+ *
+ * It blocks for the window, on the calling thread. It returns early with
+ * -ECANCELED when *stop becomes true (checked every 50 ms), and early with
+ * the partial profile (and a comment saying so) when the process exits.
+ *
+ * Ownership: on success *out is a new profile the caller frees with
+ * profile_free(). Errors: -ESRCH (no such process), -EACCES/-EPERM (the
+ * kernel refuses perf events on it), -ENOMEM, -ECANCELED.
+ */
+#ifndef PROFFS_CPU_H
+#define PROFFS_CPU_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct dso_cache;
+struct profile;
+
+struct cpu_opts {
+	pid_t pid;
+	uint32_t hz;
+	uint64_t window_ms;
+	struct dso_cache *cache;	/* shared across sessions */
+	const _Atomic bool *stop;	/* may be NULL */
+};
+
+struct cpu_stats {
+	uint64_t samples;	/* samples added */
+	uint64_t lost;		/* dropped by the kernel (ring full) */
+	uint64_t elapsed_ns;
+};
+
+int cpu_profile(const struct cpu_opts *o, struct profile **out,
+		struct cpu_stats *stats);
+
+#endif

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * maps.h - a process's address space as the unwinder and symbolizer need
+ * it: /proc/PID/maps entries, each file-backed one tied to its dso (loaded
+ * lazily from the shared dso cache) and its load bias.
+ *
+ * Owned by one session, used from one thread. ELF files are opened through
+ * /proc/PID/map_files/ (works across mount namespaces, needs privilege)
+ * and else /proc/PID/root/<path>, so container processes work.
+ *
+ * Errors: negative errno; -ENOENT when the process is gone.
+ */
+#ifndef PROFFS_MAPS_H
+#define PROFFS_MAPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct dso;
+struct dso_cache;
+
+struct map_entry {
+	uint64_t start, end;	/* [start, end) */
+	uint64_t pgoff;
+	bool exec;
+	bool dso_tried;		/* dso load attempted (dso may be NULL) */
+	char *path;		/* "" for anonymous, "[vdso]" etc. */
+	struct dso *dso;	/* reference, or NULL */
+	uint64_t bias;		/* runtime address - ELF vaddr */
+};
+
+struct proc_maps;
+
+/* Read /proc/PID/maps. The cache is borrowed and must outlive *out. */
+int maps_load(pid_t pid, struct dso_cache *cache, struct proc_maps **out);
+
+/*
+ * Re-read /proc/PID/maps (after a miss: dlopen, JIT), keeping the dsos
+ * of unchanged entries. At most once per 100 ms; returns -EAGAIN when
+ * called sooner, and leaves the map unchanged on any failure.
+ */
+int maps_reload(struct proc_maps *m);
+
+/*
+ * The entry holding addr, its dso loaded on first use (NULL dso when the
+ * file cannot be read), or NULL when no mapping holds addr.
+ */
+struct map_entry *maps_find(struct proc_maps *m, uint64_t addr);
+
+/* The entry of the main executable's first executable mapping, or NULL. */
+struct map_entry *maps_main(struct proc_maps *m);
+
+pid_t maps_pid(const struct proc_maps *m);
+
+/* Bumped by every successful reload: lets users drop caches. */
+unsigned maps_generation(const struct proc_maps *m);
+
+void maps_free(struct proc_maps *m);
+
+#endif

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * perf.h - cpu-clock sampling of one process with perf_event_open, user
+ * registers and user stack copies in every sample.
+ *
+ * One event per (thread, cpu) with inherit set, so threads created during
+ * the window are followed; every event of a cpu writes into that cpu's one
+ * ring buffer (PERF_EVENT_IOC_SET_OUTPUT), as `perf record -p` does. An
+ * inherit event opened with cpu = -1 cannot be mmapped on this kernel.
+ *
+ * Samples are handed to a callback as they are read, pointing into the
+ * ring (or a bounce buffer when a record wraps): valid only during the
+ * callback. Not thread-safe: one reader.
+ *
+ * Errors: negative errno. -EACCES/-EPERM when the kernel refuses (e.g.
+ * perf_event_paranoid), -ESRCH when the process is gone.
+ */
+#ifndef PROFFS_PERF_H
+#define PROFFS_PERF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "unwind.h"
+
+struct perf_rec;
+
+struct perf_sample {
+	uint32_t pid, tid;
+	uint64_t time;		/* perf clock, ns */
+	uint64_t period;	/* ns of cpu-clock this sample stands for */
+	struct unwind_regs regs;
+	const void *stack;	/* copy of the stack from regs.r[UREG_RSP] */
+	size_t stack_len;
+};
+
+typedef void (*perf_sample_cb)(const struct perf_sample *s, void *arg);
+
+/* Start sampling every thread of pid at hz per second of cpu time. */
+int perf_open(pid_t pid, unsigned hz, struct perf_rec **out);
+
+/*
+ * Wait up to timeout_ms for data, then hand every complete sample to cb.
+ * Returns 0, or a negative errno on a fatal error.
+ */
+int perf_poll(struct perf_rec *r, int timeout_ms, perf_sample_cb cb,
+	      void *arg);
+
+
+/* Records the kernel dropped because a ring was full. */
+uint64_t perf_lost(const struct perf_rec *r);
+
+/* Stop sampling and free; NULL is a no-op. */
+void perf_close(struct perf_rec *r);
+
+#endif

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * proc.h - what /proc says about a process: command line, thread list,
+ * thread names, state and credentials.
+ *
+ * Stateless helpers; every call reads /proc afresh (processes change).
+ * Errors: -ENOENT when the process (or thread) is gone, -EACCES when /proc
+ * refuses, other negative errno values from the system calls.
+ */
+#ifndef PROFFS_PROC_H
+#define PROFFS_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Read /proc/PID/<what> (e.g. "cmdline") into buf, at most size bytes;
+ * *len = bytes read. Not NUL-terminated. */
+int proc_read(pid_t pid, const char *what, char *buf, size_t size,
+	      size_t *len);
+
+/* Thread name (comm) of tid in pid, NUL-terminated, newline stripped. */
+int proc_comm(pid_t pid, pid_t tid, char *buf, size_t size);
+
+/* The command line with NULs turned into spaces, NUL-terminated. */
+int proc_cmdline_str(pid_t pid, char *buf, size_t size);
+
+/* One-letter state from /proc/PID/stat ('R', 'S', 'Z', ...). */
+int proc_state(pid_t pid, char *state);
+
+/* True while the process exists and is neither zombie nor dead. */
+bool proc_alive(pid_t pid);
+
+/* The thread ids of pid; *tids is malloc()ed, the caller frees it. */
+int proc_tasks(pid_t pid, pid_t **tids, size_t *n);
+
+struct proc_creds {
+	uid_t ruid, euid, suid;
+	uid_t owner;		/* owner of /proc/PID: root when not dumpable */
+	uint64_t cap_eff;
+};
+
+/* Credentials from /proc/PID/status and the owner of /proc/PID. */
+int proc_creds(pid_t pid, struct proc_creds *creds);
+
+/* True when the directory-entry name is a pid ("1234"); stores it. */
+bool proc_parse_pid(const char *name, pid_t *pid);
+
+#endif

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * unwind.h - DWARF CFI unwinding of a copied user stack, with libunwind's
+ * remote API.
+ *
+ * Input is what a perf sample (or a ptrace stop) gives: the user registers
+ * and a copy of the top of the stack. Memory outside the copy is read from
+ * the ELF files (the unwind tables themselves, code bytes for signal-frame
+ * checks) through the process's maps, never from the live process, so an
+ * unwind is consistent with the moment the sample was taken. Works for code
+ * built without frame pointers: only .eh_frame CFI is used.
+ *
+ * One unwinder per session (it owns a libunwind address space and its
+ * cache); not thread-safe. The maps are borrowed.
+ */
+#ifndef PROFFS_UNWIND_H
+#define PROFFS_UNWIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct proc_maps;
+struct unwinder;
+
+/* libunwind's x86-64 register numbering */
+enum unwind_reg {
+	UREG_RAX, UREG_RDX, UREG_RCX, UREG_RBX, UREG_RSI, UREG_RDI,
+	UREG_RBP, UREG_RSP, UREG_R8, UREG_R9, UREG_R10, UREG_R11,
+	UREG_R12, UREG_R13, UREG_R14, UREG_R15, UREG_RIP, UREG__COUNT,
+};
+
+struct unwind_regs {
+	uint64_t r[UREG__COUNT];
+};
+
+int unwinder_new(struct proc_maps *maps, struct unwinder **out);
+void unwinder_free(struct unwinder *u);
+
+/*
+ * Unwind from regs over the stack copy (stack[0] is the byte at regs
+ * RSP). Stores up to max program counters, leaf first, in pcs; *n is the
+ * count (>= 1: the leaf is always stored). Frames other than the leaf
+ * hold the return address minus one, i.e. an address inside the call
+ * instruction, so symbolization lands on the calling line. Returns 0;
+ * an unwind that stops early is not an error.
+ */
+int unwind_stack(struct unwinder *u, const struct unwind_regs *regs,
+		 const void *stack, size_t stack_len, uint64_t *pcs, int max,
+		 int *n);
+
+#endif
