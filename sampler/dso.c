@@ -1,1 +1,1222 @@
-/* placeholder: being written */
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * dso.c - ELF objects for the unwinder and the symbolizer.
+ *
+ * Loading is cheap and eager: open, fstat, mmap the whole file, read the
+ * program headers and the build-id with libelf. Everything libdw does
+ * (finding a separate debug file, symbol table, DWARF) waits for the first
+ * dso_symbolize()/dso_caps(), because most dsos are only unwound through.
+ * The fd stays open until then: /proc/PID/map_files paths vanish with the
+ * process, and libdwfl consumes the fd.
+ *
+ * Symbols are looked up in our own sorted table, not with
+ * dwfl_module_addrsym(), which scans every symbol on each call. Results
+ * are memoized per address: profiles meet the same pcs again and again.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
+
+#include "dso.h"
+#include "log.h"
+
+#define DSO_DEFAULT_ROOTS	"/usr/lib/debug"
+/* Deeper inline chains are cut in the middle; the outer function stays. */
+#define DSO_MAX_FRAMES		32
+#define U64MAP_EMPTY		UINT64_MAX
+
+typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len,
+			     int *status);
+
+/* Open addressing, linear probing; keys are never U64MAP_EMPTY. */
+struct u64map {
+	uint64_t *keys;
+	uint64_t *vals;
+	size_t mask;		/* capacity - 1, or 0 when unallocated */
+	size_t n;
+};
+
+struct dso_seg {
+	uint64_t vaddr;
+	uint64_t offset;
+	uint64_t filesz;
+	uint32_t flags;
+};
+
+struct dso_sym {
+	uint64_t addr;
+	uint64_t end;		/* exclusive */
+	const char *name;	/* owned by libdwfl's symbol table */
+	uint8_t rank;		/* lower is preferred among aliases */
+	bool sized;
+};
+
+struct dso {
+	atomic_int refs;
+	char *name;
+	char *build_id;		/* hex, "" when none */
+	char *sysroot;		/* open_path minus name, e.g. /proc/1/root */
+	char *debug_roots;	/* ':'-separated */
+	demangle_fn demangle;
+	const unsigned char *map;
+	size_t map_size;
+	dev_t dev;
+	ino_t ino;
+	struct dso_seg *segs;
+	int nsegs;
+	bool has_eh;
+	uint64_t eh_vaddr, eh_size;
+	uint64_t page_size;
+
+	pthread_mutex_t lock;	/* protects everything below */
+	int fd;			/* until libdwfl takes it */
+	bool dw_tried;
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	Dwarf *dw;
+	struct dso_sym *syms;
+	size_t nsyms;
+	struct dso_caps caps;
+	struct u64map addrs;	/* vaddr -> first frame << 8 | count */
+	struct u64map demangled;	/* raw name ptr -> demangled ptr */
+	struct u64map paths;	/* hash -> struct dso_str chain */
+	struct dso_frame *pool;
+	size_t npool, cap_pool;
+};
+
+/* A string made here (an absolute source path), interned. */
+struct dso_str {
+	struct dso_str *next;	/* same hash */
+	char s[];
+};
+
+struct cache_ent {
+	struct cache_ent *next;
+	struct dso *dso;
+	bool owner;		/* this entry holds the cache's reference */
+	char key[];
+};
+
+struct dso_cache {
+	pthread_mutex_t lock;
+	char *roots;
+	demangle_fn demangle;
+	struct cache_ent **tab;	/* protected by lock */
+	size_t ntab, nent;
+};
+
+/* ---- u64 -> u64 map ---- */
+
+static size_t hash64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	return (size_t)k;
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
+	return h;
+}
+
+static bool u64map_get(const struct u64map *m, uint64_t k, uint64_t *v)
+{
+	size_t i;
+
+	if (!m->mask)
+		return false;
+	for (i = hash64(k) & m->mask; m->keys[i] != U64MAP_EMPTY;
+	     i = (i + 1) & m->mask) {
+		if (m->keys[i] == k) {
+			*v = m->vals[i];
+			return true;
+		}
+	}
+	return false;
+}
+
+static void u64map_insert(struct u64map *m, uint64_t k, uint64_t v)
+{
+	size_t i = hash64(k) & m->mask;
+
+	while (m->keys[i] != U64MAP_EMPTY && m->keys[i] != k)
+		i = (i + 1) & m->mask;
+	m->n += m->keys[i] == U64MAP_EMPTY;
+	m->keys[i] = k;
+	m->vals[i] = v;
+}
+
+static int u64map_put(struct u64map *m, uint64_t k, uint64_t v)
+{
+	struct u64map big;
+	size_t i, cap;
+
+	if (m->mask && (m->n + 1) * 2 <= m->mask + 1) {
+		u64map_insert(m, k, v);
+		return 0;
+	}
+	cap = m->mask ? (m->mask + 1) * 2 : 64;
+	big = (struct u64map){ .mask = cap - 1 };
+	big.keys = malloc(cap * sizeof(*big.keys));
+	big.vals = malloc(cap * sizeof(*big.vals));
+	if (!big.keys || !big.vals) {
+		free(big.keys);
+		free(big.vals);
+		return -ENOMEM;
+	}
+	memset(big.keys, 0xff, cap * sizeof(*big.keys));
+	for (i = 0; m->mask && i <= m->mask; i++)
+		if (m->keys[i] != U64MAP_EMPTY)
+			u64map_insert(&big, m->keys[i], m->vals[i]);
+	free(m->keys);
+	free(m->vals);
+	*m = big;
+	u64map_insert(m, k, v);
+	return 0;
+}
+
+static void u64map_free(struct u64map *m)
+{
+	free(m->keys);
+	free(m->vals);
+	*m = (struct u64map){ 0 };
+}
+
+/* ---- ELF headers ---- */
+
+static int dso_parse_phdrs(struct dso *d, Elf *elf, const char **why)
+{
+	size_t i, phnum;
+	GElf_Phdr ph;
+
+	if (elf_getphdrnum(elf, &phnum) || !phnum) {
+		*why = "no program headers";
+		return -ENOEXEC;
+	}
+	d->segs = calloc(phnum, sizeof(*d->segs));
+	if (!d->segs)
+		return -ENOMEM;
+	for (i = 0; i < phnum; i++) {
+		if (!gelf_getphdr(elf, i, &ph)) {
+			*why = "bad program header";
+			return -ENOEXEC;
+		}
+		if (ph.p_type == PT_GNU_EH_FRAME) {
+			d->has_eh = true;
+			d->eh_vaddr = ph.p_vaddr;
+			d->eh_size = ph.p_memsz;
+		}
+		if (ph.p_type != PT_LOAD)
+			continue;
+		if (ph.p_offset > d->map_size ||
+		    ph.p_filesz > d->map_size - ph.p_offset ||
+		    ph.p_vaddr + ph.p_filesz < ph.p_vaddr) {
+			*why = "PT_LOAD beyond end of file";
+			return -ENOEXEC;
+		}
+		d->segs[d->nsegs++] = (struct dso_seg){
+			.vaddr = ph.p_vaddr, .offset = ph.p_offset,
+			.filesz = ph.p_filesz, .flags = ph.p_flags,
+		};
+	}
+	if (!d->nsegs) {
+		*why = "no PT_LOAD";
+		return -ENOEXEC;
+	}
+	return 0;
+}
+
+static int dso_parse_build_id(struct dso *d, Elf *elf)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *id;
+	ssize_t len, i;
+
+	len = dwelf_elf_gnu_build_id(elf, (const void **)&id);
+	if (len < 0)
+		len = 0;
+	d->build_id = malloc(2 * len + 1);
+	if (!d->build_id)
+		return -ENOMEM;
+	for (i = 0; i < len; i++) {
+		d->build_id[2 * i] = hex[id[i] >> 4];
+		d->build_id[2 * i + 1] = hex[id[i] & 15];
+	}
+	d->build_id[2 * len] = '\0';
+	return 0;
+}
+
+/* Rejects what the kernel would not load and what a cut-off copy looks
+ * like, so later users of the mapping never read past its end. */
+static int dso_parse(struct dso *d, const char **why)
+{
+	size_t shnum, shsize;
+	GElf_Ehdr eh;
+	Elf *elf;
+	int ret = -ENOEXEC;
+
+	elf = elf_memory((char *)d->map, d->map_size);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		*why = "not an ELF file";
+		goto out;
+	}
+	if (!gelf_getehdr(elf, &eh) ||
+	    (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)) {
+		*why = "not an executable or shared object";
+		goto out;
+	}
+	/* From the header: libelf quietly drops a table that does not fit.
+	 * Past 0xff00 sections the count is in section 0, which must fit. */
+	shsize = gelf_fsize(elf, ELF_T_SHDR, 1, EV_CURRENT);
+	shnum = eh.e_shnum ? eh.e_shnum : eh.e_shoff != 0;
+	if (shnum && (eh.e_shoff > d->map_size || !shsize ||
+		      shnum > (d->map_size - eh.e_shoff) / shsize)) {
+		*why = "section headers beyond end of file";
+		goto out;
+	}
+	ret = dso_parse_phdrs(d, elf, why);
+	if (!ret)
+		ret = dso_parse_build_id(d, elf);
+out:
+	elf_end(elf);
+	return ret;
+}
+
+static void dso_free(struct dso *d)
+{
+	struct dso_str *str, *next;
+	size_t i;
+
+	if (d->dwfl)
+		dwfl_end(d->dwfl);
+	if (d->fd >= 0)
+		close(d->fd);
+	if (d->map)
+		munmap((void *)d->map, d->map_size);
+	for (i = 0; d->demangled.mask && i <= d->demangled.mask; i++)
+		if (d->demangled.keys[i] != U64MAP_EMPTY &&
+		    d->demangled.vals[i] != d->demangled.keys[i])
+			free((void *)(uintptr_t)d->demangled.vals[i]);
+	u64map_free(&d->demangled);
+	for (i = 0; d->paths.mask && i <= d->paths.mask; i++) {
+		if (d->paths.keys[i] == U64MAP_EMPTY)
+			continue;
+		str = (struct dso_str *)(uintptr_t)d->paths.vals[i];
+		for (; str; str = next) {
+			next = str->next;
+			free(str);
+		}
+	}
+	u64map_free(&d->paths);
+	u64map_free(&d->addrs);
+	pthread_mutex_destroy(&d->lock);
+	free(d->pool);
+	free(d->syms);
+	free(d->segs);
+	free(d->debug_roots);
+	free(d->sysroot);
+	free(d->build_id);
+	free(d->name);
+	free(d);
+}
+
+/* The target's root as seen from here, when open_path is
+ * /proc/PID/root + name: debug files of containers live under it. */
+static char *dso_sysroot(const char *open_path, const char *name)
+{
+	size_t lo = strlen(open_path), ln = strlen(name);
+
+	if (name[0] == '/' && lo > ln && !strcmp(open_path + lo - ln, name))
+		return strndup(open_path, lo - ln);
+	return strdup("");
+}
+
+/* Takes fd. */
+static int dso_load(const struct dso_cache *c, int fd, const struct stat *st,
+		    const char *open_path, const char *name, struct dso **out)
+{
+	const char *why = "empty file";
+	struct dso *d;
+	void *map;
+	int ret;
+
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		close(fd);
+		return -ENOMEM;
+	}
+	atomic_init(&d->refs, 1);
+	d->fd = fd;
+	pthread_mutex_init(&d->lock, NULL);
+	d->dev = st->st_dev;
+	d->ino = st->st_ino;
+	d->demangle = c->demangle;
+	d->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
+	d->name = strdup(name);
+	d->sysroot = dso_sysroot(open_path, name);
+	d->debug_roots = strdup(c->roots);
+	ret = -ENOMEM;
+	if (!d->name || !d->sysroot || !d->debug_roots)
+		goto err;
+	ret = -ENOEXEC;
+	if (st->st_size <= 0 || (uint64_t)st->st_size > SIZE_MAX)
+		goto err_why;
+	map = mmap(NULL, st->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED) {
+		ret = errno == ENOMEM ? -ENOMEM : -ENOEXEC;
+		why = "cannot mmap";
+		goto err_why;
+	}
+	d->map = map;
+	d->map_size = st->st_size;
+	ret = dso_parse(d, &why);
+	if (ret)
+		goto err_why;
+	*out = d;
+	return 0;
+err_why:
+	if (ret == -ENOEXEC)
+		pr_debug("dso: %s: %s", name, why);
+err:
+	dso_free(d);
+	return ret;
+}
+
+/* ---- the cache ---- */
+
+int dso_cache_new(const char *debug_roots, struct dso_cache **out)
+{
+	struct dso_cache *c;
+	void *lib;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOSYS;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->roots = strdup(debug_roots ? debug_roots : DSO_DEFAULT_ROOTS);
+	c->ntab = 256;
+	c->tab = calloc(c->ntab, sizeof(*c->tab));
+	if (!c->roots || !c->tab) {
+		free(c->roots);
+		free(c->tab);
+		free(c);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	/* C++ names are optional: no libstdc++, no demangling. The handle
+	 * is never closed because dsos outliving the cache keep the
+	 * function pointer. */
+	lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+	if (lib)
+		c->demangle = (demangle_fn)dlsym(lib, "__cxa_demangle");
+	*out = c;
+	return 0;
+}
+
+void dso_cache_free(struct dso_cache *c)
+{
+	struct cache_ent *e, *next;
+	size_t i;
+
+	if (!c)
+		return;
+	for (i = 0; i < c->ntab; i++) {
+		for (e = c->tab[i]; e; e = next) {
+			next = e->next;
+			if (e->owner)
+				dso_put(e->dso);
+			free(e);
+		}
+	}
+	pthread_mutex_destroy(&c->lock);
+	free(c->tab);
+	free(c->roots);
+	free(c);
+}
+
+/* Called with c->lock held. */
+static struct dso *cache_lookup(const struct dso_cache *c, const char *key)
+{
+	struct cache_ent *e;
+
+	for (e = c->tab[hash_str(key) & (c->ntab - 1)]; e; e = e->next)
+		if (!strcmp(e->key, key))
+			return e->dso;
+	return NULL;
+}
+
+/* Called with c->lock held. */
+static void cache_grow(struct dso_cache *c)
+{
+	struct cache_ent **tab, *e, *next;
+	size_t i, n = c->ntab * 2;
+
+	tab = calloc(n, sizeof(*tab));
+	if (!tab)
+		return;		/* longer chains, still correct */
+	for (i = 0; i < c->ntab; i++) {
+		for (e = c->tab[i]; e; e = next) {
+			next = e->next;
+			e->next = tab[hash_str(e->key) & (n - 1)];
+			tab[hash_str(e->key) & (n - 1)] = e;
+		}
+	}
+	free(c->tab);
+	c->tab = tab;
+	c->ntab = n;
+}
+
+/* Called with c->lock held. */
+static int cache_insert(struct dso_cache *c, const char *key, struct dso *d,
+			bool owner)
+{
+	size_t len = strlen(key) + 1;
+	struct cache_ent *e = malloc(sizeof(*e) + len);
+	size_t b;
+
+	if (!e)
+		return -ENOMEM;
+	if (c->nent >= c->ntab)
+		cache_grow(c);
+	memcpy(e->key, key, len);
+	e->dso = d;
+	e->owner = owner;
+	b = hash_str(key) & (c->ntab - 1);
+	e->next = c->tab[b];
+	c->tab[b] = e;
+	c->nent++;
+	return 0;
+}
+
+/* Publish a freshly loaded d, or return the dso that won a race or shares
+ * its build-id. Takes the caller's reference to d; *out gets a new one. */
+static int cache_add(struct dso_cache *c, const char *stat_key,
+		     struct dso *d, struct dso **out)
+{
+	struct dso *old;
+	int ret = 0;
+
+	pthread_mutex_lock(&c->lock);
+	old = cache_lookup(c, stat_key);
+	if (!old && d->build_id[0]) {
+		old = cache_lookup(c, d->build_id);
+		if (old && cache_insert(c, stat_key, old, false))
+			old = NULL, ret = -ENOMEM;
+	}
+	if (old) {
+		*out = dso_get(old);
+	} else if (!ret) {
+		ret = cache_insert(c, stat_key, d, true);
+		if (!ret && d->build_id[0] &&
+		    cache_insert(c, d->build_id, d, false))
+			pr_debug("dso: %s: no memory for build-id key",
+				 d->name);
+		if (!ret) {
+			*out = dso_get(d);
+			d = NULL;	/* its first reference is the cache's */
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	dso_put(d);
+	return ret;
+}
+
+int dso_cache_get(struct dso_cache *c, const char *open_path,
+		  const char *name, struct dso **out)
+{
+	char key[96];
+	struct stat st;
+	struct dso *d;
+	int fd, ret;
+
+	if (!name)
+		name = open_path;
+	fd = open(open_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		ret = S_ISREG(st.st_mode) ? -errno : -ENOEXEC;
+		close(fd);
+		return ret;
+	}
+	snprintf(key, sizeof(key), "%llx:%llx:%lld:%lld.%09ld",
+		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+		 (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+		 st.st_mtim.tv_nsec);
+	pthread_mutex_lock(&c->lock);
+	d = cache_lookup(c, key);
+	if (d)
+		dso_get(d);
+	pthread_mutex_unlock(&c->lock);
+	if (d) {
+		close(fd);
+		*out = d;
+		return 0;
+	}
+	ret = dso_load(c, fd, &st, open_path, name, &d);
+	if (ret)
+		return ret;
+	return cache_add(c, key, d, out);
+}
+
+struct dso *dso_get(struct dso *d)
+{
+	atomic_fetch_add_explicit(&d->refs, 1, memory_order_relaxed);
+	return d;
+}
+
+void dso_put(struct dso *d)
+{
+	if (d && atomic_fetch_sub_explicit(&d->refs, 1,
+					   memory_order_acq_rel) == 1)
+		dso_free(d);
+}
+
+const char *dso_name(const struct dso *d)
+{
+	return d->name;
+}
+
+const char *dso_build_id(const struct dso *d)
+{
+	return d->build_id;
+}
+
+/* ---- addresses ---- */
+
+/*
+ * A mapping's pgoff is the page-aligned-down p_offset of the segment the
+ * kernel mapped. When two segments share that page (rodata ending where
+ * data starts), the one starting exactly there wins, then the one
+ * starting in that page, then plain containment (mappings mprotect()
+ * split); executable segments first at each level.
+ */
+int dso_offset_to_vaddr(const struct dso *d, uint64_t offset,
+			uint64_t *vaddr)
+{
+	const struct dso_seg *s, *best = NULL;
+	int i, rank, best_rank = INT_MAX;
+
+	for (i = 0; i < d->nsegs; i++) {
+		s = &d->segs[i];
+		if (offset < (s->offset & ~(d->page_size - 1)) ||
+		    offset - s->offset >= s->filesz)
+			continue;
+		if (offset == s->offset)
+			rank = 0;
+		else if (offset == (s->offset & ~(d->page_size - 1)))
+			rank = 2;
+		else
+			rank = offset > s->offset ? 4 : 6;
+		rank += !(s->flags & PF_X);
+		if (rank < best_rank) {
+			best = s;
+			best_rank = rank;
+		}
+	}
+	if (!best)
+		return -ENOENT;
+	*vaddr = best->vaddr + (offset - best->offset);
+	return 0;
+}
+
+int dso_read(const struct dso *d, uint64_t vaddr, void *buf, size_t len)
+{
+	const struct dso_seg *s;
+	uint64_t rel;
+	int i;
+
+	for (i = 0; i < d->nsegs; i++) {
+		s = &d->segs[i];
+		rel = vaddr - s->vaddr;
+		if (vaddr < s->vaddr || rel >= s->filesz)
+			continue;
+		if (len > s->filesz - rel)
+			return -EFAULT;
+		memcpy(buf, d->map + s->offset + rel, len);
+		return 0;
+	}
+	return -EFAULT;
+}
+
+int dso_eh_frame_hdr(const struct dso *d, uint64_t *vaddr, uint64_t *size)
+{
+	if (!d->has_eh)
+		return -ENOENT;
+	*vaddr = d->eh_vaddr;
+	*size = d->eh_size;
+	return 0;
+}
+
+/* ---- separate debug files ---- */
+
+static uint32_t crc32_mem(const unsigned char *p, size_t n)
+{
+	uint32_t tab[256], c = 0xffffffff;
+	uint32_t i, k, v;
+
+	for (i = 0; i < 256; i++) {
+		for (v = i, k = 0; k < 8; k++)
+			v = v & 1 ? 0xedb88320 ^ (v >> 1) : v >> 1;
+		tab[i] = v;
+	}
+	while (n--)
+		c = tab[(c ^ *p++) & 0xff] ^ (c >> 8);
+	return c ^ 0xffffffff;
+}
+
+/* A candidate is ours if its build-id matches ours, or, for a file
+ * without one, if its CRC is the one .gnu_debuglink records. */
+static bool debug_file_matches(const struct dso *d, int fd, size_t size,
+			       GElf_Word crc)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *id, *map;
+	bool ok = false;
+	ssize_t len, i;
+	Elf *elf;
+
+	if (!d->build_id[0]) {
+		map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (map == MAP_FAILED)
+			return false;
+		ok = crc32_mem(map, size) == crc;
+		munmap((void *)map, size);
+		return ok;
+	}
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	len = elf ? dwelf_elf_gnu_build_id(elf, (const void **)&id) : -1;
+	if (len > 0 && (size_t)len * 2 == strlen(d->build_id)) {
+		for (ok = true, i = 0; i < len && ok; i++)
+			ok = d->build_id[2 * i] == hex[id[i] >> 4] &&
+			     d->build_id[2 * i + 1] == hex[id[i] & 15];
+	}
+	elf_end(elf);
+	return ok;
+}
+
+static int debug_try(const struct dso *d, const char *path, GElf_Word crc,
+		     char **found)
+{
+	struct stat st;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+	    (st.st_dev == d->dev && st.st_ino == d->ino) ||
+	    !debug_file_matches(d, fd, st.st_size, crc) ||
+	    !(*found = strdup(path))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* ROOT/.build-id/xx/rest.debug, or with link ROOT/DIR/link, for each
+ * debug root. */
+static int debug_try_roots(const struct dso *d, const char *prefix,
+			   const char *link, int dirlen, GElf_Word crc,
+			   char **found)
+{
+	char path[PATH_MAX];
+	const char *root;
+	int rlen, fd = -1;
+
+	for (root = d->debug_roots; *root && fd < 0; root += rlen) {
+		rlen = strcspn(root, ":");
+		if (!rlen) {
+			rlen = 1;
+			continue;
+		}
+		if (!link)
+			snprintf(path, sizeof(path),
+				 "%s%.*s/.build-id/%.2s/%s.debug", prefix,
+				 rlen, root, d->build_id, d->build_id + 2);
+		else
+			snprintf(path, sizeof(path), "%s%.*s%.*s/%s", prefix,
+				 rlen, root, dirlen, d->name, link);
+		fd = debug_try(d, path, crc, found);
+	}
+	return fd;
+}
+
+/* Build-id under each root, then the debuglink next to the file, in its
+ * .debug/, and under each root, all below prefix. */
+static int debug_search(const struct dso *d, const char *prefix,
+			const char *link, GElf_Word crc, char **found)
+{
+	const char *slash = strrchr(d->name, '/');
+	int dirlen = slash ? (int)(slash - d->name) : -1;
+	char path[PATH_MAX];
+	int fd = -1;
+
+	if (strlen(d->build_id) > 2)
+		fd = debug_try_roots(d, prefix, NULL, 0, crc, found);
+	if (fd >= 0 || !link || d->name[0] != '/')
+		return fd;
+	snprintf(path, sizeof(path), "%s%.*s/%s", prefix, dirlen, d->name,
+		 link);
+	fd = debug_try(d, path, crc, found);
+	if (fd >= 0)
+		return fd;
+	snprintf(path, sizeof(path), "%s%.*s/.debug/%s", prefix, dirlen,
+		 d->name, link);
+	fd = debug_try(d, path, crc, found);
+	if (fd >= 0)
+		return fd;
+	return debug_try_roots(d, prefix, link, dirlen, crc, found);
+}
+
+static int dso_find_debuginfo(Dwfl_Module *mod, void **userdata,
+			      const char *modname, Dwarf_Addr base,
+			      const char *file_name, const char *link,
+			      GElf_Word crc, char **found)
+{
+	const struct dso *d = *userdata;
+	int fd = -1;
+
+	(void)mod, (void)modname, (void)base, (void)file_name;
+	if (!d)
+		return -1;
+	if (d->sysroot[0])
+		fd = debug_search(d, d->sysroot, link, crc, found);
+	if (fd < 0)
+		fd = debug_search(d, "", link, crc, found);
+	if (fd < 0)
+		pr_debug("dso: %s: no separate debug file", d->name);
+	return fd;
+}
+
+/* Never called: every module is reported with an open fd. */
+static int dso_find_elf(Dwfl_Module *mod, void **userdata,
+			const char *modname, Dwarf_Addr base,
+			char **file_name, Elf **elfp)
+{
+	(void)mod, (void)userdata, (void)modname, (void)base;
+	(void)file_name, (void)elfp;
+	return -1;
+}
+
+static const Dwfl_Callbacks dso_dwfl_callbacks = {
+	.find_elf = dso_find_elf,
+	.find_debuginfo = dso_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+};
+
+/* ---- symbol table ---- */
+
+static int sym_cmp(const void *a, const void *b)
+{
+	const struct dso_sym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank - y->rank;
+	return strcmp(x->name, y->name);
+}
+
+/* Prefer sized, global, then weak, then fewer leading underscores: the
+ * name a user would look for among aliases (malloc over __libc_malloc). */
+static uint8_t sym_rank(const GElf_Sym *sym, const char *name)
+{
+	static const uint8_t bind_rank[] = {
+		[STB_LOCAL] = 2, [STB_GLOBAL] = 0, [STB_WEAK] = 1,
+	};
+	unsigned int bind = GELF_ST_BIND(sym->st_info);
+	uint8_t r = (sym->st_size ? 0 : 64) + (bind <= STB_WEAK ?
+					      bind_rank[bind] * 8 : 24);
+
+	return r + (uint8_t)(strspn(name, "_") < 7 ? strspn(name, "_") : 7);
+}
+
+/* Fills s from symbol i when it names code; false to skip it. */
+static bool sym_take(Dwfl_Module *mod, int i, struct dso_sym *s)
+{
+	GElf_Word shndx;
+	GElf_Shdr shdr;
+	GElf_Addr addr;
+	const char *name;
+	Elf_Scn *scn;
+	GElf_Sym sym;
+	Elf *elf;
+	int type;
+
+	name = dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, &elf,
+				       NULL);
+	if (!name || !name[0] || name[0] == '$')
+		return false;
+	type = GELF_ST_TYPE(sym.st_info);
+	if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE)
+		return false;
+	if (shndx == SHN_UNDEF || shndx >= SHN_LORESERVE)
+		return false;
+	scn = elf_getscn(elf, shndx);
+	if (!scn || !gelf_getshdr(scn, &shdr) ||
+	    !(shdr.sh_flags & SHF_EXECINSTR))
+		return false;
+	*s = (struct dso_sym){
+		.addr = addr, .name = name, .rank = sym_rank(&sym, name),
+		.sized = sym.st_size != 0,
+		/* a label runs to the next symbol, at most to its section's
+		 * end (addr - st_value turns section vaddr into ours) */
+		.end = sym.st_size ? addr + sym.st_size :
+		       shdr.sh_addr + shdr.sh_size + (addr - sym.st_value),
+	};
+	return s->end > s->addr;
+}
+
+/* Sorted by address, one symbol per address, labels inside a sized
+ * symbol dropped (dwfl_module_addrsym() makes the same choice). */
+static void dso_load_syms(struct dso *d)
+{
+	uint64_t sized_end = 0;
+	size_t i, n = 0;
+	int cnt, k;
+
+	cnt = dwfl_module_getsymtab(d->mod);
+	if (cnt <= 1)
+		return;
+	d->syms = malloc(cnt * sizeof(*d->syms));
+	if (!d->syms)
+		return;
+	for (k = 1; k < cnt; k++)
+		n += sym_take(d->mod, k, &d->syms[n]);
+	qsort(d->syms, n, sizeof(*d->syms), sym_cmp);
+	for (i = 0; i < n; i++) {
+		if ((d->nsyms && d->syms[d->nsyms - 1].addr == d->syms[i].addr)
+		    || (!d->syms[i].sized && d->syms[i].addr < sized_end))
+			continue;
+		if (d->syms[i].sized && d->syms[i].end > sized_end)
+			sized_end = d->syms[i].end;
+		d->syms[d->nsyms++] = d->syms[i];
+	}
+	for (i = 0; i + 1 < d->nsyms; i++)
+		if (!d->syms[i].sized && d->syms[i].end > d->syms[i + 1].addr)
+			d->syms[i].end = d->syms[i + 1].addr;
+	d->caps.functions = d->nsyms > 0;
+}
+
+static const struct dso_sym *dso_sym_find(const struct dso *d, uint64_t a)
+{
+	size_t lo = 0, hi = d->nsyms, mid;
+
+	while (lo < hi) {	/* first symbol above a */
+		mid = lo + (hi - lo) / 2;
+		if (d->syms[mid].addr <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || a >= d->syms[lo - 1].end)
+		return NULL;
+	return &d->syms[lo - 1];
+}
+
+/* ---- DWARF ---- */
+
+static bool dwarf_has_section(Dwarf *dw, const char *want)
+{
+	Elf *elf = dwarf_getelf(dw);
+	Elf_Scn *scn = NULL;
+	const char *name;
+	size_t shstrndx;
+	GElf_Shdr shdr;
+
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr))
+			continue;
+		name = elf_strptr(elf, shstrndx, shdr.sh_name);
+		if (name && (!strcmp(name, want) ||
+			     (name[1] == 'z' && !strcmp(name + 2, want + 1))))
+			return true;
+	}
+	return false;
+}
+
+static void dso_dw_init(struct dso *d)
+{
+	Dwarf_Addr bias;
+	void **ud;
+
+	if (d->dw_tried)
+		return;
+	d->dw_tried = true;
+	d->dwfl = dwfl_begin(&dso_dwfl_callbacks);
+	if (!d->dwfl)
+		goto err;
+	dwfl_report_begin(d->dwfl);
+	d->mod = dwfl_report_elf(d->dwfl, d->name, d->name, d->fd, 0, true);
+	if (!d->mod)
+		goto err;
+	d->fd = -1;		/* consumed */
+	dwfl_report_end(d->dwfl, NULL, NULL);
+	dwfl_module_info(d->mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+	*ud = d;
+	dso_load_syms(d);
+	d->dw = dwfl_module_getdwarf(d->mod, &bias);
+	if (d->dw) {
+		d->caps.inline_frames = true;
+		d->caps.line_numbers = dwarf_has_section(d->dw, ".debug_line");
+		d->caps.filenames = d->caps.line_numbers;
+	}
+	return;
+err:
+	pr_debug("dso: %s: libdwfl: %s", d->name, dwfl_errmsg(-1));
+	if (d->fd >= 0)
+		close(d->fd);
+	d->fd = -1;
+	d->mod = NULL;
+}
+
+static const char *die_name(Dwarf_Die *die)
+{
+	static const int attrs[] = {
+		DW_AT_linkage_name, DW_AT_MIPS_linkage_name, DW_AT_name,
+	};
+	Dwarf_Attribute a;
+	const char *s = NULL;
+	size_t i;
+
+	for (i = 0; i < sizeof(attrs) / sizeof(attrs[0]) && !s; i++)
+		s = dwarf_formstring(dwarf_attr_integrate(die, attrs[i], &a));
+	return s;
+}
+
+/*
+ * Innermost inlined subroutine first, the subprogram last. As
+ * eu-addr2line -i: dwarf_getscopes() by pc follows an inlined instance
+ * into its abstract origin, so only its innermost scope is used, and the
+ * lexical chain up to the caller comes from dwarf_getscopes_die().
+ */
+static int dwarf_func_dies(struct dso *d, uint64_t vaddr, Dwarf_Die *dies)
+{
+	Dwarf_Die *cu, *scopes = NULL, inner;
+	Dwarf_Addr bias;
+	int i, tag, ns, n = 0;
+
+	cu = dwfl_module_addrdie(d->mod, vaddr, &bias);
+	if (!cu)
+		return 0;
+	ns = dwarf_getscopes(cu, vaddr - bias, &scopes);
+	if (ns <= 0) {
+		free(scopes);
+		return 0;
+	}
+	inner = scopes[0];
+	free(scopes);
+	scopes = NULL;
+	ns = dwarf_getscopes_die(&inner, &scopes);
+	for (i = 0; i < ns; i++) {
+		tag = dwarf_tag(&scopes[i]);
+		if (tag == DW_TAG_inlined_subroutine && n < DSO_MAX_FRAMES - 1)
+			dies[n++] = scopes[i];
+		if (tag == DW_TAG_subprogram || tag == DW_TAG_entry_point) {
+			dies[n++] = scopes[i];
+			break;
+		}
+	}
+	free(scopes);
+	return n;
+}
+
+/* dir/name for a name relative to its CU's directory, interned. */
+static const char *dso_abs_path(struct dso *d, const char *dir,
+				const char *name)
+{
+	struct dso_str *str, *head = NULL;
+	char buf[PATH_MAX];
+	uint64_t h, v;
+	size_t len;
+
+	if (!name || name[0] == '/' || !dir || !dir[0])
+		return name;
+	len = snprintf(buf, sizeof(buf), "%s/%s", dir, name);
+	if (len >= sizeof(buf))
+		return name;
+	h = hash_str(buf);
+	h -= h == U64MAP_EMPTY;
+	if (u64map_get(&d->paths, h, &v))
+		head = (struct dso_str *)(uintptr_t)v;
+	for (str = head; str; str = str->next)
+		if (!strcmp(str->s, buf))
+			return str->s;
+	str = malloc(sizeof(*str) + len + 1);
+	if (!str)
+		return name;
+	memcpy(str->s, buf, len + 1);
+	str->next = head;
+	if (u64map_put(&d->paths, h, (uintptr_t)str)) {
+		free(str);
+		return name;
+	}
+	return str->s;
+}
+
+/* Where the inlined subroutine die was called from. */
+static void dwarf_call_site(struct dso *d, Dwarf_Die *die,
+			    struct dso_frame *f)
+{
+	Dwarf_Word file, line;
+	Dwarf_Attribute a;
+	Dwarf_Files *files;
+	Dwarf_Die cu;
+	size_t nfiles;
+
+	if (!dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &a), &line))
+		f->line = line <= INT_MAX ? (int)line : 0;
+	if (!dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &a), &file) &&
+	    dwarf_diecu(die, &cu, NULL, NULL) &&
+	    !dwarf_getsrcfiles(&cu, &files, &nfiles) && file < nfiles)
+		f->file = dso_abs_path(d, dwarf_formstring(dwarf_attr(&cu,
+					DW_AT_comp_dir, &a)),
+				       dwarf_filesrc(files, file, NULL, NULL));
+}
+
+static const char *dso_demangle(struct dso *d, const char *raw)
+{
+	uint64_t v;
+	char *s;
+	int st;
+
+	if (!d->demangle || !raw || raw[0] != '_' || raw[1] != 'Z')
+		return raw;
+	if (u64map_get(&d->demangled, (uintptr_t)raw, &v))
+		return (const char *)(uintptr_t)v;
+	s = d->demangle(raw, NULL, NULL, &st);
+	if (!s || st) {
+		free(s);
+		s = (char *)raw;
+	}
+	if (u64map_put(&d->demangled, (uintptr_t)raw, (uintptr_t)s)) {
+		if (s != raw)
+			free(s);
+		return raw;
+	}
+	return s;
+}
+
+/* Frames for vaddr into f; 0 when nothing covers it. */
+static int dso_resolve(struct dso *d, uint64_t vaddr, struct dso_frame *f)
+{
+	Dwarf_Die dies[DSO_MAX_FRAMES];
+	const struct dso_sym *sym;
+	const char *file;
+	Dwfl_Line *line;
+	int i, n = 0, l;
+
+	dso_dw_init(d);
+	if (!d->mod)
+		return 0;
+	sym = dso_sym_find(d, vaddr);
+	if (d->dw)
+		n = dwarf_func_dies(d, vaddr, dies);
+	for (i = 0; i < n; i++) {
+		f[i] = (struct dso_frame){ .system_name = die_name(&dies[i]) };
+		dwarf_decl_line(&dies[i], &f[i].start_line);
+		if (i)
+			dwarf_call_site(d, &dies[i - 1], &f[i]);
+	}
+	if (sym) {
+		if (!n)
+			f[n++] = (struct dso_frame){ 0 };
+		f[n - 1].system_name = sym->name;
+	}
+	if (!n)
+		return 0;
+	line = d->dw ? dwfl_module_getsrc(d->mod, vaddr) : NULL;
+	if (line && (file = dwfl_lineinfo(line, NULL, &l, NULL, NULL, NULL))) {
+		f[0].file = dso_abs_path(d, dwfl_line_comp_dir(line), file);
+		f[0].line = l;
+	}
+	for (i = 0; i < n; i++)
+		f[i].function = dso_demangle(d, f[i].system_name);
+	return n;
+}
+
+/* Called with d->lock held. */
+static int dso_memo(struct dso *d, uint64_t vaddr, uint64_t *v)
+{
+	struct dso_frame f[DSO_MAX_FRAMES], *pool;
+	size_t cap;
+	int n;
+
+	n = dso_resolve(d, vaddr, f);
+	if (d->npool + n > d->cap_pool) {
+		cap = d->cap_pool ? d->cap_pool * 2 : 256;
+		pool = realloc(d->pool, cap * sizeof(*pool));
+		if (!pool)
+			return -ENOMEM;
+		d->pool = pool;
+		d->cap_pool = cap;
+	}
+	*v = (uint64_t)d->npool << 8 | n;
+	if (u64map_put(&d->addrs, vaddr, *v))
+		return -ENOMEM;
+	if (n)
+		memcpy(d->pool + d->npool, f, n * sizeof(*f));
+	d->npool += n;
+	return 0;
+}
+
+/* When max is short, the outermost frame (the function holding the
+ * code) is kept in the last slot and the innermost ones before it. */
+int dso_symbolize(struct dso *d, uint64_t vaddr, struct dso_frame *frames,
+		  int max, int *n)
+{
+	const struct dso_frame *f;
+	int cnt, ret = 0;
+	uint64_t v;
+
+	*n = 0;
+	if (max <= 0)
+		return -EINVAL;
+	pthread_mutex_lock(&d->lock);
+	if (!u64map_get(&d->addrs, vaddr, &v))
+		ret = dso_memo(d, vaddr, &v);
+	if (!ret) {
+		f = d->pool + (v >> 8);
+		cnt = v & 0xff;
+		*n = cnt < max ? cnt : max;
+		if (*n)
+			memcpy(frames, f, (*n - 1) * sizeof(*f));
+		if (*n)
+			frames[*n - 1] = f[cnt - 1];
+		ret = cnt ? 0 : -ENOENT;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
+void dso_caps(struct dso *d, struct dso_caps *caps)
+{
+	pthread_mutex_lock(&d->lock);
+	dso_dw_init(d);
+	*caps = d->caps;
+	pthread_mutex_unlock(&d->lock);
+}

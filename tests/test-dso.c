@@ -1,0 +1,583 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * test-dso.c - dso against fixtures compiled at test time: a PIE with an
+ * inlined function (symbolized from its own DWARF, from a debug file
+ * found by build-id and by each .gnu_debuglink location), a stripped
+ * shared library (.dynsym only), the cache, raw reads against readelf,
+ * and corrupt files. Also prints the cost of dso_symbolize().
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <link.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dso.h"
+
+static int failures;
+
+#define CHECK(cond, ...)						\
+	do {								\
+		if (!(cond)) {						\
+			fprintf(stderr, "FAIL %s:%d: %s: ", __func__,	\
+				__LINE__, #cond);			\
+			fprintf(stderr, __VA_ARGS__);			\
+			fputc('\n', stderr);				\
+			failures++;					\
+		}							\
+	} while (0)
+
+#define STREQ(a, b) ((a) && (b) && !strcmp((a), (b)))
+
+static char dir[1024];
+
+/* The fixture program; line numbers below are 1-based indices here. */
+static const char *const fx_src[] = {
+	"static inline __attribute__((always_inline)) int inl_fn(int x)",
+	"{",
+	"\tint y = x * 3;",
+	"\t__asm__ volatile(\".globl inl_mark\\ninl_mark: nop\"",
+	"\t\t\t ::: \"memory\");",
+	"\treturn y + x / 7;",
+	"}",
+	"",
+	"__attribute__((noipa)) int caller_fn(int x)",
+	"{",
+	"\tint r = inl_fn(x);",
+	"\treturn r * 2;",
+	"}",
+	"",
+	"int main(int argc, char **argv)",
+	"{",
+	"\t(void)argv;",
+	"\treturn caller_fn(argc);",
+	"}",
+};
+enum { L_INL_DECL = 1, L_ASM = 4, L_CALLER_DECL = 9, L_CALL = 11,
+       L_MAIN_DECL = 15 };
+
+static const char *const lib_src[] = {
+	"int fx_exported(int x) { return x * 5 + 1; }",
+	"int fx_cxx(int x) __asm__(\"_ZN2ns6fx_cxxEi\");",
+	"int fx_cxx(int x) { return x * 7 + 3; }",
+};
+
+static char *path(const char *fmt, ...)
+{
+	static char buf[8][1200];
+	static int next;
+	char *p = buf[next++ % 8];
+	int n;
+	va_list ap;
+
+	n = snprintf(p, sizeof(buf[0]), "%s/", dir);
+	va_start(ap, fmt);
+	vsnprintf(p + n, sizeof(buf[0]) - n, fmt, ap);
+	va_end(ap);
+	return p;
+}
+
+static void run(const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (system(cmd)) {
+		fprintf(stderr, "FATAL: command failed: %s\n", cmd);
+		exit(1);
+	}
+}
+
+static void write_lines(const char *file, const char *const *lines, int n)
+{
+	FILE *f = fopen(file, "w");
+	int i;
+
+	if (!f) {
+		perror(file);
+		exit(1);
+	}
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s\n", lines[i]);
+	fclose(f);
+}
+
+static void write_bytes(const char *file, const void *buf, size_t len)
+{
+	FILE *f = fopen(file, "w");
+
+	if (!f || fwrite(buf, 1, len, f) != len) {
+		perror(file);
+		exit(1);
+	}
+	fclose(f);
+}
+
+static uint64_t nm_addr(const char *file, const char *sym, bool dynamic)
+{
+	char cmd[2048], line[512], name[256], type;
+	unsigned long long addr;
+	uint64_t found = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "nm %s %s", dynamic ? "-D" : "", file);
+	p = popen(cmd, "r");
+	while (p && fgets(line, sizeof(line), p))
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) == 3 &&
+		    !strcmp(name, sym))
+			found = addr;
+	if (p)
+		pclose(p);
+	if (!found) {
+		fprintf(stderr, "FATAL: no %s in %s\n", sym, file);
+		exit(1);
+	}
+	return found;
+}
+
+static void build_fixtures(void)
+{
+	const char *bd = getenv("TEST_BUILD_DIR");
+	const char *cflags = "-g -O2 -fPIE -pie -Wl,--build-id";
+
+	snprintf(dir, sizeof(dir), "%s/dso-fixtures", bd ? bd : ".");
+	run("rm -rf '%s' && mkdir -p '%s/src'", dir, dir);
+	write_lines(path("src/fx.c"), fx_src, sizeof(fx_src) / sizeof(*fx_src));
+	write_lines(path("src/lib.c"), lib_src,
+		    sizeof(lib_src) / sizeof(*lib_src));
+	run("cd %s && cc %s -o fx src/fx.c", dir, cflags);
+	run("cd %s && objcopy --only-keep-debug fx fx.debug && "
+	    "strip --strip-all -o fx.stripped fx && "
+	    "objcopy --add-gnu-debuglink=fx.debug fx.stripped", dir);
+	/* build-id root only: the debuglink names a file nobody has */
+	run("cd %s && mkdir -p bid root1 empty-root && cp fx.stripped bid/fx",
+	    dir);
+	run("cd %s && id=$(readelf -n fx | sed -n 's/.*Build ID: //p') && "
+	    "mkdir -p root1/.build-id/${id%%${id#??}} && "
+	    "cp fx.debug root1/.build-id/${id%%${id#??}}/${id#??}.debug",
+	    dir);
+	run("cd %s && mkdir -p next dot/.debug rootdir && "
+	    "cp fx.stripped next/fx && cp fx.debug next/ && "
+	    "cp fx.stripped dot/fx && cp fx.debug dot/.debug/ && "
+	    "cp fx.stripped rootdir/fx && mkdir -p root2/%s/rootdir && "
+	    "cp fx.debug root2/%s/rootdir/", dir, dir, dir);
+	/* no build-id: the debug file is matched by its CRC */
+	run("cd %s && mkdir -p crc badcrc && "
+	    "cc %s -Wl,--build-id=none -o crc/full src/fx.c && "
+	    "objcopy --only-keep-debug crc/full crc/fx.debug && "
+	    "strip --strip-all -o crc/fx crc/full && "
+	    "cd crc && objcopy --add-gnu-debuglink=fx.debug fx && cd .. && "
+	    "cp crc/fx badcrc/fx && "
+	    "cc %s -O1 -Wl,--build-id=none -o badcrc/other src/fx.c && "
+	    "objcopy --only-keep-debug badcrc/other badcrc/fx.debug",
+	    dir, cflags, cflags);
+	run("cd %s && cc -O2 -fPIC -shared -o lib.so src/lib.c && "
+	    "strip --strip-all -o lib.stripped.so lib.so && "
+	    "cc -O2 -fPIC -shared -Wl,--no-eh-frame-hdr -o lib-noeh.so "
+	    "src/lib.c && cc -c -o lib.o src/lib.c", dir);
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static struct dso *get(struct dso_cache *c, const char *file)
+{
+	struct dso *d = NULL;
+	int ret = dso_cache_get(c, file, file, &d);
+
+	CHECK(!ret && d, "dso_cache_get(%s) = %d", file, ret);
+	if (!d) {
+		fprintf(stderr, "FATAL: cannot go on\n");
+		exit(1);
+	}
+	return d;
+}
+
+/* The inlined asm label: inl_fn inside caller_fn, both in fx.c. */
+static void check_inline(struct dso *d, uint64_t mark, const char *what)
+{
+	struct dso_frame f[8];
+	const char *src = path("src/fx.c");
+	int n = 0, ret;
+
+	ret = dso_symbolize(d, mark, f, 8, &n);
+	CHECK(ret == 0 && n == 2, "%s: ret %d n %d", what, ret, n);
+	if (n != 2)
+		return;
+	CHECK(STREQ(f[0].function, "inl_fn"), "%s: %s", what, f[0].function);
+	CHECK(STREQ(f[0].system_name, "inl_fn"), "%s: %s", what,
+	      f[0].system_name);
+	CHECK(STREQ(f[0].file, src), "%s: %s", what, f[0].file);
+	CHECK(f[0].line == L_ASM, "%s: %d", what, f[0].line);
+	CHECK(f[0].start_line == L_INL_DECL, "%s: %d", what, f[0].start_line);
+	CHECK(STREQ(f[1].function, "caller_fn"), "%s: %s", what,
+	      f[1].function);
+	CHECK(STREQ(f[1].file, src), "%s: %s", what, f[1].file);
+	CHECK(f[1].line == L_CALL, "%s: %d", what, f[1].line);
+	CHECK(f[1].start_line == L_CALLER_DECL, "%s: %d", what,
+	      f[1].start_line);
+
+	/* short buffer: the function holding the code is kept */
+	ret = dso_symbolize(d, mark, f, 1, &n);
+	CHECK(ret == 0 && n == 1 && STREQ(f[0].function, "caller_fn"),
+	      "%s: max 1: ret %d n %d", what, ret, n);
+}
+
+static void check_caps(struct dso *d, bool fn, bool lines, bool inl,
+		       const char *what)
+{
+	struct dso_caps caps;
+
+	dso_caps(d, &caps);
+	CHECK(caps.functions == fn && caps.filenames == lines &&
+	      caps.line_numbers == lines && caps.inline_frames == inl,
+	      "%s: caps %d %d %d %d", what, caps.functions, caps.filenames,
+	      caps.line_numbers, caps.inline_frames);
+}
+
+static void test_full(uint64_t mark, uint64_t caller, uint64_t main_addr)
+{
+	struct dso_cache *c;
+	struct dso_frame f[8];
+	struct dso *d;
+	int n, ret;
+
+	CHECK(!dso_cache_new(path("empty-root"), &c), "cache");
+	d = get(c, path("fx"));
+	CHECK(strlen(dso_build_id(d)) == 40, "build-id '%s'",
+	      dso_build_id(d));
+	check_inline(d, mark, "full");
+	check_caps(d, true, true, true, "full");
+	ret = dso_symbolize(d, caller + 1, f, 8, &n);
+	CHECK(!ret && n >= 1 && STREQ(f[n - 1].function, "caller_fn"),
+	      "caller+1: ret %d n %d", ret, n);
+	ret = dso_symbolize(d, main_addr, f, 8, &n);
+	CHECK(!ret && n == 1 && STREQ(f[0].function, "main") &&
+	      f[0].start_line == L_MAIN_DECL, "main: ret %d n %d", ret, n);
+	ret = dso_symbolize(d, 0x10000000, f, 8, &n);
+	CHECK(ret == -ENOENT && n == 0, "far away: ret %d n %d", ret, n);
+	dso_put(d);
+	dso_cache_free(c);
+}
+
+static void test_debug_file(const char *roots, const char *file,
+			    uint64_t mark)
+{
+	struct dso_cache *c;
+	struct dso *d;
+
+	CHECK(!dso_cache_new(roots, &c), "cache");
+	d = get(c, file);
+	check_inline(d, mark, file);
+	check_caps(d, true, true, true, file);
+	dso_put(d);
+	dso_cache_free(c);
+}
+
+static void test_debug_files(uint64_t mark, uint64_t crc_mark)
+{
+	struct dso_frame f[8];
+	struct dso_cache *c;
+	struct dso *d;
+	char roots[3000];
+	int n, ret;
+
+	snprintf(roots, sizeof(roots), "%s:%s", path("empty-root"),
+		 path("root1"));
+	test_debug_file(roots, path("bid/fx"), mark);
+	test_debug_file(path("empty-root"), path("next/fx"), mark);
+	test_debug_file(path("empty-root"), path("dot/fx"), mark);
+	test_debug_file(path("root2"), path("rootdir/fx"), mark);
+	test_debug_file(path("empty-root"), path("crc/fx"), crc_mark);
+
+	/* a debug file of another build is not used */
+	CHECK(!dso_cache_new(path("empty-root"), &c), "cache");
+	d = get(c, path("badcrc/fx"));
+	CHECK(!strcmp(dso_build_id(d), ""), "%s", dso_build_id(d));
+	ret = dso_symbolize(d, crc_mark, f, 8, &n);
+	CHECK(ret == -ENOENT && n == 0, "badcrc: ret %d n %d", ret, n);
+	check_caps(d, false, false, false, "badcrc");
+	dso_put(d);
+	dso_cache_free(c);
+}
+
+static void test_dynsym(void)
+{
+	uint64_t exp = nm_addr(path("lib.so"), "fx_exported", true);
+	uint64_t cxx = nm_addr(path("lib.so"), "_ZN2ns6fx_cxxEi", true);
+	struct dso_frame f[4];
+	struct dso_cache *c;
+	struct dso *d;
+	int n, ret;
+
+	CHECK(!dso_cache_new(path("empty-root"), &c), "cache");
+	d = get(c, path("lib.stripped.so"));
+	ret = dso_symbolize(d, exp + 2, f, 4, &n);
+	CHECK(!ret && n == 1 && STREQ(f[0].function, "fx_exported") &&
+	      !f[0].file && !f[0].line, "dynsym: ret %d n %d", ret, n);
+	ret = dso_symbolize(d, cxx, f, 4, &n);
+	CHECK(!ret && n == 1 && STREQ(f[0].function, "ns::fx_cxx(int)") &&
+	      STREQ(f[0].system_name, "_ZN2ns6fx_cxxEi"),
+	      "demangle: ret %d n %d %s", ret, n, n ? f[0].function : "");
+	check_caps(d, true, false, false, "dynsym");
+	dso_put(d);
+	dso_cache_free(c);
+}
+
+static void test_cache(void)
+{
+	struct dso *a, *b, *h, *cp;
+	struct dso_cache *c;
+
+	run("cd %s && ln -f fx fx.hardlink && cp fx fx.copy", dir);
+	CHECK(!dso_cache_new(NULL, &c), "cache");
+	a = get(c, path("fx"));
+	b = get(c, path("fx"));
+	h = get(c, path("fx.hardlink"));
+	cp = get(c, path("fx.copy"));
+	CHECK(a == b && a == h && a == cp, "%p %p %p %p", (void *)a,
+	      (void *)b, (void *)h, (void *)cp);
+	CHECK(STREQ(dso_name(cp), path("fx")), "%s", dso_name(cp));
+	CHECK(dso_get(a) == a, "dso_get");
+	dso_put(a);
+	dso_put(a);
+	dso_put(b);
+	dso_cache_free(c);
+	/* the cache is gone; our references still work */
+	CHECK(STREQ(dso_name(h), path("fx")), "after free");
+	dso_put(h);
+	dso_put(cp);
+	dso_put(NULL);
+}
+
+struct seg {
+	unsigned long long off, vaddr, filesz, memsz;
+};
+
+static int readelf_segs(const char *file, struct seg *load, int max,
+			struct seg *eh)
+{
+	char cmd[2048], line[512], type[64];
+	struct seg s;
+	int n = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "readelf -lW %s", file);
+	p = popen(cmd, "r");
+	while (p && fgets(line, sizeof(line), p)) {
+		if (sscanf(line, " %63s %llx %llx %*x %llx %llx", type, &s.off,
+			   &s.vaddr, &s.filesz, &s.memsz) != 5)
+			continue;
+		if (!strcmp(type, "LOAD") && n < max)
+			load[n++] = s;
+		if (!strcmp(type, "GNU_EH_FRAME"))
+			*eh = s;
+	}
+	if (p)
+		pclose(p);
+	return n;
+}
+
+/* The mapping at s's page: the segment starting exactly there if any
+ * (rodata and data can share a page), else s. */
+static uint64_t page_vaddr(const struct seg *load, int n, const struct seg *s)
+{
+	uint64_t page = s->off & ~0xfffULL;
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (load[i].off == page)
+			return load[i].vaddr;
+	return s->vaddr - (s->off - page);
+}
+
+static void test_raw(void)
+{
+	unsigned char want[16], got[16];
+	struct seg load[8], eh = { 0 }, *s;
+	uint64_t va, sz, last_end = 0;
+	struct dso_cache *c;
+	struct dso *d;
+	FILE *f;
+	int i, n;
+
+	n = readelf_segs(path("fx"), load, 8, &eh);
+	CHECK(n >= 2 && eh.filesz, "readelf: %d LOADs", n);
+	CHECK(!dso_cache_new(NULL, &c), "cache");
+	d = get(c, path("fx"));
+	f = fopen(path("fx"), "r");
+	for (i = 0; i < n; i++) {
+		s = &load[i];
+		CHECK(!dso_offset_to_vaddr(d, s->off & ~0xfffULL, &va) &&
+		      va == page_vaddr(load, n, s), "seg %d: %#llx",
+		      i, (unsigned long long)va);
+		CHECK(!dso_offset_to_vaddr(d, s->off + s->filesz - 1, &va) &&
+		      va == s->vaddr + s->filesz - 1, "seg %d end", i);
+		if (s->filesz < sizeof(want))
+			continue;
+		fseek(f, s->off, SEEK_SET);
+		CHECK(fread(want, 1, sizeof(want), f) == sizeof(want), "fread");
+		CHECK(!dso_read(d, s->vaddr, got, sizeof(got)) &&
+		      !memcmp(got, want, sizeof(got)), "seg %d bytes", i);
+		CHECK(dso_read(d, s->vaddr + s->filesz - 4, got, 8) == -EFAULT,
+		      "seg %d: read across end", i);
+		if (s->vaddr + s->memsz > last_end)
+			last_end = s->vaddr + s->memsz;
+	}
+	fclose(f);
+	CHECK(dso_read(d, last_end + 64, got, 1) == -EFAULT, "beyond");
+	CHECK(dso_offset_to_vaddr(d, 1ULL << 40, &va) == -ENOENT, "offset");
+	CHECK(!dso_eh_frame_hdr(d, &va, &sz) && va == eh.vaddr &&
+	      sz == eh.memsz, "eh_frame_hdr %#llx %#llx",
+	      (unsigned long long)va, (unsigned long long)sz);
+	CHECK(!dso_read(d, va, got, 1) && got[0] == 1, "eh version %d",
+	      got[0]);
+	dso_put(d);
+	d = get(c, path("lib-noeh.so"));
+	CHECK(dso_eh_frame_hdr(d, &va, &sz) == -ENOENT, "no eh_frame_hdr");
+	dso_put(d);
+	dso_cache_free(c);
+}
+
+static void truncate_copy(const char *from, const char *to, long len)
+{
+	run("head -c %ld %s > %s", len, from, to);
+}
+
+static void test_bad(void)
+{
+	static const char *const bad[] = {
+		"garbage", "empty", "ehdr-only", "half", "minus-one", "lib.o",
+		"src",
+	};
+	unsigned char junk[4096];
+	struct dso_cache *c;
+	struct dso *d = NULL;
+	long size;
+	size_t i;
+	FILE *f;
+	int ret;
+
+	for (i = 0; i < sizeof(junk); i++)
+		junk[i] = (unsigned char)(i * 2654435761u >> 13);
+	junk[0] = 0x7f, junk[1] = 'E', junk[2] = 'L', junk[3] = 'F';
+	write_bytes(path("garbage"), junk, sizeof(junk));
+	write_bytes(path("empty"), junk, 0);
+	f = fopen(path("fx"), "r");
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	fclose(f);
+	truncate_copy(path("fx"), path("ehdr-only"), 64);
+	truncate_copy(path("fx"), path("half"), size / 2);
+	truncate_copy(path("fx"), path("minus-one"), size - 1);
+	CHECK(!dso_cache_new(NULL, &c), "cache");
+	for (i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		ret = dso_cache_get(c, path("%s", bad[i]), "x", &d);
+		CHECK(ret == -ENOEXEC, "%s: %d", bad[i], ret);
+	}
+	ret = dso_cache_get(c, path("no-such-file"), "x", &d);
+	CHECK(ret == -ENOENT, "missing: %d", ret);
+	dso_cache_free(c);
+}
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int self_bias_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	*(uint64_t *)data = info->dlpi_addr;
+	return 1;		/* the first entry is the program */
+}
+
+/* Ourselves, as the daemon would see a process: a real-size DWARF. */
+static void test_self_and_timing(uint64_t mark)
+{
+	struct dso_frame f[8];
+	struct dso_cache *c;
+	double t0, t1, t2, t3;
+	uint64_t bias = 0, pc;
+	struct dso *d;
+	int n, ret, i;
+
+	dl_iterate_phdr(self_bias_cb, &bias);
+	pc = (uint64_t)(uintptr_t)&test_raw - bias + 4;
+	CHECK(!dso_cache_new(NULL, &c), "cache");
+	d = get(c, "/proc/self/exe");
+	t0 = now_us();
+	ret = dso_symbolize(d, pc, f, 8, &n);
+	t1 = now_us();
+	CHECK(!ret && n >= 1 && STREQ(f[n - 1].function, "test_raw") &&
+	      f[n - 1].file && strstr(f[n - 1].file, "test-dso.c"),
+	      "self: ret %d n %d %s", ret, n, n ? f[n - 1].function : "");
+	pc = (uint64_t)(uintptr_t)&test_bad - bias + 8;
+	ret = dso_symbolize(d, pc, f, 8, &n);
+	t2 = now_us();
+	for (i = 0; i < 1000; i++)
+		dso_symbolize(d, pc, f, 8, &n);
+	t3 = now_us();
+	printf("self: first call (dwfl setup) %.0f us, new pc %.1f us, "
+	       "memoized %.3f us\n", t1 - t0, t2 - t1, (t3 - t2) / 1000);
+	dso_put(d);
+	dso_cache_free(c);
+
+	CHECK(!dso_cache_new(path("empty-root"), &c), "cache");
+	t0 = now_us();
+	d = get(c, path("fx"));
+	t1 = now_us();
+	ret = dso_symbolize(d, mark, f, 8, &n);
+	t2 = now_us();
+	printf("fx: dso_cache_get %.0f us, first symbolize %.0f us\n",
+	       t1 - t0, t2 - t1);
+	dso_put(d);
+	dso_cache_free(c);
+}
+
+int main(void)
+{
+	uint64_t mark, caller, main_addr, crc_mark;
+	int fds;
+
+	build_fixtures();
+	mark = nm_addr(path("fx"), "inl_mark", false);
+	caller = nm_addr(path("fx"), "caller_fn", false);
+	main_addr = nm_addr(path("fx"), "main", false);
+	crc_mark = nm_addr(path("crc/full"), "inl_mark", false);
+	fds = count_fds();
+	test_full(mark, caller, main_addr);
+	test_debug_files(mark, crc_mark);
+	test_dynsym();
+	test_cache();
+	test_raw();
+	test_bad();
+	test_self_and_timing(mark);
+	CHECK(count_fds() == fds, "fd leak: %d -> %d", fds, count_fds());
+	if (failures) {
+		fprintf(stderr, "%d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("all dso checks passed\n");
+	return 0;
+}
