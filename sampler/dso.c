@@ -94,12 +94,12 @@ struct dso {
 	struct dso_caps caps;
 	struct u64map addrs;	/* vaddr -> first frame << 8 | count */
 	struct u64map demangled;	/* raw name ptr -> demangled ptr */
-	struct u64map paths;	/* hash -> struct dso_str chain */
+	struct u64map strs;	/* hash -> struct dso_str chain */
 	struct dso_frame *pool;
 	size_t npool, cap_pool;
 };
 
-/* A string made here (an absolute source path), interned. */
+/* A string made here (absolute source path, unversioned symbol). */
 struct dso_str {
 	struct dso_str *next;	/* same hash */
 	char s[];
@@ -318,16 +318,16 @@ static void dso_free(struct dso *d)
 		    d->demangled.vals[i] != d->demangled.keys[i])
 			free((void *)(uintptr_t)d->demangled.vals[i]);
 	u64map_free(&d->demangled);
-	for (i = 0; d->paths.mask && i <= d->paths.mask; i++) {
-		if (d->paths.keys[i] == U64MAP_EMPTY)
+	for (i = 0; d->strs.mask && i <= d->strs.mask; i++) {
+		if (d->strs.keys[i] == U64MAP_EMPTY)
 			continue;
-		str = (struct dso_str *)(uintptr_t)d->paths.vals[i];
+		str = (struct dso_str *)(uintptr_t)d->strs.vals[i];
 		for (; str; str = next) {
 			next = str->next;
 			free(str);
 		}
 	}
-	u64map_free(&d->paths);
+	u64map_free(&d->strs);
 	u64map_free(&d->addrs);
 	pthread_mutex_destroy(&d->lock);
 	free(d->pool);
@@ -826,6 +826,44 @@ static const Dwfl_Callbacks dso_dwfl_callbacks = {
 	.section_address = dwfl_offline_section_address,
 };
 
+/* Our copy of str, shared by equal strings. str on failure. */
+static const char *dso_intern(struct dso *d, const char *str)
+{
+	struct dso_str *e, *head = NULL;
+	size_t len = strlen(str);
+	uint64_t h, v;
+
+	h = hash_str(str);
+	h -= h == U64MAP_EMPTY;
+	if (u64map_get(&d->strs, h, &v))
+		head = (struct dso_str *)(uintptr_t)v;
+	for (e = head; e; e = e->next)
+		if (!strcmp(e->s, str))
+			return e->s;
+	e = malloc(sizeof(*e) + len + 1);
+	if (!e)
+		return str;
+	memcpy(e->s, str, len + 1);
+	e->next = head;
+	if (u64map_put(&d->strs, h, (uintptr_t)e)) {
+		free(e);
+		return str;
+	}
+	return e->s;
+}
+
+/* dir/name for a name relative to its CU's directory. */
+static const char *dso_abs_path(struct dso *d, const char *dir,
+				const char *name)
+{
+	char buf[PATH_MAX];
+
+	if (!name || name[0] == '/' || !dir || !dir[0] ||
+	    snprintf(buf, sizeof(buf), "%s/%s", dir, name) >= (int)sizeof(buf))
+		return name;
+	return dso_intern(d, buf);
+}
+
 /* ---- symbol table ---- */
 
 static int sym_cmp(const void *a, const void *b)
@@ -839,33 +877,37 @@ static int sym_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* Prefer sized, global, then weak, then fewer leading underscores: the
- * name a user would look for among aliases (malloc over __libc_malloc). */
+/* Prefer sized, global, then weak, unversioned, then fewer leading
+ * underscores: the name a user would look for among aliases (malloc over
+ * __libc_malloc, clntraw_create over clntraw_create@GLIBC_2.2.5). */
 static uint8_t sym_rank(const GElf_Sym *sym, const char *name)
 {
 	static const uint8_t bind_rank[] = {
 		[STB_LOCAL] = 2, [STB_GLOBAL] = 0, [STB_WEAK] = 1,
 	};
 	unsigned int bind = GELF_ST_BIND(sym->st_info);
-	uint8_t r = (sym->st_size ? 0 : 64) + (bind <= STB_WEAK ?
-					      bind_rank[bind] * 8 : 24);
+	size_t under = strspn(name, "_");
 
-	return r + (uint8_t)(strspn(name, "_") < 7 ? strspn(name, "_") : 7);
+	return (sym->st_size ? 0 : 128) +
+	       (bind <= STB_WEAK ? bind_rank[bind] : 3) * 32 +
+	       (strchr(name, '@') ? 16 : 0) + (under < 7 ? under : 7);
 }
 
 /* Fills s from symbol i when it names code; false to skip it. */
-static bool sym_take(Dwfl_Module *mod, int i, struct dso_sym *s)
+static bool sym_take(struct dso *d, int i, struct dso_sym *s)
 {
+	char buf[512];
 	GElf_Word shndx;
 	GElf_Shdr shdr;
 	GElf_Addr addr;
 	const char *name;
 	Elf_Scn *scn;
 	GElf_Sym sym;
+	uint8_t rank;
 	Elf *elf;
 	int type;
 
-	name = dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, &elf,
+	name = dwfl_module_getsym_info(d->mod, i, &sym, &addr, &shndx, &elf,
 				       NULL);
 	if (!name || !name[0] || name[0] == '$')
 		return false;
@@ -878,8 +920,15 @@ static bool sym_take(Dwfl_Module *mod, int i, struct dso_sym *s)
 	if (!scn || !gelf_getshdr(scn, &shdr) ||
 	    !(shdr.sh_flags & SHF_EXECINSTR))
 		return false;
+	rank = sym_rank(&sym, name);
+	/* compat symbols (.symver) carry their version in .symtab */
+	if (strchr(name, '@') && strcspn(name, "@") < sizeof(buf)) {
+		snprintf(buf, sizeof(buf), "%.*s", (int)strcspn(name, "@"),
+			 name);
+		name = dso_intern(d, buf);
+	}
 	*s = (struct dso_sym){
-		.addr = addr, .name = name, .rank = sym_rank(&sym, name),
+		.addr = addr, .name = name, .rank = rank,
 		.sized = sym.st_size != 0,
 		/* a label runs to the next symbol, at most to its section's
 		 * end (addr - st_value turns section vaddr into ours) */
@@ -904,7 +953,7 @@ static void dso_load_syms(struct dso *d)
 	if (!d->syms)
 		return;
 	for (k = 1; k < cnt; k++)
-		n += sym_take(d->mod, k, &d->syms[n]);
+		n += sym_take(d, k, &d->syms[n]);
 	qsort(d->syms, n, sizeof(*d->syms), sym_cmp);
 	for (i = 0; i < n; i++) {
 		if ((d->nsyms && d->syms[d->nsyms - 1].addr == d->syms[i].addr)
@@ -1008,74 +1057,82 @@ static const char *die_name(Dwarf_Die *die)
 	return s;
 }
 
+static bool die_is_func(int tag)
+{
+	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
+	       tag == DW_TAG_entry_point;
+}
+
+static bool die_holds_code(int tag)
+{
+	return die_is_func(tag) || tag == DW_TAG_lexical_block ||
+	       tag == DW_TAG_try_block || tag == DW_TAG_catch_block;
+}
+
+/* Scopes without addresses that may still hold functions. */
+static bool die_holds_funcs(int tag)
+{
+	return tag == DW_TAG_namespace || tag == DW_TAG_module;
+}
+
 /*
- * Innermost inlined subroutine first, the subprogram last. As
- * eu-addr2line -i: dwarf_getscopes() by pc follows an inlined instance
- * into its abstract origin, so only its innermost scope is used, and the
- * lexical chain up to the caller comes from dwarf_getscopes_die().
+ * The scopes holding pc, outermost first, in one pruned descent of the
+ * CU: dwarf_getscopes() plus dwarf_getscopes_die() (what eu-addr2line -i
+ * does) walk the CU up to three times, most of a cold lookup's cost.
  */
+static int dwarf_pc_path(Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *path,
+			 int max)
+{
+	Dwarf_Die die, next, up[16];
+	int tag, n = 0, nup = 0;
+
+	if (dwarf_child(cu, &die))
+		return 0;
+	for (;;) {
+		tag = dwarf_tag(&die);
+		if (die_holds_code(tag) && dwarf_haspc(&die, pc) > 0) {
+			path[n++] = die;
+			nup = 0;	/* siblings cannot hold pc too */
+			if (n == max || dwarf_child(&die, &next))
+				return n;
+			die = next;
+			continue;
+		}
+		if (die_holds_funcs(tag) && nup < 16 &&
+		    !dwarf_child(&die, &next)) {
+			up[nup++] = die;
+			die = next;
+			continue;
+		}
+		while (dwarf_siblingof(&die, &next)) {
+			if (!nup)
+				return n;
+			die = up[--nup];
+		}
+		die = next;
+	}
+}
+
+/* Innermost inlined subroutine first, the subprogram last. */
 static int dwarf_func_dies(struct dso *d, uint64_t vaddr, Dwarf_Die *dies)
 {
-	Dwarf_Die *cu, *scopes = NULL, inner;
+	Dwarf_Die path[64], *cu;
 	Dwarf_Addr bias;
-	int i, tag, ns, n = 0;
+	int i, np, n = 0, outer = -1;
 
 	cu = dwfl_module_addrdie(d->mod, vaddr, &bias);
 	if (!cu)
 		return 0;
-	ns = dwarf_getscopes(cu, vaddr - bias, &scopes);
-	if (ns <= 0) {
-		free(scopes);
-		return 0;
-	}
-	inner = scopes[0];
-	free(scopes);
-	scopes = NULL;
-	ns = dwarf_getscopes_die(&inner, &scopes);
-	for (i = 0; i < ns; i++) {
-		tag = dwarf_tag(&scopes[i]);
-		if (tag == DW_TAG_inlined_subroutine && n < DSO_MAX_FRAMES - 1)
-			dies[n++] = scopes[i];
-		if (tag == DW_TAG_subprogram || tag == DW_TAG_entry_point) {
-			dies[n++] = scopes[i];
-			break;
-		}
-	}
-	free(scopes);
+	np = dwarf_pc_path(cu, vaddr - bias, path, 64);
+	for (i = 0; i < np && outer < 0; i++)
+		if (die_is_func(dwarf_tag(&path[i])))
+			outer = i;
+	for (i = np - 1; i > outer && n < DSO_MAX_FRAMES - 1; i--)
+		if (die_is_func(dwarf_tag(&path[i])))
+			dies[n++] = path[i];
+	if (outer >= 0)
+		dies[n++] = path[outer];
 	return n;
-}
-
-/* dir/name for a name relative to its CU's directory, interned. */
-static const char *dso_abs_path(struct dso *d, const char *dir,
-				const char *name)
-{
-	struct dso_str *str, *head = NULL;
-	char buf[PATH_MAX];
-	uint64_t h, v;
-	size_t len;
-
-	if (!name || name[0] == '/' || !dir || !dir[0])
-		return name;
-	len = snprintf(buf, sizeof(buf), "%s/%s", dir, name);
-	if (len >= sizeof(buf))
-		return name;
-	h = hash_str(buf);
-	h -= h == U64MAP_EMPTY;
-	if (u64map_get(&d->paths, h, &v))
-		head = (struct dso_str *)(uintptr_t)v;
-	for (str = head; str; str = str->next)
-		if (!strcmp(str->s, buf))
-			return str->s;
-	str = malloc(sizeof(*str) + len + 1);
-	if (!str)
-		return name;
-	memcpy(str->s, buf, len + 1);
-	str->next = head;
-	if (u64map_put(&d->paths, h, (uintptr_t)str)) {
-		free(str);
-		return name;
-	}
-	return str->s;
 }
 
 /* Where the inlined subroutine die was called from. */
@@ -1199,15 +1256,14 @@ int dso_symbolize(struct dso *d, uint64_t vaddr, struct dso_frame *frames,
 	pthread_mutex_lock(&d->lock);
 	if (!u64map_get(&d->addrs, vaddr, &v))
 		ret = dso_memo(d, vaddr, &v);
-	if (!ret) {
+	cnt = ret ? 0 : v & 0xff;
+	if (cnt) {
 		f = d->pool + (v >> 8);
-		cnt = v & 0xff;
 		*n = cnt < max ? cnt : max;
-		if (*n)
-			memcpy(frames, f, (*n - 1) * sizeof(*f));
-		if (*n)
-			frames[*n - 1] = f[cnt - 1];
-		ret = cnt ? 0 : -ENOENT;
+		memcpy(frames, f, (*n - 1) * sizeof(*f));
+		frames[*n - 1] = f[cnt - 1];
+	} else if (!ret) {
+		ret = -ENOENT;
 	}
 	pthread_mutex_unlock(&d->lock);
 	return ret;
