@@ -208,6 +208,10 @@ int main(int argc, char *argv[])
 		ret = fuse_session_loop_mt(se, lc);
 		fuse_loop_cfg_destroy(lc);
 	}
+	/* libfuse returns the number of the signal that ended the loop:
+	 * SIGTERM and SIGINT are the normal way to stop a daemon. */
+	if (ret > 0)
+		ret = 0;
 	fuse_session_unmount(se);
 err_out4:
 	fuse_remove_signal_handlers(se);
