@@ -19,7 +19,7 @@
 
 /* Enough for deep C++ stacks; perf's own default is 8 KiB. */
 #define STACK_BYTES 16384
-#define RING_PAGES_MAX 256
+#define RING_PAGES_MAX 512
 #define RING_PAGES_MIN 8
 
 /* perf's x86 register indices, in the order a sample lists them. */
