@@ -13,12 +13,18 @@ def pytest_configure(config):
 
 
 @pytest.fixture
-def proffs(tmp_path):
+def proffs_options():
+    """Mount options for the proffs fixture; override per test module."""
+    return ()
+
+
+@pytest.fixture
+def proffs(tmp_path, proffs_options):
     """A mounted proffs; unmounted at the end, which must exit 0 with a
     clean log."""
     if not os.path.exists('/dev/fuse') or not shutil.which('fusermount3'):
         pytest.skip('no FUSE here')
-    d = util.Daemon(str(tmp_path))
+    d = util.Daemon(str(tmp_path), proffs_options)
     yield d
     if d.stopped:
         return

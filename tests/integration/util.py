@@ -46,8 +46,10 @@ class Daemon:
     """A foreground proffs on a private temporary mount point."""
 
     def __init__(self, tmpdir, options=()):
-        self.mnt = os.path.join(tmpdir, 'mnt')
-        os.makedirs(self.mnt, exist_ok=True)
+        # Outside pytest's private (0700) tmp tree: other users' tests
+        # must reach the mount point.
+        self.mnt = tempfile.mkdtemp(prefix='proffs-mnt-')
+        os.chmod(self.mnt, 0o755)
         self.log_path = os.path.join(tmpdir, 'daemon.log')
         self.log = open(self.log_path, 'w')
         cmd = [DAEMON, '-f', self.mnt]
@@ -97,6 +99,7 @@ class Daemon:
             self.proc.kill()
             pytest.fail('daemon did not exit after unmount')
         assert code == 0, f'daemon exited {code}:\n{self.log_text()}'
+        os.rmdir(self.mnt)
         self.check_log()
 
     def cleanup(self):
@@ -120,8 +123,11 @@ class Daemon:
 class Target:
     """A program from tests/targets, running until the test ends."""
 
-    def __init__(self, name, *args, path=None):
-        self.proc = subprocess.Popen([path or os.path.join(TARGETS, name)] +
+    def __init__(self, name, *args, path=None, user=None):
+        prefix = ['setpriv', f'--reuid={user}', f'--regid={user}',
+                  '--clear-groups', '--'] if user is not None else []
+        self.proc = subprocess.Popen(prefix +
+                                     [path or os.path.join(TARGETS, name)] +
                                      [str(a) for a in args],
                                      stdout=subprocess.PIPE,
                                      stdin=subprocess.DEVNULL)
@@ -235,3 +241,13 @@ def expect_errno(fn, code):
         fn()
     assert e.value.errno == code, \
         f'expected {errno.errorcode[code]}, got {e.value!r}'
+
+
+NOBODY = 65534
+
+
+def as_user(uid, *cmd):
+    """Run cmd with real, effective and saved uid and gid = uid."""
+    return subprocess.run(['setpriv', f'--reuid={uid}', f'--regid={uid}',
+                           '--clear-groups', '--'] + list(cmd),
+                          capture_output=True, text=True, timeout=60)

@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Who may profile whom (SPEC §5), on a mount with allow_other, and the
+session limit."""
+
+import os
+import subprocess
+import time
+
+import pytest
+
+import util
+from util import NOBODY, as_user
+
+
+@pytest.fixture
+def proffs_options(request):
+    return getattr(request, 'param', ('allow_other',))
+
+
+def test_other_users_process_is_refused_and_hidden(proffs, target):
+    mine = target('burn', user=NOBODY)       # nobody's own process
+    roots = target('burn')                    # root's process
+    r = as_user(NOBODY, 'ls', proffs.mnt)
+    assert r.returncode == 0, r.stderr
+    listed = r.stdout.split()
+    assert str(mine.pid) in listed
+    assert str(roots.pid) not in listed
+    r = as_user(NOBODY, 'cat', proffs.path(roots.pid, 'cpu_1s.pb.gz'))
+    assert r.returncode != 0 and 'Permission denied' in r.stderr
+    assert proffs.log_lines(r'open %d/cpu_1s.pb.gz by uid %d: EACCES'
+                            % (roots.pid, NOBODY))
+    # nobody profiles its own process; root sees both
+    r = subprocess.run(['setpriv', f'--reuid={NOBODY}', f'--regid={NOBODY}',
+                        '--clear-groups', '--', 'cat',
+                        proffs.path(mine.pid, 'cpu_1s.pb.gz')],
+                       capture_output=True, timeout=30)
+    assert r.returncode == 0 and r.stdout[:2] == b'\x1f\x8b'
+    path = util.save(r.stdout, 'nobody.pb.gz')
+    util.validate_pprof(path)
+    assert util.share(util.traces(path), 'hot') > 0.5
+    assert {str(mine.pid), str(roots.pid)} <= set(os.listdir(proffs.mnt))
+
+
+@pytest.mark.parametrize('proffs_options', [('max_sessions=1',)],
+                         indirect=True)
+def test_too_many_sessions_is_ebusy(proffs, target):
+    t = target('burn')
+    cat = subprocess.Popen(['cat', proffs.path(t.pid, 'cpu_3s.pb.gz')],
+                           stdout=subprocess.DEVNULL)
+    assert proffs.wait_log(r'session \d+ start')
+    util.expect_errno(lambda: open(proffs.path(t.pid, 'cpu_2s.pb.gz'), 'rb'),
+                      __import__('errno').EBUSY)
+    assert proffs.log_lines('EBUSY')
+    # joining the running session is not a new session: allowed
+    with open(proffs.path(t.pid, 'cpu_3s.pb.gz'), 'rb') as f:
+        assert f.read()[:2] == b'\x1f\x8b'
+    cat.wait(timeout=10)
