@@ -13,9 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "access.h"
+#include "index.h"
 #include "log.h"
 #include "name.h"
 #include "nodes.h"
@@ -55,6 +57,8 @@ static void fill_attr(const struct node_info *n, uid_t owner, size_t size,
 	memset(st, 0, sizeof(*st));
 	st->st_ino = n->ino;
 	st->st_uid = owner;
+	/* A profile is made when read: it is always new. */
+	st->st_mtime = st->st_atime = st->st_ctime = time(NULL);
 	if (n->type == NODE_ROOT || n->type == NODE_PID_DIR) {
 		st->st_mode = S_IFDIR | 0555;
 		st->st_nlink = 2;
@@ -72,6 +76,10 @@ static int classify(const char *name, struct node_info *n)
 
 	if (!strcmp(name, "cmdline")) {
 		n->type = NODE_CMDLINE;
+		return 0;
+	}
+	if (!strcmp(name, "index.html")) {
+		n->type = NODE_INDEX;
 		return 0;
 	}
 	ret = name_parse(name, &n->req);
@@ -94,20 +102,102 @@ static int attr_of(struct proffs *fs, const struct node_info *n,
 		return -ENOENT;
 	if (n->type == NODE_PROFILE && !n->parse_ret)
 		registry_result_size(fs->registry, n->pid, &n->req, &size);
+	if (n->type == NODE_INDEX) {
+		char *buf;
+		int ret = index_html(n->pid, &buf, &size);
+
+		if (ret)
+			return ret;
+		free(buf);
+	}
 	fill_attr(n, owner, size, st);
 	return 0;
+}
+
+/*
+ * Browsers read exactly st_size bytes of a file:// URL, so a stat of an SVG
+ * profile waits for the result (SPEC §2). Only when the caller may open it
+ * and the name is valid: else the open will fail, and the stat need not
+ * wait. No SVG is listed by readdir, so `ls -l` never waits.
+ */
+static bool stat_must_wait(struct proffs *fs, fuse_req_t req,
+			   const struct node_info *n)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	size_t size;
+
+	if (n->type != NODE_PROFILE || n->req.format != PROFFS_FMT_SVG ||
+	    n->parse_ret || n->req.hz > fs->opts.max_hz ||
+	    n->req.window_ms > fs->opts.max_window_s * 1000ull)
+		return false;
+	if (!registry_result_size(fs->registry, n->pid, &n->req, &size))
+		return false;
+	return !access_check(ctx->pid, ctx->uid, n->pid);
+}
+
+struct stat_wait {
+	struct proffs *fs;
+	struct node_info n;
+	struct stat st;
+	bool entry;		/* a lookup (entry reply), else getattr */
+};
+
+static void stat_done(fuse_req_t req, int err, size_t size, void *arg)
+{
+	struct stat_wait *sw = arg;
+	struct fuse_entry_param e;
+
+	if (err) {
+		if (sw->entry)
+			nodes_forget(sw->fs->nodes, sw->n.ino, 1);
+		fuse_reply_err(req, -err);
+	} else if (sw->entry) {
+		memset(&e, 0, sizeof(e));
+		sw->st.st_size = size;
+		e.ino = sw->n.ino;
+		e.attr = sw->st;
+		fuse_reply_entry(req, &e);
+	} else {
+		sw->st.st_size = size;
+		fuse_reply_attr(req, &sw->st, 0);
+	}
+	free(sw);
+}
+
+/* Reply now, or park the stat until the SVG is ready. */
+static void reply_stat(fuse_req_t req, struct proffs *fs,
+		       const struct node_info *n, const struct stat *st,
+		       bool entry)
+{
+	struct fuse_entry_param e;
+	struct stat_wait *sw;
+
+	if (stat_must_wait(fs, req, n) && (sw = calloc(1, sizeof(*sw)))) {
+		*sw = (struct stat_wait){ .fs = fs, .n = *n, .st = *st,
+					  .entry = entry };
+		registry_wait_size(fs->registry, n->pid, &n->req, req,
+				   stat_done, sw);
+		return;
+	}
+	if (!entry) {
+		fuse_reply_attr(req, st, 0);
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	e.ino = n->ino;
+	e.attr = *st;
+	fuse_reply_entry(req, &e);
 }
 
 static void reply_entry(fuse_req_t req, struct proffs *fs,
 			struct node_info *n)
 {
-	struct fuse_entry_param e;
+	struct stat st;
 	int ret;
 
-	memset(&e, 0, sizeof(e));
 	ret = nodes_lookup(fs->nodes, n);
 	if (!ret) {
-		ret = attr_of(fs, n, &e.attr);
+		ret = attr_of(fs, n, &st);
 		if (ret)
 			nodes_forget(fs->nodes, n->ino, 1);
 	}
@@ -115,9 +205,9 @@ static void reply_entry(fuse_req_t req, struct proffs *fs,
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	/* No caching: what a lookup shows depends on who asks and when. */
-	e.ino = n->ino;
-	fuse_reply_entry(req, &e);
+	/* No entry or attribute caching (timeouts 0): what a lookup shows
+	 * depends on who asks and when. */
+	reply_stat(req, fs, n, &st, true);
 }
 
 static void proffs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -183,7 +273,7 @@ static void proffs_getattr(fuse_req_t req, fuse_ino_t ino,
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else
-		fuse_reply_attr(req, &st, 0);
+		reply_stat(req, fs, &n, &st, false);
 }
 
 /* A directory listing, built at opendir and sliced by readdir. */
@@ -305,6 +395,28 @@ static void proffs_releasedir(fuse_req_t req, fuse_ino_t ino,
 	fuse_reply_err(req, 0);
 }
 
+/* An index page is rendered at open and read from the handle. */
+struct page {
+	char *buf;
+	size_t len;
+};
+
+static int open_index(const struct node_info *n, struct fuse_file_info *fi)
+{
+	struct page *pg = calloc(1, sizeof(*pg));
+	int ret;
+
+	if (!pg)
+		return -ENOMEM;
+	ret = index_html(n->pid, &pg->buf, &pg->len);
+	if (ret) {
+		free(pg);
+		return ret;
+	}
+	fi->fh = (uintptr_t)pg;
+	return 0;
+}
+
 /* Check an open of a profile file; a log line for every refusal. */
 static int check_open(fuse_req_t req, struct proffs *fs,
 		      const struct node_info *n, int flags)
@@ -345,8 +457,11 @@ static void proffs_open(fuse_req_t req, fuse_ino_t ino,
 	int ret;
 
 	ret = nodes_get(fs->nodes, ino, &n);
-	if (!ret && n.type != NODE_CMDLINE && n.type != NODE_PROFILE)
+	if (!ret && n.type != NODE_CMDLINE && n.type != NODE_PROFILE &&
+	    n.type != NODE_INDEX)
 		ret = -EISDIR;
+	if (!ret && n.type == NODE_INDEX)
+		ret = open_index(&n, fi);
 	if (!ret && n.type == NODE_PROFILE)
 		ret = check_open(req, fs, &n, fi->flags);
 	if (!ret && n.type == NODE_PROFILE) {
@@ -394,19 +509,33 @@ static void proffs_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	if (n.type == NODE_PROFILE)
+	if (n.type == NODE_PROFILE) {
 		registry_read((struct reg_handle *)(uintptr_t)fi->fh, req,
 			      size, off);
-	else
+	} else if (n.type == NODE_INDEX) {
+		struct page *pg = (struct page *)(uintptr_t)fi->fh;
+
+		reply_slice(req, pg->buf, pg->len, size, off);
+	} else {
 		read_cmdline(req, n.pid, size, off);
+	}
 }
 
 static void proffs_release(fuse_req_t req, fuse_ino_t ino,
 			   struct fuse_file_info *fi)
 {
-	(void)ino;
-	if (fi->fh)
+	struct proffs *fs = fs_of(req);
+	struct node_info n;
+
+	if (fi->fh && !nodes_get(fs->nodes, ino, &n) &&
+	    n.type == NODE_INDEX) {
+		struct page *pg = (struct page *)(uintptr_t)fi->fh;
+
+		free(pg->buf);
+		free(pg);
+	} else if (fi->fh) {
 		registry_release((struct reg_handle *)(uintptr_t)fi->fh);
+	}
 	fuse_reply_err(req, 0);
 }
 

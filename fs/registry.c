@@ -26,9 +26,12 @@ enum waiter_state { W_NEW, W_QUEUED, W_DONE };
  * the interrupt callback just after the reply, with this as its data. */
 struct waiter {
 	fuse_req_t req;
+	struct session *s;
 	struct reg_handle *h;
 	size_t size;
 	off_t off;
+	registry_size_cb size_cb;	/* a stat waiting for the size */
+	void *size_arg;
 	enum waiter_state state;	/* protected by registry.lock */
 	bool interrupted;		/* protected by registry.lock */
 	struct waiter *next;		/* in the session's queue */
@@ -235,21 +238,34 @@ static void reply_result(fuse_req_t req, const struct rendered *o,
 	}
 }
 
-static int reply_errno(int err)
+/* Answer one parked request: err is 0 (the session's outcome decides) or
+ * -EINTR. A size waiter's handle is released here: it only lived for it. */
+static void answer(struct waiter *w, int err)
 {
-	/* A session cancelled under a reader only happens when it left. */
-	return err == -ECANCELED ? EINTR : -err;
+	struct session *s = w->s;
+	const struct rendered *o = NULL;
+
+	if (!err && s->err)
+		err = s->err == -ECANCELED ? -EINTR : s->err;
+	if (!err) {
+		o = render_one(s, &w->h->req);
+		err = !o ? -ENOMEM : o->err;
+	}
+	if (w->size_cb) {
+		w->size_cb(w->req, err, err ? 0 : o->len, w->size_arg);
+		registry_release(w->h);
+	} else if (err) {
+		fuse_reply_err(w->req, -err);
+	} else {
+		reply_result(w->req, o, w->size, w->off);
+	}
 }
 
-static void reply_waiters(struct session *s, struct waiter *list)
+static void reply_waiters(struct waiter *list)
 {
 	for (struct waiter *w = list, *next; w; w = next) {
 		next = w->next;
-		if (s->err)
-			fuse_reply_err(w->req, reply_errno(s->err));
-		else
-			reply_result(w->req, render_one(s, &w->h->req),
-				     w->size, w->off);
+		answer(w, 0);
 	}
 }
 
@@ -315,7 +331,7 @@ static void finish(struct session *s, int err, struct profile *prof)
 	for (w = queue; w; w = w->next)
 		w->state = W_DONE;
 	pthread_mutex_unlock(&r->lock);
-	reply_waiters(s, queue);
+	reply_waiters(queue);
 }
 
 static void *session_main(void *arg)
@@ -414,13 +430,14 @@ int registry_open(struct registry *r, pid_t pid,
 static void on_interrupt(fuse_req_t req, void *data)
 {
 	struct waiter *w = data;
-	struct registry *r = w->h->s->r;
+	struct registry *r = w->s->r;
 	struct waiter **pp;
 	bool reply = false;
 
+	(void)req;
 	pthread_mutex_lock(&r->lock);
 	if (w->state == W_QUEUED) {
-		for (pp = &w->h->s->queue; *pp != w; pp = &(*pp)->next)
+		for (pp = &w->s->queue; *pp != w; pp = &(*pp)->next)
 			;
 		*pp = w->next;
 		w->state = W_DONE;
@@ -430,33 +447,25 @@ static void on_interrupt(fuse_req_t req, void *data)
 	}
 	pthread_mutex_unlock(&r->lock);
 	if (reply)
-		fuse_reply_err(req, EINTR);
+		answer(w, -EINTR);
 }
 
-void registry_read(struct reg_handle *h, fuse_req_t req, size_t size,
-		   off_t off)
+/* Answer w now if the session is done, else queue it until it is. */
+static void park(struct waiter *w)
 {
-	struct session *s = h->s;
+	struct session *s = w->s;
 	struct registry *r = s->r;
-	struct waiter *w;
-	bool done, interrupted;
+	bool now;
 
-	w = calloc(1, sizeof(*w));
-	if (!w) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	*w = (struct waiter){ .req = req, .h = h, .size = size, .off = off };
 	pthread_mutex_lock(&r->lock);
 	w->next_all = s->all_waiters;
 	s->all_waiters = w;
 	pthread_mutex_unlock(&r->lock);
 	/* May call on_interrupt at once: not under registry.lock. */
-	fuse_req_interrupt_func(req, on_interrupt, w);
+	fuse_req_interrupt_func(w->req, on_interrupt, w);
 	pthread_mutex_lock(&r->lock);
-	done = s->done;
-	interrupted = w->interrupted;
-	if (!done && !interrupted) {
+	now = s->done || w->interrupted;
+	if (!now) {
 		w->state = W_QUEUED;
 		w->next = s->queue;
 		s->queue = w;
@@ -464,12 +473,46 @@ void registry_read(struct reg_handle *h, fuse_req_t req, size_t size,
 		w->state = W_DONE;
 	}
 	pthread_mutex_unlock(&r->lock);
-	if (interrupted)
-		fuse_reply_err(req, EINTR);
-	else if (done && s->err)
-		fuse_reply_err(req, reply_errno(s->err));
-	else if (done)
-		reply_result(req, render_one(s, &h->req), size, off);
+	if (now)
+		answer(w, w->interrupted ? -EINTR : 0);
+}
+
+void registry_read(struct reg_handle *h, fuse_req_t req, size_t size,
+		   off_t off)
+{
+	struct waiter *w = calloc(1, sizeof(*w));
+
+	if (!w) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	*w = (struct waiter){ .req = req, .s = h->s, .h = h, .size = size,
+			      .off = off };
+	park(w);
+}
+
+void registry_wait_size(struct registry *r, pid_t pid,
+			const struct proffs_request *req, fuse_req_t freq,
+			registry_size_cb cb, void *arg)
+{
+	struct reg_handle *h;
+	struct waiter *w;
+	int ret;
+
+	ret = registry_open(r, pid, req, &h);
+	if (ret) {
+		cb(freq, ret, 0, arg);
+		return;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		registry_release(h);
+		cb(freq, -ENOMEM, 0, arg);
+		return;
+	}
+	*w = (struct waiter){ .req = freq, .s = h->s, .h = h, .size_cb = cb,
+			      .size_arg = arg };
+	park(w);
 }
 
 void registry_release(struct reg_handle *h)

@@ -57,6 +57,22 @@ void registry_read(struct reg_handle *h, fuse_req_t req, size_t size,
 void registry_release(struct reg_handle *h);
 
 /*
+ * Called once with the size of a result (err 0) or a negative errno
+ * (-EINTR when the request was interrupted), from any thread.
+ */
+typedef void (*registry_size_cb)(fuse_req_t req, int err, size_t size,
+				 void *arg);
+
+/*
+ * Wait for the result of req, starting a session if none runs, and hand
+ * its size to cb. For stat of files whose size a client must know before
+ * reading (browsers read exactly st_size bytes of an SVG).
+ */
+void registry_wait_size(struct registry *r, pid_t pid,
+			const struct proffs_request *req, fuse_req_t freq,
+			registry_size_cb cb, void *arg);
+
+/*
  * The size of a cached, finished result for req, without waiting: 0 and
  * *size, or -ENOENT when none is ready.
  */

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* index.c - a small HTML page of links per process. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "index.h"
+#include "name.h"
+#include "output.h"
+#include "proc.h"
+
+static const struct {
+	const char *name;
+	const char *what;
+} links[] = {
+	{ "flame.svg", "CPU flame graph, 30 s" },
+	{ "cpu_5s.svg", "CPU flame graph, 5 s" },
+	{ "cpu_30s.pb.gz", "CPU profile for go tool pprof, 30 s" },
+	{ "cpu_5s.txt", "top functions, 5 s" },
+	{ "cpu_5s.folded", "collapsed stacks, 5 s" },
+	{ "heap.svg", "heap in use, flame graph" },
+	{ "heap.pb.gz", "heap profile" },
+	{ "allocs.svg", "allocations, flame graph" },
+	{ "allocs.pb.gz", "allocation profile" },
+	{ "goroutine.txt", "every thread's stack, grouped" },
+	{ "goroutine.txt?debug=2", "every thread's stack, one by one" },
+	{ "goroutine.pb.gz", "thread stacks, pprof" },
+	{ "cmdline", "command line" },
+};
+
+static void put_escaped(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '&': fputs("&amp;", f); break;
+		case '"': fputs("&quot;", f); break;
+		default: fputc(*s, f);
+		}
+	}
+}
+
+static bool served(const char *name)
+{
+	struct proffs_request req;
+
+	if (!strcmp(name, "cmdline"))
+		return true;
+	return name_parse(name, &req) == 0 &&
+	       output_supported(req.kind, req.format);
+}
+
+int index_html(pid_t pid, char **buf, size_t *len)
+{
+	char cmd[4096];
+	FILE *f;
+	int ret;
+
+	ret = proc_cmdline_str(pid, cmd, sizeof(cmd));
+	if (ret)
+		return ret;
+	f = open_memstream(buf, len);
+	if (!f)
+		return -ENOMEM;
+	fprintf(f, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+		"<title>proffs: %d</title></head>\n<body>\n<h1>%d: ",
+		(int)pid, (int)pid);
+	put_escaped(f, cmd);
+	fputs("</h1>\n<p>Each link profiles the process when opened; a "
+	      "profile with a window takes that long.</p>\n<ul>\n", f);
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		if (!served(links[i].name))
+			continue;
+		/* '?' starts a URL query: escape it in the link. */
+		fputs("<li><a href=\"", f);
+		for (const char *c = links[i].name; *c; c++)
+			*c == '?' ? fputs("%3F", f) : fputc(*c, f);
+		fprintf(f, "\">%s</a> &mdash; %s</li>\n", links[i].name,
+			links[i].what);
+	}
+	fputs("</ul>\n</body></html>\n", f);
+	return fclose(f) ? -ENOMEM : 0;
+}
