@@ -5,7 +5,7 @@
 PROFFS_BUILD_PKGS="meson ninja-build pkg-config gcc libc6-dev
 	libfuse3-dev fuse3 libunwind-dev libprotobuf-c-dev protobuf-c-compiler
 	zlib1g-dev libelf-dev libdw-dev binutils elfutils golang-go linux-perf"
-PROFFS_TEST_PKGS="python3 python3-pytest"
+PROFFS_TEST_PKGS="python3 python3-pytest systemd man-db util-linux"
 
 # install_deps PACKAGES...: apt-get only what is missing.
 install_deps()

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -138,9 +139,35 @@ static void state_free(struct proffs *fs)
 	free(fs->opts.debug_roots);
 }
 
+/*
+ * mount(8) runs "proffs SOURCE MOUNTPOINT -o OPTS" for a fuse.proffs line
+ * (mount.fuse3): with two positional arguments, the first is the source,
+ * which means nothing to proffs, and is dropped.
+ */
+static int drop_mount_source(int argc, char *argv[])
+{
+	int first = -1, npos = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-o")) {
+			i++;
+			continue;
+		}
+		if (argv[i][0] == '-')
+			continue;
+		if (npos++ == 0)
+			first = i;
+	}
+	if (npos != 2)
+		return argc;
+	memmove(&argv[first], &argv[first + 1],
+		(argc - first) * sizeof(argv[0]));
+	return argc - 1;
+}
+
 int main(int argc, char *argv[])
 {
-	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_cmdline_opts cl;
 	struct fuse_loop_config *lc = NULL;
 	struct fuse_session *se;
@@ -154,6 +181,8 @@ int main(int argc, char *argv[])
 	};
 	int ret = 1;
 
+	argc = drop_mount_source(argc, argv);
+	args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
 	if (fuse_parse_cmdline(&args, &cl) != 0)
 		return 1;
 	if (cl.show_help) {
@@ -197,6 +226,12 @@ int main(int argc, char *argv[])
 	if (!cl.foreground) {
 		openlog("proffs", LOG_PID, LOG_DAEMON);
 		proffs_log_set_sink(syslog_sink);
+	}
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		fs.start_s = ts.tv_sec;
 	}
 	pr_info("fs: mounted on %s", cl.mountpoint);
 	if (cl.singlethread) {

@@ -27,6 +27,7 @@ enum node_type {
 	NODE_CMDLINE,
 	NODE_INDEX,
 	NODE_PROFILE,
+	NODE_STATUS,
 };
 
 struct node_info {

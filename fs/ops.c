@@ -25,6 +25,7 @@
 #include "proc.h"
 #include "proffs_i.h"
 #include "registry.h"
+#include "status.h"
 
 #define CMDLINE_MAX (128 * 1024)
 
@@ -92,19 +93,32 @@ static int classify(const char *name, struct node_info *n)
 	return 0;
 }
 
+/* Small generated files: index.html of a pid, /status of the daemon. */
+static int render_page(struct proffs *fs, const struct node_info *n,
+		       char **buf, size_t *len)
+{
+	struct timespec ts;
+
+	if (n->type == NODE_INDEX)
+		return index_html(n->pid, buf, len);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return status_text(fs->registry, ts.tv_sec - fs->start_s, buf, len);
+}
+
 static int attr_of(struct proffs *fs, const struct node_info *n,
 		   struct stat *st)
 {
 	uid_t owner = 0;
 	size_t size = 0;
 
-	if (n->type != NODE_ROOT && !pid_exists(n->pid, &owner))
+	if (n->type != NODE_ROOT && n->type != NODE_STATUS &&
+	    !pid_exists(n->pid, &owner))
 		return -ENOENT;
 	if (n->type == NODE_PROFILE && !n->parse_ret)
 		registry_result_size(fs->registry, n->pid, &n->req, &size);
-	if (n->type == NODE_INDEX) {
+	if (n->type == NODE_INDEX || n->type == NODE_STATUS) {
 		char *buf;
-		int ret = index_html(n->pid, &buf, &size);
+		int ret = render_page(fs, n, &buf, &size);
 
 		if (ret)
 			return ret;
@@ -221,7 +235,10 @@ static void proffs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	if (dir.type == NODE_ROOT) {
+	if (dir.type == NODE_ROOT && !strcmp(name, "status")) {
+		n.type = NODE_STATUS;
+		strcpy(n.name, name);
+	} else if (dir.type == NODE_ROOT) {
 		if (!proc_parse_pid(name, &n.pid) || !pid_exists(n.pid, &owner)) {
 			fuse_reply_err(req, ENOENT);
 			return;
@@ -307,6 +324,7 @@ static int list_root(fuse_req_t req, struct dirbuf *b)
 
 	if (!dir)
 		return -errno;
+	ret = dirbuf_add(req, b, "status", S_IFREG);
 	while (!ret && (de = readdir(dir))) {
 		/* Hidden unless the caller may profile it (SPEC §5). */
 		if (!proc_parse_pid(de->d_name, &pid) ||
@@ -395,20 +413,21 @@ static void proffs_releasedir(fuse_req_t req, fuse_ino_t ino,
 	fuse_reply_err(req, 0);
 }
 
-/* An index page is rendered at open and read from the handle. */
+/* A page is rendered at open and read from the handle. */
 struct page {
 	char *buf;
 	size_t len;
 };
 
-static int open_index(const struct node_info *n, struct fuse_file_info *fi)
+static int open_page(struct proffs *fs, const struct node_info *n,
+		     struct fuse_file_info *fi)
 {
 	struct page *pg = calloc(1, sizeof(*pg));
 	int ret;
 
 	if (!pg)
 		return -ENOMEM;
-	ret = index_html(n->pid, &pg->buf, &pg->len);
+	ret = render_page(fs, n, &pg->buf, &pg->len);
 	if (ret) {
 		free(pg);
 		return ret;
@@ -457,11 +476,10 @@ static void proffs_open(fuse_req_t req, fuse_ino_t ino,
 	int ret;
 
 	ret = nodes_get(fs->nodes, ino, &n);
-	if (!ret && n.type != NODE_CMDLINE && n.type != NODE_PROFILE &&
-	    n.type != NODE_INDEX)
+	if (!ret && (n.type == NODE_ROOT || n.type == NODE_PID_DIR))
 		ret = -EISDIR;
-	if (!ret && n.type == NODE_INDEX)
-		ret = open_index(&n, fi);
+	if (!ret && (n.type == NODE_INDEX || n.type == NODE_STATUS))
+		ret = open_page(fs, &n, fi);
 	if (!ret && n.type == NODE_PROFILE)
 		ret = check_open(req, fs, &n, fi->flags);
 	if (!ret && n.type == NODE_PROFILE) {
@@ -512,7 +530,7 @@ static void proffs_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 	if (n.type == NODE_PROFILE) {
 		registry_read((struct reg_handle *)(uintptr_t)fi->fh, req,
 			      size, off);
-	} else if (n.type == NODE_INDEX) {
+	} else if (n.type == NODE_INDEX || n.type == NODE_STATUS) {
 		struct page *pg = (struct page *)(uintptr_t)fi->fh;
 
 		reply_slice(req, pg->buf, pg->len, size, off);
@@ -528,7 +546,7 @@ static void proffs_release(fuse_req_t req, fuse_ino_t ino,
 	struct node_info n;
 
 	if (fi->fh && !nodes_get(fs->nodes, ino, &n) &&
-	    n.type == NODE_INDEX) {
+	    (n.type == NODE_INDEX || n.type == NODE_STATUS)) {
 		struct page *pg = (struct page *)(uintptr_t)fi->fh;
 
 		free(pg->buf);

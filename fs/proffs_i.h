@@ -27,7 +27,7 @@ struct proffs {
 	struct dso_cache *dsos;
 	struct nodes *nodes;
 	struct registry *registry;
-	uid_t daemon_uid;
+	uint64_t start_s;		/* CLOCK_MONOTONIC at mount */
 };
 
 extern const struct fuse_lowlevel_ops proffs_ops;

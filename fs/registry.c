@@ -87,6 +87,7 @@ struct registry {
 	unsigned nrunning;		/* protected by lock */
 	unsigned nthreads;		/* protected by lock */
 	unsigned next_id;		/* protected by lock */
+	struct registry_stats stats;	/* protected by lock */
 };
 
 static uint64_t mono_ms(void)
@@ -238,6 +239,13 @@ static void reply_result(fuse_req_t req, const struct rendered *o,
 	}
 }
 
+static void count_served(struct registry *r)
+{
+	pthread_mutex_lock(&r->lock);
+	r->stats.served++;
+	pthread_mutex_unlock(&r->lock);
+}
+
 /* Answer one parked request: err is 0 (the session's outcome decides) or
  * -EINTR. A size waiter's handle is released here: it only lived for it. */
 static void answer(struct waiter *w, int err)
@@ -257,6 +265,8 @@ static void answer(struct waiter *w, int err)
 	} else if (err) {
 		fuse_reply_err(w->req, -err);
 	} else {
+		if (!w->off)
+			count_served(s->r);
 		reply_result(w->req, o, w->size, w->off);
 	}
 }
@@ -324,6 +334,12 @@ static void finish(struct session *s, int err, struct profile *prof)
 	s->err = err;
 	s->done_ms = mono_ms();
 	r->nrunning--;
+	if (err == -ECANCELED)
+		r->stats.stopped++;
+	else if (err)
+		r->stats.failed[s->key.kind]++;
+	else
+		r->stats.done[s->key.kind]++;
 	if (err)	/* never serve a failure from the cache */
 		unlist_locked(r, s);
 	queue = s->queue;
@@ -389,6 +405,7 @@ static int start_locked(struct registry *r, pid_t pid,
 	r->list = s;
 	r->nrunning++;
 	r->nthreads++;
+	r->stats.started++;
 	pr_info("session %u start: pid=%d kind=%s window_ms=%llu hz=%u",
 		s->id, (int)pid, name_kind_str(req->kind),
 		(unsigned long long)k->window_ms, k->hz);
@@ -412,6 +429,10 @@ int registry_open(struct registry *r, pid_t pid,
 	s = find_locked(r, &k);
 	if (!s)
 		ret = start_locked(r, pid, req, &k, &s);
+	else if (s->done)
+		r->stats.cache_hits++;
+	else
+		r->stats.joined++;
 	if (!ret) {
 		s->refs++;
 		s->nhandles++;
@@ -579,4 +600,12 @@ void registry_free(struct registry *r)
 	pthread_cond_destroy(&r->idle);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
+}
+
+void registry_stats(struct registry *r, struct registry_stats *st)
+{
+	pthread_mutex_lock(&r->lock);
+	*st = r->stats;
+	st->running = r->nrunning;
+	pthread_mutex_unlock(&r->lock);
 }

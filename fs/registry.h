@@ -39,6 +39,20 @@ struct registry_opts {
 
 int registry_new(const struct registry_opts *o, struct registry **out);
 
+/* What /prof/status shows. */
+struct registry_stats {
+	unsigned running;		/* sessions sampling now */
+	unsigned long long started;	/* sessions ever started */
+	unsigned long long served;	/* reads answered with bytes */
+	unsigned long long cache_hits;	/* opens served by a finished result */
+	unsigned long long joined;	/* opens that joined a running session */
+	unsigned long long stopped;	/* sessions left by every reader */
+	unsigned long long failed[PROFFS_KIND__COUNT];	/* by kind */
+	unsigned long long done[PROFFS_KIND__COUNT];	/* by kind */
+};
+
+void registry_stats(struct registry *r, struct registry_stats *st);
+
 /* Stop every session, wait for their threads, free. NULL is a no-op. */
 void registry_free(struct registry *r);
 

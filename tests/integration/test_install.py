@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Installed as a system service: meson install, the mount helper, the
+systemd unit, /status."""
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+import util
+
+
+@pytest.fixture(scope='module')
+def destdir():
+    d = tempfile.mkdtemp(prefix='proffs-dest-')
+    r = subprocess.run(['meson', 'install', '-C', util.BUILD, '--destdir',
+                        d, '--no-rebuild'], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    yield d
+    shutil.rmtree(d)
+
+
+def installed(destdir, pattern):
+    hits = []
+    for root, _, files in os.walk(destdir):
+        hits += [os.path.join(root, f) for f in files
+                 if re.fullmatch(pattern, f)]
+    assert len(hits) == 1, f'{pattern}: {hits}'
+    return hits[0]
+
+
+def test_install_puts_every_file_in_place(destdir):
+    exe = installed(destdir, 'proffs')
+    assert exe.endswith('/bin/proffs') and os.access(exe, os.X_OK)
+    assert installed(destdir, r'proffs\.1').endswith('/man/man1/proffs.1')
+    unit = installed(destdir, r'proffs\.service')
+    assert '/systemd/system/' in unit
+    helper = installed(destdir, r'mount\.fuse\.proffs')
+    assert helper.endswith('/sbin/mount.fuse.proffs')
+    assert os.access(helper, os.X_OK)
+    out = subprocess.run([exe, '--version'], capture_output=True, text=True)
+    assert out.returncode == 0 and 'proffs version' in out.stdout
+    out = subprocess.run([exe, '--help'], capture_output=True, text=True)
+    assert 'max_window=N' in out.stdout and '(300)' in out.stdout
+
+
+def test_installed_binary_serves_a_profile(destdir, target, tmp_path):
+    exe = installed(destdir, 'proffs')
+    t = target('burn')
+    mnt = tempfile.mkdtemp(prefix='proffs-inst-')
+    p = subprocess.Popen([exe, '-f', mnt], stderr=subprocess.PIPE)
+    try:
+        util.wait_for_mount(p, mnt)
+        with open(os.path.join(mnt, str(t.pid), 'cpu_1s.pb.gz'), 'rb') as f:
+            path = util.save(f.read(), 'installed.pb.gz')
+        assert util.share(util.traces(path), 'hot') > 0.5
+        with open(os.path.join(mnt, 'status')) as f:
+            status = f.read()
+        assert 'sessions_done_cpu: 1' in status
+        assert 'results_served: 1' in status
+    finally:
+        subprocess.run(['fusermount3', '-u', mnt])
+    assert p.wait(timeout=10) == 0
+    os.rmdir(mnt)
+
+
+def test_systemd_unit_verifies(destdir):
+    if not shutil.which('systemd-analyze'):
+        pytest.skip('systemd-analyze not installed')
+    unit = installed(destdir, r'proffs\.service')
+    exe = installed(destdir, 'proffs')
+    text = open(unit).read()
+    assert 'allow_other' in text and '/prof' in text
+    # verify checks that ExecStart exists and that man:proffs(1) resolves:
+    # point both at the staged install.
+    m = re.search(r'^ExecStart=(\S+)', text, re.M)
+    staged = os.path.join(os.path.dirname(unit), 'staged', 'proffs.service')
+    os.makedirs(os.path.dirname(staged), exist_ok=True)
+    with open(staged, 'w') as f:
+        f.write(text.replace(m.group(1), exe))
+    man = os.path.dirname(os.path.dirname(installed(destdir, r'proffs\.1')))
+    r = subprocess.run(['systemd-analyze', 'verify', staged],
+                       capture_output=True, text=True,
+                       env=dict(os.environ, MANPATH=man + ':'))
+    assert r.returncode == 0, r.stderr
+
+
+def test_mount_t_fuse_proffs_and_umount(destdir, target):
+    """mount(8) finds /sbin/mount.fuse.proffs; staged from the install,
+    with the daemon path rewritten to the staged binary."""
+    helper = installed(destdir, r'mount\.fuse\.proffs')
+    exe = installed(destdir, 'proffs')
+    text = re.sub(r'"\S+/proffs#', f'"{exe}#', open(helper).read())
+    real = '/sbin/mount.fuse.proffs'
+    if os.path.exists(real):
+        pytest.skip(f'{real} already installed on this machine')
+    with open(real, 'w') as f:
+        f.write(text)
+    os.chmod(real, 0o755)
+    mnt = tempfile.mkdtemp(prefix='proffs-mount-')
+    t = target('burn')
+    try:
+        r = subprocess.run(['mount', '-t', 'fuse.proffs', 'proffs', mnt,
+                            '-o', 'allow_other'],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        assert os.path.ismount(mnt)
+        assert str(t.pid) in os.listdir(mnt)
+        with open(os.path.join(mnt, str(t.pid), 'cpu_1s.pb.gz'), 'rb') as f:
+            assert f.read(2) == b'\x1f\x8b'
+        r = subprocess.run(['umount', mnt], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert not os.path.ismount(mnt)
+        # the daemon went away with the mount
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if subprocess.run(['pgrep', '-f', f'proffs {mnt}'],
+                              capture_output=True).returncode:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail('daemon still running after umount')
+    finally:
+        if os.path.ismount(mnt):
+            subprocess.run(['umount', '-l', mnt])
+        os.unlink(real)
+        os.rmdir(mnt)
