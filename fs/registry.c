@@ -170,12 +170,21 @@ static void expire_locked(struct registry *r)
 	}
 }
 
+/* A running session of key k, or a result of it still fresh. */
 static struct session *find_locked(struct registry *r,
 				   const struct session_key *k)
 {
-	for (struct session *s = r->list; s; s = s->next)
-		if (!memcmp(&s->key, k, sizeof(*k)) && !atomic_load(&s->stop))
-			return s;
+	uint64_t now = mono_ms();
+
+	for (struct session *s = r->list; s; s = s->next) {
+		if (memcmp(&s->key, k, sizeof(*k)) || atomic_load(&s->stop))
+			continue;
+		/* Still held open by its last readers, but too old to serve
+		 * a new one (FUSE releases files asynchronously). */
+		if (s->done && now - s->done_ms >= r->o.cache_ms)
+			continue;
+		return s;
+	}
 	return NULL;
 }
 
