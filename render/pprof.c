@@ -6,8 +6,15 @@
  * Encoding builds the generated message with pointers into one arena of
  * sub-messages, packs it, and frees the arena: the model's arrays are
  * copied (protobuf-c wants its own element types), never kept.
+ *
+ * Decoding interns the input's string table first, in order, then adds
+ * mappings, functions, locations and samples through the profile API, so
+ * our own output decodes to a model that re-encodes to the same bytes.
+ * Ids must be 1..n (as every pprof writer numbers them); anything else,
+ * and any index out of range, is -EINVAL.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -217,13 +224,38 @@ static int build(const struct profile *p, struct arena *a, PbProfile *pb)
 	return a->failed ? -ENOMEM : 0;
 }
 
-/* pprof's own validity rules: ids 1..n in order, indices in range. */
+static bool str_ok(const struct profile *p, int64_t i)
+{
+	return profile_str(p, i) != NULL;
+}
+
+static bool value_type_ok(const struct profile *p,
+			  const struct pf_value_type *vt)
+{
+	return str_ok(p, vt->type) && str_ok(p, vt->unit);
+}
+
+/*
+ * pprof's validity rules (profile.CheckValid and its string lookups).
+ * The model enforces most of them as it is built; what a writer sets
+ * directly (the header) is checked here, the rest is cheap insurance.
+ */
 static int validate(const struct profile *p)
 {
-	size_t nstr = profile_nstrings(p), ntypes = profile_nsample_types(p);
+	const struct pf_header *h = profile_header_const(p);
+	size_t ntypes = profile_nsample_types(p);
 
-	if (!nstr || strcmp(profile_str(p, 0), "") || !ntypes)
+	if (!profile_nstrings(p) || strcmp(profile_str(p, 0), "") ||
+	    (!ntypes && profile_nsamples(p)) ||
+	    !value_type_ok(p, &h->period_type) ||
+	    !str_ok(p, h->default_sample_type))
 		return -EINVAL;
+	for (size_t i = 0; i < ntypes; i++)
+		if (!value_type_ok(p, profile_sample_type(p, i)))
+			return -EINVAL;
+	for (size_t i = 0; i < profile_ncomments(p); i++)
+		if (!str_ok(p, profile_comment(p, i)))
+			return -EINVAL;
 	for (size_t i = 0; i < profile_nsamples(p); i++) {
 		const struct pf_sample *s = profile_sample(p, i);
 
@@ -247,9 +279,11 @@ static int gzip_buf(const uint8_t *in, size_t len, uint8_t **out,
 		    size_t *out_len)
 {
 	z_stream z = { 0 };
-	size_t cap = deflateBound(&z, len) + 32;
 	uint8_t *buf;
+	size_t cap;
 
+	if (len > UINT_MAX)
+		return -EIO;
 	/* 15 + 16: a gzip header, which is what pprof sniffs for. */
 	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
 			 Z_DEFAULT_STRATEGY) != Z_OK)
@@ -311,37 +345,44 @@ int pprof_encode(const struct profile *p, bool gzip, uint8_t **buf,
 
 /* Decoding: for tests and fuzzing; every index is checked. */
 
+/* Larger output is refused: decoding is for tests and fuzzing. */
+#define GUNZIP_MAX (256u << 20)
+
 static int gunzip_buf(const uint8_t *in, size_t len, uint8_t **out,
 		      size_t *out_len)
 {
 	z_stream z = { 0 };
-	size_t cap = len * 4 + 1024, n = 0;
+	size_t cap = 0, n = 0;
 	uint8_t *buf = NULL;
-	int zr;
+	int zr = Z_OK;
 
-	if (inflateInit2(&z, 15 + 16) != Z_OK)
-		return -EIO;
+	if (len > UINT_MAX || inflateInit2(&z, 15 + 16) != Z_OK)
+		return -EINVAL;
 	z.next_in = (Bytef *)in;
 	z.avail_in = len;
-	do {
+	while (zr == Z_OK) {
 		uint8_t *nb;
 
-		if (cap > (256u << 20)) {	/* a decompression bomb */
-			zr = Z_MEM_ERROR;
-			break;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 4 * len + 1024;
+			if (cap > GUNZIP_MAX)
+				cap = GUNZIP_MAX;
+			if (n == cap) {
+				zr = Z_DATA_ERROR;
+				break;
+			}
+			nb = realloc(buf, cap);
+			if (!nb) {
+				zr = Z_MEM_ERROR;
+				break;
+			}
+			buf = nb;
 		}
-		nb = realloc(buf, cap);
-		if (!nb) {
-			zr = Z_MEM_ERROR;
-			break;
-		}
-		buf = nb;
 		z.next_out = buf + n;
 		z.avail_out = cap - n;
 		zr = inflate(&z, Z_NO_FLUSH);
 		n = cap - z.avail_out;
-		cap *= 2;
-	} while (zr == Z_OK);
+	}
 	inflateEnd(&z);
 	if (zr != Z_STREAM_END) {
 		free(buf);
@@ -393,13 +434,17 @@ static int decode_functions(const PbProfile *pb, struct profile *p,
 		const PbFunction *f = pb->function[i];
 		const char *name, *sys, *file;
 		uint64_t id;
+		int ret;
 
 		STR_OR_FAIL(pb, f->name, name);
 		STR_OR_FAIL(pb, f->system_name, sys);
 		STR_OR_FAIL(pb, f->filename, file);
-		if (!f->id || f->id > fm->n || fm->v[f->id - 1] ||
-		    profile_add_function(p, name, sys, file, f->start_line, &id))
+		if (!f->id || f->id > fm->n || fm->v[f->id - 1])
 			return -EINVAL;
+		ret = profile_add_function(p, name, sys, file, f->start_line,
+					   &id);
+		if (ret)
+			return ret;
 		fm->v[f->id - 1] = id;
 	}
 	return 0;
@@ -420,15 +465,19 @@ static int decode_mappings(const PbProfile *pb, struct profile *p,
 		};
 		const char *file, *bid;
 		uint64_t id;
+		int ret;
 
 		STR_OR_FAIL(pb, m->filename, file);
 		STR_OR_FAIL(pb, m->build_id, bid);
+		if (!m->id || m->id > mm->n || mm->v[m->id - 1])
+			return -EINVAL;
 		pm.filename = profile_intern(p, file);
 		pm.build_id = profile_intern(p, bid);
-		if (!m->id || m->id > mm->n || mm->v[m->id - 1] ||
-		    pm.filename < 0 || pm.build_id < 0 ||
-		    profile_add_mapping(p, &pm, &id))
-			return -EINVAL;
+		if (pm.filename < 0 || pm.build_id < 0)
+			return -ENOMEM;
+		ret = profile_add_mapping(p, &pm, &id);
+		if (ret)
+			return ret;
 		mm->v[m->id - 1] = id;
 	}
 	return 0;
@@ -499,7 +548,9 @@ static int decode_samples(const PbProfile *pb, struct profile *p,
 						 sizeof(*labels));
 		int ret = locs && labels ? 0 : -ENOMEM;
 
-		if (!ret && s->n_value != pb->n_sample_type)
+		if (!ret && (s->n_value != pb->n_sample_type ||
+			     s->n_location_id > UINT32_MAX ||
+			     s->n_label > UINT32_MAX))
 			ret = -EINVAL;
 		for (size_t k = 0; !ret && k < s->n_location_id; k++)
 			if (!map_id(lm, s->location_id[k], &locs[k]))
@@ -524,6 +575,11 @@ static int decode_header(const PbProfile *pb, struct profile *p)
 
 	if (!pb->n_string_table || strcmp(pb->string_table[0], ""))
 		return -EINVAL;
+	/* Same order as the input, so that our own output re-encodes to
+	 * the same bytes. */
+	for (size_t i = 1; i < pb->n_string_table; i++)
+		if (profile_intern(p, pb->string_table[i]) < 0)
+			return -ENOMEM;
 	for (size_t i = 0; i < pb->n_sample_type; i++) {
 		STR_OR_FAIL(pb, pb->sample_type[i]->type, t);
 		STR_OR_FAIL(pb, pb->sample_type[i]->unit, u);
@@ -536,6 +592,7 @@ static int decode_header(const PbProfile *pb, struct profile *p)
 		if (profile_set_period(p, t, u, pb->period))
 			return -ENOMEM;
 	}
+	h->period = pb->period;
 	for (size_t i = 0; i < pb->n_comment; i++) {
 		STR_OR_FAIL(pb, pb->comment[i], t);
 		if (profile_add_comment(p, t))

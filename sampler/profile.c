@@ -2,6 +2,11 @@
 /*
  * profile.c - the profile model: interned strings, dense tables, samples
  * merged through a hash of (location ids, labels).
+ *
+ * The three hash indexes (strings, functions, samples) are open addressing
+ * with linear probing over (element index + 1, hash) pairs, kept at most
+ * half full. Keeping the hash in the slot makes growth a pass over the
+ * slots and rejects most non-matching probes without touching the element.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,10 +20,14 @@ struct vec {
 	size_t n, cap, elem;
 };
 
-/* Open addressing over indices + 1 into a vec (0 = empty slot). */
+struct slot {
+	uint32_t idx1;		/* element index + 1; 0 = empty */
+	uint32_t hash;
+};
+
 struct index {
-	uint32_t *slots;
-	size_t cap;		/* power of two */
+	struct slot *slots;
+	size_t cap;		/* power of two, or 0 before first use */
 };
 
 struct profile {
@@ -60,70 +69,44 @@ static void *vec_at(const struct vec *a, size_t i)
 
 static inline uint64_t mix(uint64_t h, uint64_t x)
 {
-	h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-	return h * 0xff51afd7ed558ccdull;
+	return (h ^ x) * 0x100000001b3ull + 0x9e3779b97f4a7c15ull;
 }
 
-static uint64_t hash_str(const char *s)
+/*
+ * The index masks the low bits, and mix() only carries bits upwards:
+ * fold every bit down (murmur3's finalizer) so keys differing only in
+ * high bits (numeric labels, addresses) still spread.
+ */
+static uint32_t finish(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return (uint32_t)h;
+}
+
+static uint32_t hash_str(const char *s)
 {
 	uint64_t h = 1469598103934665603ull;
 
 	for (; *s; s++)
 		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
+	return finish(h);
 }
 
-typedef uint64_t (*hash_fn)(const struct profile *p, size_t i);
-
-/* Rebuild when more than half full: keeps probe chains short. */
-static int index_grow(struct index *ix, size_t n, const struct profile *p,
-		      hash_fn hash)
-{
-	size_t cap = ix->cap ? ix->cap : 64;
-	uint32_t *slots;
-
-	if (ix->cap && (n + 1) * 2 <= ix->cap)
-		return 0;
-	while ((n + 1) * 2 > cap)
-		cap *= 2;
-	slots = calloc(cap, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		size_t s = hash(p, i) & (cap - 1);
-
-		while (slots[s])
-			s = (s + 1) & (cap - 1);
-		slots[s] = i + 1;
-	}
-	free(ix->slots);
-	ix->slots = slots;
-	ix->cap = cap;
-	return 0;
-}
-
-static uint64_t string_hash(const struct profile *p, size_t i)
-{
-	return hash_str(*(char **)vec_at(&p->strings, i));
-}
-
-static uint64_t function_hash_of(const struct pf_function *f)
+static uint32_t hash_function(const struct pf_function *f)
 {
 	uint64_t h = mix(0, f->name);
 
 	h = mix(h, f->system_name);
 	h = mix(h, f->filename);
-	return mix(h, f->start_line);
+	return finish(mix(h, f->start_line));
 }
 
-static uint64_t function_hash(const struct profile *p, size_t i)
-{
-	return function_hash_of(vec_at(&p->functions, i));
-}
-
-static uint64_t sample_hash_of(const uint64_t *locs, uint32_t nlocs,
-			       const struct pf_label *labels,
-			       uint32_t nlabels)
+static uint32_t hash_sample(const uint64_t *locs, uint32_t nlocs,
+			    const struct pf_label *labels, uint32_t nlabels)
 {
 	uint64_t h = mix(nlocs, nlabels);
 
@@ -135,14 +118,96 @@ static uint64_t sample_hash_of(const uint64_t *locs, uint32_t nlocs,
 		h = mix(h, labels[i].num);
 		h = mix(h, labels[i].num_unit);
 	}
-	return h;
+	return finish(h);
 }
 
-static uint64_t sample_hash(const struct profile *p, size_t i)
+/* Make room for element n + 1 (grow when more than half full). */
+static int index_reserve(struct index *ix, size_t n)
 {
-	const struct pf_sample *s = vec_at(&p->samples, i);
+	size_t cap = ix->cap ? ix->cap : 64;
+	struct slot *slots;
 
-	return sample_hash_of(s->loc_ids, s->nlocs, s->labels, s->nlabels);
+	if (ix->cap && (n + 1) * 2 <= ix->cap)
+		return 0;
+	if (n >= UINT32_MAX / 2)
+		return -ENOMEM;
+	while ((n + 1) * 2 > cap)
+		cap *= 2;
+	slots = calloc(cap, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < ix->cap; i++) {
+		struct slot s = ix->slots[i];
+		size_t k = s.hash & (cap - 1);
+
+		if (!s.idx1)
+			continue;
+		while (slots[k].idx1)
+			k = (k + 1) & (cap - 1);
+		slots[k] = s;
+	}
+	free(ix->slots);
+	ix->slots = slots;
+	ix->cap = cap;
+	return 0;
+}
+
+/* First slot of hash's probe sequence; walk with index_next(). */
+static size_t index_first(const struct index *ix, uint32_t hash)
+{
+	return hash & (ix->cap - 1);
+}
+
+static size_t index_next(const struct index *ix, size_t k)
+{
+	return (k + 1) & (ix->cap - 1);
+}
+
+/*
+ * Empty slot k, shifting later members of its cluster back so that no
+ * probe sequence is broken (linear probing deletion, Knuth 6.4 R).
+ */
+static void index_remove(struct index *ix, size_t k)
+{
+	size_t j = k;
+
+	for (;;) {
+		size_t home;
+
+		ix->slots[k].idx1 = 0;
+		do {
+			j = index_next(ix, j);
+			if (!ix->slots[j].idx1)
+				return;
+			home = index_first(ix, ix->slots[j].hash);
+		} while (k <= j ? k < home && home <= j
+				: k < home || home <= j);
+		ix->slots[k] = ix->slots[j];
+		k = j;
+	}
+}
+
+/* Drop the strings interned since the table held n (failed calls). */
+static void strings_truncate(struct profile *p, size_t n)
+{
+	struct index *ix = &p->string_ix;
+
+	while (p->strings.n > n) {
+		char *s = *(char **)vec_at(&p->strings, p->strings.n - 1);
+		size_t k;
+
+		for (k = index_first(ix, hash_str(s));
+		     ix->slots[k].idx1 != p->strings.n; k = index_next(ix, k))
+			;
+		index_remove(ix, k);
+		free(s);
+		p->strings.n--;
+	}
+}
+
+static bool str_ok(const struct profile *p, int64_t idx)
+{
+	return idx >= 0 && (uint64_t)idx < p->strings.n;
 }
 
 int profile_new(struct profile **out)
@@ -174,13 +239,9 @@ void profile_free(struct profile *p)
 		free(*(char **)vec_at(&p->strings, i));
 	for (size_t i = 0; i < p->locations.n; i++)
 		free(((struct pf_location *)vec_at(&p->locations, i))->lines);
-	for (size_t i = 0; i < p->samples.n; i++) {
-		struct pf_sample *s = vec_at(&p->samples, i);
-
-		free(s->loc_ids);
-		free(s->labels);
-		free(s->values);
-	}
+	/* One block per sample, starting with its values. */
+	for (size_t i = 0; i < p->samples.n; i++)
+		free(((struct pf_sample *)vec_at(&p->samples, i))->values);
 	free(p->strings.v);
 	free(p->string_ix.slots);
 	free(p->types.v);
@@ -197,47 +258,48 @@ void profile_free(struct profile *p)
 int64_t profile_intern(struct profile *p, const char *s)
 {
 	struct index *ix = &p->string_ix;
-	size_t slot;
+	uint32_t hash;
+	size_t k;
 	char *copy;
 
 	if (!s)
 		s = "";
 	if (p->strings.n && !*s)
 		return 0;
-	if (ix->cap) {
-		for (slot = hash_str(s) & (ix->cap - 1); ix->slots[slot];
-		     slot = (slot + 1) & (ix->cap - 1)) {
-			size_t i = ix->slots[slot] - 1;
-
-			if (!strcmp(*(char **)vec_at(&p->strings, i), s))
-				return i;
-		}
-	}
+	hash = hash_str(s);
 	if (vec_reserve(&p->strings, 1) ||
-	    index_grow(ix, p->strings.n, p, string_hash))
+	    index_reserve(ix, p->strings.n))
 		return -ENOMEM;
+	for (k = index_first(ix, hash); ix->slots[k].idx1;
+	     k = index_next(ix, k)) {
+		size_t i = ix->slots[k].idx1 - 1;
+
+		if (ix->slots[k].hash == hash &&
+		    !strcmp(*(char **)vec_at(&p->strings, i), s))
+			return i;
+	}
 	copy = strdup(s);
 	if (!copy)
 		return -ENOMEM;
 	*(char **)vec_at(&p->strings, p->strings.n) = copy;
-	for (slot = hash_str(s) & (ix->cap - 1); ix->slots[slot];
-	     slot = (slot + 1) & (ix->cap - 1))
-		;
-	ix->slots[slot] = ++p->strings.n;
+	ix->slots[k] = (struct slot){ .idx1 = ++p->strings.n, .hash = hash };
 	return p->strings.n - 1;
 }
 
 int profile_add_sample_type(struct profile *p, const char *type,
 			    const char *unit)
 {
+	size_t n0 = p->strings.n;
 	struct pf_value_type vt;
 
 	if (p->types.n >= PF_MAX_SAMPLE_TYPES || p->samples.n)
 		return -EINVAL;
 	vt.type = profile_intern(p, type);
 	vt.unit = profile_intern(p, unit);
-	if (vt.type < 0 || vt.unit < 0 || vec_reserve(&p->types, 1))
+	if (vt.type < 0 || vt.unit < 0 || vec_reserve(&p->types, 1)) {
+		strings_truncate(p, n0);
 		return -ENOMEM;
+	}
 	*(struct pf_value_type *)vec_at(&p->types, p->types.n++) = vt;
 	return 0;
 }
@@ -245,10 +307,13 @@ int profile_add_sample_type(struct profile *p, const char *type,
 int profile_set_period(struct profile *p, const char *type, const char *unit,
 		       int64_t period)
 {
+	size_t n0 = p->strings.n;
 	int64_t t = profile_intern(p, type), u = profile_intern(p, unit);
 
-	if (t < 0 || u < 0)
+	if (t < 0 || u < 0) {
+		strings_truncate(p, n0);
 		return -ENOMEM;
+	}
 	p->h.period_type.type = t;
 	p->h.period_type.unit = u;
 	p->h.period = period;
@@ -257,10 +322,13 @@ int profile_set_period(struct profile *p, const char *type, const char *unit,
 
 int profile_add_comment(struct profile *p, const char *text)
 {
+	size_t n0 = p->strings.n;
 	int64_t s = profile_intern(p, text);
 
-	if (s < 0 || vec_reserve(&p->comments, 1))
+	if (s < 0 || vec_reserve(&p->comments, 1)) {
+		strings_truncate(p, n0);
 		return -ENOMEM;
+	}
 	*(int64_t *)vec_at(&p->comments, p->comments.n++) = s;
 	return 0;
 }
@@ -275,6 +343,8 @@ int profile_add_mapping(struct profile *p, const struct pf_mapping *m,
 {
 	struct pf_mapping *dst;
 
+	if (!str_ok(p, m->filename) || !str_ok(p, m->build_id))
+		return -EINVAL;
 	if (vec_reserve(&p->mappings, 1))
 		return -ENOMEM;
 	dst = vec_at(&p->mappings, p->mappings.n++);
@@ -284,37 +354,46 @@ int profile_add_mapping(struct profile *p, const struct pf_mapping *m,
 	return 0;
 }
 
+static bool function_equal(const struct pf_function *a,
+			   const struct pf_function *b)
+{
+	return a->name == b->name && a->system_name == b->system_name &&
+	       a->filename == b->filename && a->start_line == b->start_line;
+}
+
+/* A NULL system_name means "same as name", the common case for C. */
 int profile_add_function(struct profile *p, const char *name,
 			 const char *system_name, const char *filename,
 			 int64_t start_line, uint64_t *id)
 {
 	struct index *ix = &p->function_ix;
 	struct pf_function f = { .start_line = start_line };
-	size_t slot;
+	size_t n0 = p->strings.n, k;
+	uint32_t hash;
 
 	f.name = profile_intern(p, name);
 	f.system_name = profile_intern(p, system_name ? system_name : name);
 	f.filename = profile_intern(p, filename);
-	if (f.name < 0 || f.system_name < 0 || f.filename < 0)
+	if (f.name < 0 || f.system_name < 0 || f.filename < 0 ||
+	    vec_reserve(&p->functions, 1) ||
+	    index_reserve(ix, p->functions.n)) {
+		strings_truncate(p, n0);
 		return -ENOMEM;
-	if (vec_reserve(&p->functions, 1) ||
-	    index_grow(ix, p->functions.n, p, function_hash))
-		return -ENOMEM;
-	for (slot = function_hash_of(&f) & (ix->cap - 1); ix->slots[slot];
-	     slot = (slot + 1) & (ix->cap - 1)) {
+	}
+	hash = hash_function(&f);
+	for (k = index_first(ix, hash); ix->slots[k].idx1;
+	     k = index_next(ix, k)) {
 		const struct pf_function *g =
-			vec_at(&p->functions, ix->slots[slot] - 1);
+			vec_at(&p->functions, ix->slots[k].idx1 - 1);
 
-		if (g->name == f.name && g->system_name == f.system_name &&
-		    g->filename == f.filename &&
-		    g->start_line == f.start_line) {
+		if (ix->slots[k].hash == hash && function_equal(g, &f)) {
 			*id = g->id;
 			return 0;
 		}
 	}
 	f.id = p->functions.n + 1;
 	*(struct pf_function *)vec_at(&p->functions, p->functions.n++) = f;
-	ix->slots[slot] = f.id;
+	ix->slots[k] = (struct slot){ .idx1 = f.id, .hash = hash };
 	*id = f.id;
 	return 0;
 }
@@ -326,6 +405,11 @@ int profile_add_location(struct profile *p, uint64_t mapping_id,
 	struct pf_location *loc;
 	struct pf_line *copy = NULL;
 
+	if (mapping_id && !profile_mapping(p, mapping_id))
+		return -EINVAL;
+	for (uint32_t i = 0; i < nlines; i++)
+		if (!profile_function(p, lines[i].function_id))
+			return -EINVAL;
 	if (nlines) {
 		copy = malloc(nlines * sizeof(*copy));
 		if (!copy)
@@ -346,22 +430,59 @@ int profile_add_location(struct profile *p, uint64_t mapping_id,
 	return 0;
 }
 
+static bool sample_ok(const struct profile *p, const uint64_t *locs,
+		      uint32_t nlocs, const struct pf_label *labels,
+		      uint32_t nlabels)
+{
+	if ((nlocs && !locs) || (nlabels && !labels))
+		return false;
+	for (uint32_t i = 0; i < nlocs; i++)
+		if (!profile_location(p, locs[i]))
+			return false;
+	for (uint32_t i = 0; i < nlabels; i++)
+		if (!str_ok(p, labels[i].key) || !str_ok(p, labels[i].str) ||
+		    !str_ok(p, labels[i].num_unit))
+			return false;
+	return true;
+}
+
 static bool sample_equal(const struct pf_sample *s, const uint64_t *locs,
 			 uint32_t nlocs, const struct pf_label *labels,
 			 uint32_t nlabels)
 {
 	return s->nlocs == nlocs && s->nlabels == nlabels &&
-	       !memcmp(s->loc_ids, locs, nlocs * sizeof(*locs)) &&
-	       !memcmp(s->labels, labels, nlabels * sizeof(*labels));
+	       (!nlocs || !memcmp(s->loc_ids, locs, nlocs * sizeof(*locs))) &&
+	       (!nlabels ||
+		!memcmp(s->labels, labels, nlabels * sizeof(*labels)));
 }
 
-static void *dup_array(const void *src, size_t n, size_t elem)
+/* Values, labels and location ids of a sample in one 8-aligned block. */
+static int sample_copy(struct pf_sample *s, const uint64_t *locs,
+		       uint32_t nlocs, const struct pf_label *labels,
+		       uint32_t nlabels, const int64_t *values, size_t ntypes)
 {
-	void *d = malloc(n ? n * elem : 1);
+	size_t vsz = ntypes * sizeof(*values);
+	size_t lsz = (size_t)nlabels * sizeof(*labels);
+	char *block = malloc(vsz + lsz + (size_t)nlocs * sizeof(*locs));
 
-	if (d && n)
-		memcpy(d, src, n * elem);
-	return d;
+	if (!block)
+		return -ENOMEM;
+	s->nlocs = nlocs;
+	s->nlabels = nlabels;
+	s->values = memcpy(block, values, vsz);
+	s->labels = (struct pf_label *)(block + vsz);
+	s->loc_ids = (uint64_t *)(block + vsz + lsz);
+	if (nlabels)
+		memcpy(s->labels, labels, lsz);
+	if (nlocs)
+		memcpy(s->loc_ids, locs, nlocs * sizeof(*locs));
+	return 0;
+}
+
+/* Counters wrap rather than overflow (undefined for int64_t). */
+static int64_t add_wrap(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a + (uint64_t)b);
 }
 
 int profile_add_sample(struct profile *p, const uint64_t *loc_ids,
@@ -369,38 +490,30 @@ int profile_add_sample(struct profile *p, const uint64_t *loc_ids,
 		       uint32_t nlabels, const int64_t *values)
 {
 	struct index *ix = &p->sample_ix;
-	size_t ntypes = p->types.n, slot;
-	struct pf_sample s;
+	size_t ntypes = p->types.n, k;
+	struct pf_sample *s;
+	uint32_t hash;
 
-	if (!ntypes)
+	if (!ntypes || !values ||
+	    !sample_ok(p, loc_ids, nlocs, labels, nlabels))
 		return -EINVAL;
-	if (vec_reserve(&p->samples, 1) ||
-	    index_grow(ix, p->samples.n, p, sample_hash))
+	if (vec_reserve(&p->samples, 1) || index_reserve(ix, p->samples.n))
 		return -ENOMEM;
-	for (slot = sample_hash_of(loc_ids, nlocs, labels, nlabels) &
-		    (ix->cap - 1);
-	     ix->slots[slot]; slot = (slot + 1) & (ix->cap - 1)) {
-		struct pf_sample *o = vec_at(&p->samples, ix->slots[slot] - 1);
-
-		if (sample_equal(o, loc_ids, nlocs, labels, nlabels)) {
-			for (size_t i = 0; i < ntypes; i++)
-				o->values[i] += values[i];
-			return 0;
-		}
+	hash = hash_sample(loc_ids, nlocs, labels, nlabels);
+	for (k = index_first(ix, hash); ix->slots[k].idx1;
+	     k = index_next(ix, k)) {
+		s = vec_at(&p->samples, ix->slots[k].idx1 - 1);
+		if (ix->slots[k].hash != hash ||
+		    !sample_equal(s, loc_ids, nlocs, labels, nlabels))
+			continue;
+		for (size_t i = 0; i < ntypes; i++)
+			s->values[i] = add_wrap(s->values[i], values[i]);
+		return 0;
 	}
-	s.nlocs = nlocs;
-	s.nlabels = nlabels;
-	s.loc_ids = dup_array(loc_ids, nlocs, sizeof(*loc_ids));
-	s.labels = dup_array(labels, nlabels, sizeof(*labels));
-	s.values = dup_array(values, ntypes, sizeof(*values));
-	if (!s.loc_ids || !s.labels || !s.values) {
-		free(s.loc_ids);
-		free(s.labels);
-		free(s.values);
+	s = vec_at(&p->samples, p->samples.n);
+	if (sample_copy(s, loc_ids, nlocs, labels, nlabels, values, ntypes))
 		return -ENOMEM;
-	}
-	*(struct pf_sample *)vec_at(&p->samples, p->samples.n++) = s;
-	ix->slots[slot] = p->samples.n;
+	ix->slots[k] = (struct slot){ .idx1 = ++p->samples.n, .hash = hash };
 	return 0;
 }
 
@@ -411,7 +524,7 @@ const struct pf_header *profile_header_const(const struct profile *p)
 
 const char *profile_str(const struct profile *p, int64_t idx)
 {
-	if (idx < 0 || (size_t)idx >= p->strings.n)
+	if (!str_ok(p, idx))
 		return NULL;
 	return *(char **)vec_at(&p->strings, idx);
 }
@@ -434,7 +547,7 @@ const struct pf_value_type *profile_sample_type(const struct profile *p,
 
 int profile_find_sample_type(const struct profile *p, const char *type)
 {
-	for (size_t i = 0; i < p->types.n; i++) {
+	for (size_t i = 0; type && i < p->types.n; i++) {
 		const struct pf_value_type *vt = vec_at(&p->types, i);
 
 		if (!strcmp(profile_str(p, vt->type), type))
@@ -505,6 +618,8 @@ int64_t profile_total(const struct profile *p, size_t i)
 	if (i >= p->types.n)
 		return 0;
 	for (size_t k = 0; k < p->samples.n; k++)
-		sum += ((struct pf_sample *)vec_at(&p->samples, k))->values[i];
+		sum = add_wrap(sum,
+			       ((struct pf_sample *)vec_at(&p->samples, k))
+				       ->values[i]);
 	return sum;
 }
