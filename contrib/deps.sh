@@ -1,16 +1,23 @@
 # shellcheck shell=bash
-# contrib/deps.sh - sourced by run.sh and test.sh: installs the Debian
-# packages proffs needs and builds it. Idempotent.
+# contrib/deps.sh - sourced by run.sh and test.sh: the Debian 12 packages
+# proffs needs, and how to build it. Every function is idempotent.
 
-PROFFS_BUILD_PKGS="meson ninja-build pkg-config gcc libc6-dev
+# To build and run the daemon and the demo.
+# shellcheck disable=SC2034  # used by the scripts that source this file
+PROFFS_BUILD_PKGS="meson ninja-build pkg-config gcc libc6-dev binutils
 	libfuse3-dev fuse3 libunwind-dev libprotobuf-c-dev protobuf-c-compiler
-	zlib1g-dev libelf-dev libdw-dev binutils elfutils golang-go linux-perf"
-PROFFS_TEST_PKGS="python3 python3-pytest systemd man-db util-linux"
+	zlib1g-dev libelf-dev libdw-dev elfutils golang-go util-linux"
+# The integration tests and their external validators (go tool pprof is
+# in golang-go; perf is the reference profiler; setpriv, findmnt and
+# mount are in util-linux and mount).
+# shellcheck disable=SC2034
+PROFFS_TEST_PKGS="python3 python3-pytest linux-perf mount"
 
-# install_deps PACKAGES...: apt-get only what is missing.
+# install_deps PACKAGE...: apt-get update and install what is missing;
+# nothing (and no network) when everything is installed.
 install_deps()
 {
-	local missing=()
+	local missing=() p
 
 	for p in "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
@@ -18,25 +25,33 @@ install_deps()
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
 	if [ "$(id -u)" != 0 ]; then
-		echo "proffs: need root to install: ${missing[*]}" >&2
+		echo "proffs: run as root to install: ${missing[*]}" >&2
 		return 1
 	fi
+	echo "proffs: installing ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" \
 		>/dev/null
 }
 
-# build_proffs DIR [MESON OPTIONS...]
+# build_proffs DIR: meson setup (or --reconfigure) and compile; quiet
+# unless it fails, then the tail of the log.
 build_proffs()
 {
-	local dir=$1
+	local dir=$1 log rc=0
 
-	shift
+	log=$(mktemp)
 	if [ -f "$dir/build.ninja" ]; then
-		meson setup --reconfigure "$dir" "$@" >/dev/null
+		meson setup --reconfigure "$dir" >"$log" 2>&1 || rc=$?
 	else
-		meson setup "$dir" "$@" >/dev/null
+		meson setup "$dir" >"$log" 2>&1 || rc=$?
 	fi
-	meson compile -C "$dir" >/dev/null
+	[ $rc -eq 0 ] && { meson compile -C "$dir" >>"$log" 2>&1 || rc=$?; }
+	if [ $rc -ne 0 ]; then
+		tail -n 40 "$log" >&2
+		echo "proffs: build failed in $dir" >&2
+	fi
+	rm -f "$log"
+	return $rc
 }

@@ -1,41 +1,61 @@
 #!/bin/bash
-# contrib/run.sh [MOUNTPOINT] - on a fresh Debian machine, as root:
-# install what proffs needs, build it, mount it (default /prof), profile a
-# small bundled demo program through the mount and show its top functions.
+# contrib/run.sh [MOUNTPOINT] - on a fresh Debian 12 machine, as root:
+# install what proffs needs, build it, mount it on MOUNTPOINT (default
+# /prof) for every user, profile a small bundled demo program through the
+# mount for 5 s and show its top functions. Run it again at will: a
+# previous mount is replaced.
+#
+# PROFFS_BUILD_DIR picks the build directory (default: build),
+# PROFFS_DEMO_OUT where the profile goes (default: /tmp/proffs-demo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . contrib/deps.sh
 
 mnt=${1:-/prof}
+build=${PROFFS_BUILD_DIR:-$PWD/build}
 out=${PROFFS_DEMO_OUT:-/tmp/proffs-demo}
 
 # shellcheck disable=SC2086
 install_deps $PROFFS_BUILD_PKGS
-build_proffs build
+build_proffs "$build"
 
-mkdir -p "$mnt" "$out"
-if mountpoint -q "$mnt"; then
+# A mount left by an earlier run, dead or alive, is replaced.
+if findmnt --mountpoint "$mnt" >/dev/null 2>&1; then
 	fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt"
 fi
-build/fs/proffs -o allow_other "$mnt"
-for _ in $(seq 100); do
+mkdir -p "$mnt" "$out"
+"$build/fs/proffs" -o allow_other "$mnt"
+for _ in $(seq 300); do
 	mountpoint -q "$mnt" && break
 	sleep 0.1
 done
-mountpoint -q "$mnt" || { echo "proffs did not mount $mnt" >&2; exit 1; }
+mountpoint -q "$mnt" || { echo "proffs: $mnt was not mounted" >&2; exit 1; }
 
-build/tests/targets/demo >/dev/null &
+ready=$out/demo.out
+rm -f "$ready"
+"$build/tests/targets/demo" >"$ready" &
 demo=$!
-trap 'kill $demo 2>/dev/null' EXIT
-sleep 0.2
+trap 'kill $demo 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+	grep -q ready "$ready" 2>/dev/null && break
+	sleep 0.05
+done
 
-echo "proffs mounted on $mnt; profiling the demo (pid $demo) for 5 s..."
-cat "$mnt/$demo/cpu_5s.pb.gz" > "$out/cpu.pb.gz"
+profile=$out/cpu_5s.pb.gz
+echo "proffs mounted on $mnt; profiling the demo (pid $demo) for 5 s:"
+echo "  cat $mnt/$demo/cpu_5s.pb.gz > $profile"
+cat "$mnt/$demo/cpu_5s.pb.gz" >"$profile"
+[ -s "$profile" ] || { echo "proffs: empty profile" >&2; exit 1; }
 echo
-HOME=${HOME:-/tmp} go tool pprof -top "$out/cpu.pb.gz" 2>/dev/null | head -14
+
+# go tool pprof wants a writable HOME and build cache.
+export HOME=${HOME:-$out} GOCACHE=${GOCACHE:-$out/gocache}
+go tool pprof -top "$profile" 2>/dev/null | sed -n '1,12p'
+
 cat <<MSG
 
-Wrote $out/cpu.pb.gz (pprof: go tool pprof -http=:8080 $out/cpu.pb.gz)
-Try:  ls $mnt/\$\$ ; go tool pprof -top $mnt/<pid>/cpu_10s.pb.gz
-Unmount with:  fusermount3 -u $mnt
+Wrote:   $profile
+Explore: go tool pprof -http=:8080 $profile
+         ls $mnt; go tool pprof -top $mnt/<pid>/cpu_10s.pb.gz
+Unmount: fusermount3 -u $mnt
 MSG

@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
+"""Fixtures: a proffs mounted on a private directory for each test, the
+target programs, and the daemon's log as part of every verdict."""
 import os
 import shutil
 
@@ -7,9 +9,12 @@ import pytest
 import util
 
 
-def pytest_configure(config):
-    if not os.path.exists(util.DAEMON):
-        raise pytest.UsageError(f'{util.DAEMON} is not built')
+@pytest.hookimpl(tryfirst=True, hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    # Fixture teardown needs to know whether the test body failed.
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, 'rep_' + rep.when, rep)
 
 
 @pytest.fixture
@@ -19,13 +24,21 @@ def proffs_options():
 
 
 @pytest.fixture
-def proffs(tmp_path, proffs_options):
-    """A mounted proffs; unmounted at the end, which must exit 0 with a
-    clean log."""
+def proffs(request, tmp_path, proffs_options):
+    """A mounted proffs (util.Daemon). At the end it is unmounted with
+    fusermount3 -u and must exit 0 with no unexpected error or warning in
+    its log; if the test failed, it is torn down hard and its log shown."""
     if not os.path.exists('/dev/fuse') or not shutil.which('fusermount3'):
-        pytest.skip('no FUSE here')
+        pytest.skip('no FUSE here (/dev/fuse, fusermount3)')
+    if not os.access(util.DAEMON, os.X_OK):
+        pytest.fail(f'{util.DAEMON} is not built')
     d = util.Daemon(str(tmp_path), proffs_options)
     yield d
+    rep = getattr(request.node, 'rep_call', None)
+    if rep is not None and rep.failed:
+        d.cleanup()
+        print(f'daemon log ({" ".join(d.cmd)}):\n{d.log_text()}')
+        return
     if d.stopped:
         return
     if d.proc.poll() is not None:
@@ -36,8 +49,16 @@ def proffs(tmp_path, proffs_options):
 
 
 @pytest.fixture
+def expect_log(proffs):
+    """expect_log(regex): a daemon log line the test provokes on purpose
+    (e.g. a warning) does not fail it."""
+    return proffs.expect_log
+
+
+@pytest.fixture
 def target():
-    """Start programs from tests/targets; killed at the end."""
+    """target(name, *argv, user=None): start tests/targets/<name>, wait
+    for its "ready"; killed at the end of the test."""
     started = []
 
     def start(name, *args, **kw):

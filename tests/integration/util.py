@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Helpers for the integration tests: the daemon on a private mount,
-target programs, go tool pprof and perf as external validators."""
+target programs, go tool pprof and perf as external validators.
+
+Set PROFFS_BUILD_DIR to test another build directory than <repo>/build,
+PROFFS_TEST_OUT to keep the profiles the tests read somewhere else than
+<build>/tests/integration-out."""
 
 import errno
 import os
 import re
-import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -18,13 +20,15 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(
 BUILD = os.environ.get('PROFFS_BUILD_DIR', os.path.join(REPO, 'build'))
 DAEMON = os.path.join(BUILD, 'fs', 'proffs')
 TARGETS = os.path.join(BUILD, 'tests', 'targets')
+TARGET_SRC = os.path.join(REPO, 'tests', 'targets')
 OUT_DIR = os.environ.get('PROFFS_TEST_OUT',
                          os.path.join(BUILD, 'tests', 'integration-out'))
 
-# Daemon log lines that fail a test unless the test expects them.
-BAD_LOG = re.compile(r'^proffs: (error|warning):|^\*\*\*|Sanitizer|'
-                     r'runtime error|Segmentation fault|Aborted|traceback|'
-                     r'uninitialized', re.I)
+# Daemon output that fails a test unless the test registered it: libfuse's
+# output_checker words, valgrind and sanitizer reports.
+BAD_LOG = re.compile(r'\b(exception|error|warning|fatal|traceback|fault|'
+                     r'crash(ed)?|abort(ed)?|uninitiali[zs]ed)\b|'
+                     r'^==\d+== |Sanitizer|^\*\*\*', re.I)
 
 
 def wait_for_mount(proc, mnt, timeout=30.0):
@@ -43,7 +47,8 @@ def wait_for_mount(proc, mnt, timeout=30.0):
 
 
 class Daemon:
-    """A foreground proffs on a private temporary mount point."""
+    """A foreground proffs on a private temporary mount point; its stdout
+    and stderr go to tmpdir/daemon.log."""
 
     def __init__(self, tmpdir, options=()):
         # Outside pytest's private (0700) tmp tree: other users' tests
@@ -52,14 +57,20 @@ class Daemon:
         os.chmod(self.mnt, 0o755)
         self.log_path = os.path.join(tmpdir, 'daemon.log')
         self.log = open(self.log_path, 'w')
-        cmd = [DAEMON, '-f', self.mnt]
+        self.cmd = [DAEMON, '-f', self.mnt]
         for o in options:
-            cmd += ['-o', o]
-        self.proc = subprocess.Popen(cmd, stdout=self.log,
-                                     stderr=subprocess.STDOUT)
+            self.cmd += ['-o', o]
+        self.proc = subprocess.Popen(self.cmd, stdout=self.log,
+                                     stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
         self.allowed = []
         self.stopped = False   # the test ended the daemon itself
-        wait_for_mount(self.proc, self.mnt)
+        try:
+            wait_for_mount(self.proc, self.mnt)
+        except BaseException:
+            self.cleanup()
+            print(self.log_text())
+            raise
 
     def path(self, pid, name=''):
         return os.path.join(self.mnt, str(pid), name)
@@ -69,12 +80,13 @@ class Daemon:
             return f.read()
 
     def expect_log(self, pattern):
-        """Allow a daemon log line matching pattern (regex)."""
+        """Allow daemon log lines matching pattern (a regex) that would
+        otherwise fail the test."""
         self.allowed.append(re.compile(pattern))
 
     def log_text(self):
         self.log.flush()
-        with open(self.log_path) as f:
+        with open(self.log_path, errors='replace') as f:
             return f.read()
 
     def log_lines(self, pattern):
@@ -82,36 +94,49 @@ class Daemon:
                 if re.search(pattern, l)]
 
     def wait_log(self, pattern, timeout=5.0):
+        """Lines matching pattern, waiting up to timeout for the first."""
         end = time.monotonic() + timeout
-        while time.monotonic() < end:
+        while True:
             lines = self.log_lines(pattern)
-            if lines:
+            if lines or time.monotonic() >= end:
                 return lines
             time.sleep(0.05)
-        return []
 
     def unmount(self):
-        """Clean unmount; the daemon must exit 0 within 30 s."""
-        subprocess.run(['fusermount3', '-u', '-z', self.mnt], check=True)
+        """Clean unmount: the daemon must exit 0 within 30 s, leave no
+        mount behind, and have logged nothing unexpected."""
+        r = subprocess.run(['fusermount3', '-u', self.mnt],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            self.cleanup()
+            pytest.fail(f'fusermount3 -u failed: {r.stderr.strip()}')
         try:
             code = self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            pytest.fail('daemon did not exit after unmount')
+            self.cleanup()
+            pytest.fail('daemon did not exit within 30 s of the unmount')
+        self.stopped = True
         assert code == 0, f'daemon exited {code}:\n{self.log_text()}'
+        assert not os.path.ismount(self.mnt)
         os.rmdir(self.mnt)
         self.check_log()
 
     def cleanup(self):
+        """After a failure: lazy unmount, then stop the daemon hard."""
         subprocess.run(['fusermount3', '-u', '-z', self.mnt],
                        stderr=subprocess.DEVNULL)
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(timeout=2)
+                self.proc.wait(timeout=1)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self.stopped = True
+        try:
+            os.rmdir(self.mnt)
+        except OSError:
+            pass
 
     def check_log(self):
         bad = [l for l in self.log_text().splitlines()
@@ -121,44 +146,59 @@ class Daemon:
 
 
 class Target:
-    """A program from tests/targets, running until the test ends."""
+    """A program from tests/targets, running until the test ends; waits
+    for the "ready" line it prints once running."""
 
     def __init__(self, name, *args, path=None, user=None):
         prefix = ['setpriv', f'--reuid={user}', f'--regid={user}',
                   '--clear-groups', '--'] if user is not None else []
-        self.proc = subprocess.Popen(prefix +
-                                     [path or os.path.join(TARGETS, name)] +
-                                     [str(a) for a in args],
+        self.argv = [path or os.path.join(TARGETS, name)] + \
+            [str(a) for a in args]
+        if not os.path.exists(self.argv[0]):
+            pytest.fail(f'{self.argv[0]} is not built')
+        self.proc = subprocess.Popen(prefix + self.argv,
                                      stdout=subprocess.PIPE,
                                      stdin=subprocess.DEVNULL)
         line = self.proc.stdout.readline()
-        assert line.strip() == b'ready', f'{name} did not start: {line!r}'
+        if line.strip() != b'ready':
+            self.kill()
+            pytest.fail(f'{name} did not start: {line!r}')
         self.pid = self.proc.pid
 
     def kill(self):
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+        self.proc.stdout.close()
 
 
-def go_env(tmp):
-    env = dict(os.environ)
-    env.setdefault('HOME', tmp)
-    env['GOCACHE'] = os.path.join(tmp, 'gocache')
-    env['PPROF_TMPDIR'] = tmp
-    return env
-
-
+# go tool pprof needs a writable HOME and GOCACHE.
 _go_tmp = tempfile.mkdtemp(prefix='proffs-go-')
 
 
-def pprof(*args, check=True):
-    """Run go tool pprof; returns stdout."""
+def go_env():
+    env = dict(os.environ)
+    env['HOME'] = _go_tmp
+    env['GOCACHE'] = os.path.join(_go_tmp, 'gocache')
+    env['PPROF_TMPDIR'] = _go_tmp
+    return env
+
+
+PPROF_COMPLAINT = re.compile(r'warn|error|fail|invalid|malformed|'
+                             r'unrecogni|unknown|panic', re.I)
+
+
+def pprof(*args, check=True, clean=False):
+    """Run go tool pprof ARGS; returns stdout. check: exit status 0.
+    clean: nothing on stderr that looks like a complaint either."""
     r = subprocess.run(['go', 'tool', 'pprof'] + [str(a) for a in args],
-                       capture_output=True, text=True, env=go_env(_go_tmp),
+                       capture_output=True, text=True, env=go_env(),
                        timeout=120)
     if check:
         assert r.returncode == 0, f'pprof {args} failed:\n{r.stderr}'
+    if clean:
+        bad = [l for l in r.stderr.splitlines() if PPROF_COMPLAINT.search(l)]
+        assert not bad, f'pprof {args} complained:\n{r.stderr}'
     return r.stdout
 
 
@@ -171,50 +211,182 @@ def save(data, name):
     return path
 
 
+# -- pprof -raw ------------------------------------------------------------
+# Go 1.19's pprof prints Profile.String() (vendor/github.com/google/pprof/
+# profile/profile.go): "Comment: " lines, PeriodType, Period, Time,
+# Duration, "Samples:", the sample types, then per sample
+# " %10d..." values ": " location ids, and an indented line of labels
+# "key:[v1 v2] ..."; "Locations", one line per Line of a location
+# ("%6d: %#x M=%d name file:line s=start", inlined callers on indented
+# continuation lines); "Mappings", "%d: start/limit/offset file buildid
+# [FN][FL][LN][IN]".
+
+class Mapping:
+    def __init__(self, mid, start, limit, offset, file, build_id, flags):
+        self.id, self.start, self.limit, self.offset = mid, start, limit, \
+            offset
+        self.file, self.build_id, self.flags = file, build_id, flags
+
+
+class Location:
+    def __init__(self, lid, address, mapping_id):
+        self.id, self.address, self.mapping_id = lid, address, mapping_id
+        self.mapping = None
+        self.lines = []    # (function, file, line), innermost first
+
+
+class Sample:
+    def __init__(self, values, location_ids):
+        self.values, self.location_ids = values, location_ids
+        self.labels = {}
+        self.locations = []   # leaf first
+
+    @property
+    def frames(self):
+        """Function names, leaf first, inlined functions expanded."""
+        return [fn for loc in self.locations for fn, _, _ in loc.lines]
+
+
+class Profile:
+    def __init__(self):
+        self.comments, self.sample_types, self.samples = [], [], []
+        self.period_type, self.period, self.duration = None, None, None
+        self.locations, self.mappings = {}, {}
+
+    def index(self, sample_type):
+        return self.sample_types.index(sample_type)
+
+    def total(self, sample_type='samples/count'):
+        i = self.index(sample_type)
+        return sum(s.values[i] for s in self.samples)
+
+    def share(self, func, flat=True, sample_type='samples/count'):
+        """Fraction of sample_type in func: as the leaf (flat) or anywhere
+        on the stack (cumulative)."""
+        i = self.index(sample_type)
+        total = self.total(sample_type)
+        hit = sum(s.values[i] for s in self.samples if s.frames and
+                  (s.frames[0] == func if flat else func in s.frames))
+        return hit / total if total else 0.0
+
+
+_SAMPLE = re.compile(r'^\s+(-?\d+(?:\s+-?\d+)*): ((?:\d+ )*)$')
+_LABEL = re.compile(r'(\S+?):\[([^\]]*)\]')
+_LOC = re.compile(r'^\s*(\d+): (0x[0-9a-f]+) (?:M=(\d+) )?(?:\[F\] )?(.*)$')
+_LINE = re.compile(r'^(.*) (\S*):(-?\d+) s=(-?\d+)(?:\(.*\))?$')
+_MAP = re.compile(r'^(\d+): (0x[0-9a-f]+)/(0x[0-9a-f]+)/(0x[0-9a-f]+) '
+                  r'(.*?) (\S*) ((?:\[[A-Z]+\])*)$')
+
+
+def _parse_line(text):
+    if text == '??':
+        return ('??', '', 0)
+    m = _LINE.match(text)
+    assert m, f'unparsable location line {text!r}'
+    return (m.group(1), m.group(2), int(m.group(3)))
+
+
+def parse_raw(text):
+    """Parse `go tool pprof -raw` output into a Profile; asserts the
+    structure pprof guarantees (every location and mapping id resolves)."""
+    p = Profile()
+    section, sample, loc = 'header', None, None
+    for line in text.splitlines():
+        if section == 'header':
+            if line.startswith('Comment: '):
+                p.comments.append(line[len('Comment: '):])
+            elif line.startswith('PeriodType: '):
+                p.period_type = line.split(None, 1)[1]
+            elif line.startswith('Period: '):
+                p.period = int(line.split()[1])
+            elif line.startswith('Duration: '):
+                p.duration = line.split()[1]
+            elif line == 'Samples:':
+                section = 'types'
+        elif section == 'types':
+            p.sample_types = [t.replace('[dflt]', '') for t in line.split()]
+            section = 'samples'
+        elif section == 'samples':
+            if line == 'Locations':
+                section = 'locations'
+                continue
+            m = _SAMPLE.match(line)
+            if m:
+                sample = Sample([int(v) for v in m.group(1).split()],
+                                [int(i) for i in m.group(2).split()])
+                assert len(sample.values) == len(p.sample_types), line
+                p.samples.append(sample)
+            elif line.strip():
+                assert sample is not None, f'label before sample: {line!r}'
+                sample.labels.update(_LABEL.findall(line))
+        elif section == 'locations':
+            if line == 'Mappings':
+                section = 'mappings'
+                continue
+            m = _LOC.match(line)
+            if m:
+                loc = Location(int(m.group(1)), int(m.group(2), 16),
+                               int(m.group(3)) if m.group(3) else None)
+                p.locations[loc.id] = loc
+                if m.group(4).strip():
+                    loc.lines.append(_parse_line(m.group(4).strip()))
+            elif line.strip():
+                assert loc is not None, line
+                loc.lines.append(_parse_line(line.strip()))
+        elif section == 'mappings' and line.strip():
+            m = _MAP.match(line)
+            assert m, f'unparsable mapping {line!r}'
+            p.mappings[int(m.group(1))] = Mapping(
+                int(m.group(1)), int(m.group(2), 16), int(m.group(3), 16),
+                int(m.group(4), 16), m.group(5), m.group(6), m.group(7))
+    assert section == 'mappings', f'pprof -raw output ended in {section}'
+    for loc in p.locations.values():
+        if loc.mapping_id is not None:
+            loc.mapping = p.mappings[loc.mapping_id]
+    for s in p.samples:
+        s.locations = [p.locations[i] for i in s.location_ids]
+    return p
+
+
+def raw(path):
+    """The profile at path, as pprof reads it."""
+    return parse_raw(pprof('-raw', path, clean=True))
+
+
 def validate_pprof(path):
-    """Every profile a test produces goes through pprof's three readers."""
-    for mode in ('-top', '-traces', '-raw'):
-        out = pprof(mode, path)
+    """Every profile a test reads goes through pprof's -top, -traces and
+    -raw: each must succeed, print something and not complain. Returns the
+    parsed -raw Profile."""
+    for mode in ('-top', '-traces'):
+        out = pprof(mode, path, clean=True)
         assert out.strip(), f'pprof {mode} printed nothing for {path}'
+    p = raw(path)
+    assert p.sample_types, f'{path}: no sample types'
+    return p
 
 
-def traces(path, sample_index='samples', extra=()):
-    """Parse `pprof -traces`: list of (value, labels dict, [frames])
-    with frames leaf first."""
-    out = pprof('-traces', f'-sample_index={sample_index}', *extra, path)
-    result = []
-    blocks = re.split(r'^-+\+-+$', out, flags=re.M)[1:]
-    for b in blocks:
-        labels, frames, value = {}, [], None
-        for line in b.splitlines():
-            if not line.strip():
-                continue
-            m = re.match(r'^\s*([\w.]+):\s+(.*)$', line)
-            if value is None and m and not re.match(r'^\s*\d', line):
-                labels[m.group(1)] = m.group(2).strip()
-                continue
-            m = re.match(r'^\s+(\d+)\s+(\S.*)$', line)
-            if value is None and m:
-                value = int(m.group(1))
-                frames.append(m.group(2).strip())
-            else:
-                frames.append(line.strip())
-        if value is not None:
-            result.append((value, labels, frames))
-    return result
+def traces(path, sample_index='samples'):
+    """Samples of path as (value, labels, frames leaf first)."""
+    p = raw(path)
+    i = [t.split('/')[0] for t in p.sample_types].index(sample_index)
+    return [(s.values[i], s.labels, s.frames) for s in p.samples]
 
 
 def share(samples, func, leaf=False):
-    """Fraction of sample value whose stack holds func (or ends in it)."""
+    """Fraction of the value of (value, labels, frames) samples whose
+    stack holds func (or, with leaf, ends in it)."""
     total = sum(v for v, _, _ in samples)
     hit = sum(v for v, _, f in samples
               if ((f and f[0] == func) if leaf else func in f))
     return hit / total if total else 0.0
 
 
+# -- perf, the reference ---------------------------------------------------
+
 def perf_record(pid, seconds, tmp, hz=99):
-    """perf record --call-graph dwarf of pid; returns perf script stacks as
-    a list of (1, {}, frames) in the shape traces() returns."""
+    """`perf record -F hz --call-graph dwarf -p pid -- sleep seconds`, then
+    `perf script`: a list of (1, {}, frames leaf first), the shape
+    traces() returns. cpu-clock, as proffs samples: a VM may have no PMU."""
     data = os.path.join(tmp, 'perf.data')
     subprocess.run(['perf', 'record', '-q', '-F', str(hz), '-e', 'cpu-clock',
                     '--call-graph', 'dwarf', '-p', str(pid), '-o', data,
@@ -231,9 +403,19 @@ def perf_record(pid, seconds, tmp, hz=99):
             cur = []
             continue
         parts = line.split(None, 1)
-        cur.append(parts[1].split('+')[0].strip() if len(parts) > 1
-                   else '[unknown]')
+        sym = parts[1] if len(parts) > 1 else '[unknown]'
+        cur.append(sym.replace(' (inlined)', '').split('+0x')[0].strip())
     return stacks
+
+
+def flat_shares(samples):
+    """{function: fraction of the value with it as the leaf}."""
+    total = sum(v for v, _, _ in samples)
+    out = {}
+    for v, _, f in samples:
+        if f:
+            out[f[0]] = out.get(f[0], 0) + v
+    return {k: v / total for k, v in out.items()} if total else {}
 
 
 def expect_errno(fn, code):

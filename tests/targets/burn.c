@@ -1,31 +1,34 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * burn - a CPU profile known by construction: hot() burns three times the
- * CPU of sibling(), both reached only through level1() -> level2(). Built
- * with -fomit-frame-pointer, so only DWARF CFI can unwind it.
+ * CPU of sibling(), in their own bodies (so flat and cumulative shares
+ * agree), both reached only through main() -> level1() -> level2(). The
+ * two calls alternate in a short loop, so any window sees the 3:1 ratio.
+ * Built with -fomit-frame-pointer: only DWARF CFI unwinds it correctly.
+ * Prints "ready" once running.
  */
 #include <stdio.h>
 
 static volatile unsigned long sink;
 
-#define KEEP() asm volatile("" ::: "memory")	/* no inlining, no tail calls */
+/* No inlining, no tail calls: every frame stays on the stack. */
+#define KEEP() asm volatile("" ::: "memory")
 
-__attribute__((noinline)) static void spin(unsigned long n)
-{
-	for (unsigned long i = 0; i < n; i++)
-		sink += i * 7;
-	KEEP();
-}
+#define BURN(n)						\
+	do {						\
+		for (unsigned long i = 0; i < (n); i++)	\
+			sink += i * 7;			\
+	} while (0)
 
 __attribute__((noinline)) void hot(void)
 {
-	spin(3000000);
+	BURN(3000000);
 	KEEP();
 }
 
 __attribute__((noinline)) void sibling(void)
 {
-	spin(1000000);
+	BURN(1000000);
 	KEEP();
 }
 
@@ -50,6 +53,8 @@ int main(void)
 	fflush(stdout);
 	for (;;) {
 		level1(1);
+		KEEP();
 		level1(0);
+		KEEP();
 	}
 }

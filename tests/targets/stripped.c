@@ -1,37 +1,37 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
-
- * stripped - the burn target, shipped stripped with a separate debug file:
- * a CPU profile known by construction: stripped_hot() burns three times the
- * CPU of stripped_sibling(), both reached only through level1() -> level2(). Built
- * with -fomit-frame-pointer, so only DWARF CFI can unwind it.
+ * stripped - burn with its own function names, shipped the way
+ * distributions ship binaries: stripped of every symbol, its debug info in
+ * a separate file found by GNU build-id (split-debug.sh). stripped_hot()
+ * burns three times the CPU of stripped_sibling(). Prints "ready" once
+ * running.
  */
 #include <stdio.h>
 
 static volatile unsigned long sink;
 
-#define KEEP() asm volatile("" ::: "memory")	/* no inlining, no tail calls */
+/* No inlining, no tail calls: every frame stays on the stack. */
+#define KEEP() asm volatile("" ::: "memory")
 
-__attribute__((noinline)) static void spin(unsigned long n)
-{
-	for (unsigned long i = 0; i < n; i++)
-		sink += i * 7;
-	KEEP();
-}
+#define BURN(n)						\
+	do {						\
+		for (unsigned long i = 0; i < (n); i++)	\
+			sink += i * 7;			\
+	} while (0)
 
 __attribute__((noinline)) void stripped_hot(void)
 {
-	spin(3000000);
+	BURN(3000000);		/* stripped_hot body */
 	KEEP();
 }
 
 __attribute__((noinline)) void stripped_sibling(void)
 {
-	spin(1000000);
+	BURN(1000000);
 	KEEP();
 }
 
-__attribute__((noinline)) void level2(int which)
+__attribute__((noinline)) void stripped_level2(int which)
 {
 	if (which)
 		stripped_hot();
@@ -40,9 +40,9 @@ __attribute__((noinline)) void level2(int which)
 	KEEP();
 }
 
-__attribute__((noinline)) void level1(int which)
+__attribute__((noinline)) void stripped_level1(int which)
 {
-	level2(which);
+	stripped_level2(which);
 	KEEP();
 }
 
@@ -51,7 +51,9 @@ int main(void)
 	printf("ready\n");
 	fflush(stdout);
 	for (;;) {
-		level1(1);
-		level1(0);
+		stripped_level1(1);
+		KEEP();
+		stripped_level1(0);
+		KEEP();
 	}
 }
