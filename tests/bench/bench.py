@@ -1,0 +1,284 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""proffs against perf record --call-graph dwarf + perf script, same
+targets, same rates, one run. Writes results.md and results.png.
+
+    tests/bench/bench.py [--build DIR] [--out DIR] [--window S] [--quick]
+
+Figures are ratios against perf measured in the same run: these machines
+are noisy, absolute numbers are not comparable across runs.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+TICK = os.sysconf('SC_CLK_TCK')
+
+PY_DEEP = '''
+import sys
+sys.setrecursionlimit(10000)
+def fib(n): return n if n < 2 else fib(n - 1) + fib(n - 2)
+def deep(d): return fib(18) if d == 0 else deep(d - 1)
+print("ready", flush=True)
+while True: deep(40)
+'''
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process (all its threads), in seconds."""
+    with open(f'/proc/{pid}/stat') as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def hwm_kb(pid):
+    with open(f'/proc/{pid}/status') as f:
+        for line in f:
+            if line.startswith('VmHWM'):
+                return int(line.split()[1])
+    return 0
+
+
+class Target:
+    def __init__(self, argv):
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                                     stdin=subprocess.DEVNULL, text=True)
+        assert self.proc.stdout.readline().strip() == 'ready'
+        self.pid = self.proc.pid
+        self.ops = None       # the workers target reports its work
+        self.lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            m = re.match(r'ops (\d+)', line)
+            if m:
+                with self.lock:
+                    self.ops = (time.monotonic(), int(m.group(1)))
+
+    def rate(self, seconds):
+        """Work done per second over the next `seconds` (ops if the target
+        reports them, else its CPU time: a slowed target burns the same
+        CPU but does less work, so only ops show a slowdown)."""
+        time.sleep(0.3)
+        with self.lock:
+            a = self.ops
+        c0 = cpu_seconds(self.pid)
+        time.sleep(seconds)
+        with self.lock:
+            b = self.ops
+        if a and b and b[0] > a[0]:
+            return (b[1] - a[1]) / (b[0] - a[0])
+        return (cpu_seconds(self.pid) - c0) / seconds
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+class Daemon:
+    def __init__(self, build):
+        self.mnt = tempfile.mkdtemp(prefix='proffs-bench-')
+        self.log = tempfile.NamedTemporaryFile('w+', suffix='.log')
+        self.proc = subprocess.Popen(
+            [os.path.join(build, 'fs', 'proffs'), '-f', '-o',
+             'max_window=600,cache_ms=0', self.mnt], stderr=self.log)
+        for _ in range(300):
+            if os.path.ismount(self.mnt):
+                break
+            time.sleep(0.05)
+        else:
+            sys.exit('proffs did not mount')
+
+    def profile(self, pid, window, hz, target=None):
+        """Read one profile; returns a dict of measurements."""
+        name = f'cpu_{window}s?hz={hz}.pb.gz'
+        cpu0 = cpu_seconds(self.proc.pid)
+        rate = {}
+        if target:
+            th = threading.Thread(
+                target=lambda: rate.update(r=target.rate(window - 1)))
+            th.start()
+        t0 = time.monotonic()
+        with open(os.path.join(self.mnt, str(pid), name), 'rb') as f:
+            data = f.read()
+        wall = time.monotonic() - t0
+        if target:
+            th.join()
+        cpu = cpu_seconds(self.proc.pid) - cpu0
+        self.log.flush()
+        self.log.seek(0)
+        done = re.findall(r'session \d+ done: .*samples=(\d+)',
+                          self.log.read())
+        samples = int(done[-1]) if done else 0
+        return {'cpu': cpu, 'samples': samples, 'bytes': len(data),
+                'ready_ms': (wall - window) * 1000, 'rate': rate.get('r'),
+                'hwm_kb': hwm_kb(self.proc.pid)}
+
+    def stop(self):
+        subprocess.run(['fusermount3', '-u', self.mnt])
+        self.proc.wait(timeout=30)
+        os.rmdir(self.mnt)
+
+
+def perf_profile(pid, window, hz, target, tmp):
+    data = os.path.join(tmp, 'perf.data')
+    rate = {}
+    th = threading.Thread(target=lambda: rate.update(r=target.rate(window - 1)))
+    th.start()
+    t0 = time.monotonic()
+    r0 = os.times()
+    subprocess.run(['perf', 'record', '-q', '-F', str(hz), '-e', 'cpu-clock',
+                    '--call-graph', 'dwarf', '-p', str(pid), '-o', data,
+                    '--', 'sleep', str(window)], check=True,
+                   capture_output=True)
+    t1 = time.monotonic()
+    r1 = os.times()
+    out = subprocess.run(['perf', 'script', '-i', data, '-F', 'ip,sym'],
+                         check=True, capture_output=True)
+    t2 = time.monotonic()
+    r2 = os.times()
+    th.join()
+    samples = sum(1 for block in out.stdout.split(b'\n\n') if block.strip())
+    rec = (r1.children_user + r1.children_system -
+           r0.children_user - r0.children_system)
+    scr = (r2.children_user + r2.children_system -
+           r1.children_user - r1.children_system)
+    return {'cpu': rec + scr, 'cpu_record': rec, 'cpu_script': scr,
+            'samples': samples, 'bytes': os.path.getsize(data),
+            'ready_ms': (t2 - t0 - window) * 1000, 'rate': rate.get('r')}
+
+
+def us_per_sample(m):
+    return 1e6 * m['cpu'] / m['samples'] if m['samples'] else float('nan')
+
+
+def run(args):
+    build = args.build
+    workers = os.path.join(build, 'tests', 'targets', 'workers')
+    targets = [
+        ('1 thread, 24-deep calls', [workers, '1']),
+        ('16 threads', [workers, '16']),
+        ('python3, deep recursion', ['/usr/bin/python3', '-c', PY_DEEP]),
+    ]
+    rates = [99] if args.quick else [99, 999]
+    rows = []
+    tmp = tempfile.mkdtemp(prefix='proffs-bench-')
+    for tname, argv in targets:
+        for hz in rates:
+            t = Target(argv)
+            base = t.rate(args.window - 1)
+            d = Daemon(build)
+            cold = d.profile(t.pid, args.window, hz, t)
+            warm = d.profile(t.pid, args.window, hz, t)
+            d.stop()
+            perf = perf_profile(t.pid, args.window, hz, t, tmp)
+            t.stop()
+            rows.append({'target': tname, 'hz': hz, 'base': base,
+                         'cold': cold, 'warm': warm, 'perf': perf})
+            print(f'{tname} @ {hz} Hz: proffs warm '
+                  f'{us_per_sample(warm):.1f} us/sample, perf '
+                  f'{us_per_sample(perf):.1f} us/sample', flush=True)
+    mem = None
+    if not args.quick:
+        t = Target([workers, '4'])
+        mem = {}
+        for w in (10, 60):
+            d = Daemon(build)
+            mem[w] = d.profile(t.pid, w, 999)['hwm_kb']
+            d.stop()
+        t.stop()
+    shutil.rmtree(tmp)
+    return rows, mem
+
+
+def slowdown(base, rate):
+    return (1 - rate / base) * 100 if base and rate else float('nan')
+
+
+def report(rows, mem, args):
+    lines = [
+        '| target | Hz | samples (proffs / perf) | CPU per sample, '
+        'proffs cold / warm | perf record + script | warm ratio | '
+        'target slowdown, proffs / perf | bytes ready after window, '
+        'proffs / perf | output size, proffs / perf.data |',
+        '| --- | --- | --- | --- | --- | --- | --- | --- | --- |']
+    for r in rows:
+        c, w, p = r['cold'], r['warm'], r['perf']
+        lines.append(
+            f"| {r['target']} | {r['hz']} | {w['samples']} / {p['samples']} "
+            f"| {us_per_sample(c):.1f} / {us_per_sample(w):.1f} µs "
+            f"| {us_per_sample(p):.1f} µs "
+            f"| {us_per_sample(w) / us_per_sample(p):.2f} "
+            f"| {slowdown(r['base'], w['rate']):.1f}% / "
+            f"{slowdown(r['base'], p['rate']):.1f}% "
+            f"| {w['ready_ms']:.0f} ms / {p['ready_ms']:.0f} ms "
+            f"| {w['bytes'] / 1024:.1f} KiB / {p['bytes'] / 1024:.0f} KiB |")
+    if mem:
+        lines += ['', f"Daemon peak memory (VmHWM), 4 threads at 999 Hz: "
+                  f"{mem[10] / 1024:.1f} MiB for a 10 s window, "
+                  f"{mem[60] / 1024:.1f} MiB for a 60 s window "
+                  f"({(mem[60] / mem[10] - 1) * 100:+.1f}%)."]
+    uname = os.uname()
+    lines += ['', f'Machine: {os.cpu_count()} CPUs, kernel {uname.release}; '
+              f'{args.window} s windows; CPU from /proc/PID/stat (proffs '
+              'daemon) and getrusage of perf record and perf script; '
+              'slowdown from the work rate the target reports, against '
+              'the same target unprofiled just before.']
+    text = '\n'.join(lines) + '\n'
+    with open(os.path.join(args.out, 'results.md'), 'w') as f:
+        f.write(text)
+    print(text)
+    plot(rows, os.path.join(args.out, 'results.png'))
+
+
+def plot(rows, path):
+    try:
+        import matplotlib
+        matplotlib.use('Agg')
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print('no matplotlib: no plot', file=sys.stderr)
+        return
+    labels = [f"{r['target']}\n{r['hz']} Hz" for r in rows]
+    x = range(len(rows))
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    w = 0.27
+    ax.bar([i - w for i in x], [us_per_sample(r['cold']) for r in rows], w,
+           label='proffs, cold caches')
+    ax.bar(list(x), [us_per_sample(r['warm']) for r in rows], w,
+           label='proffs, warm caches')
+    ax.bar([i + w for i in x], [us_per_sample(r['perf']) for r in rows], w,
+           label='perf record --call-graph dwarf + perf script')
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(labels, fontsize=8)
+    ax.set_ylabel('CPU per sample (µs)')
+    ax.set_title('Profiler CPU per sample, same targets, same run')
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--build', default=os.path.join(REPO, 'build'))
+    ap.add_argument('--out', default=os.path.join(REPO, 'tests', 'bench'))
+    ap.add_argument('--window', type=int, default=10)
+    ap.add_argument('--quick', action='store_true')
+    args = ap.parse_args()
+    rows, mem = run(args)
+    report(rows, mem, args)
+
+
+if __name__ == '__main__':
+    main()
