@@ -35,17 +35,19 @@ install_deps()
 		>/dev/null
 }
 
-# build_proffs DIR: meson setup (or --reconfigure) and compile; quiet
+# build_proffs DIR [MESON OPTIONS...]: meson setup (or --reconfigure) and
+# compile; quiet
 # unless it fails, then the tail of the log.
 build_proffs()
 {
 	local dir=$1 log rc=0
 
+	shift	# the rest: meson options, e.g. -Db_sanitize=address
 	log=$(mktemp)
 	if [ -f "$dir/build.ninja" ]; then
-		meson setup --reconfigure "$dir" >"$log" 2>&1 || rc=$?
+		meson setup --reconfigure "$dir" "$@" >"$log" 2>&1 || rc=$?
 	else
-		meson setup "$dir" >"$log" 2>&1 || rc=$?
+		meson setup "$dir" "$@" >"$log" 2>&1 || rc=$?
 	fi
 	[ $rc -eq 0 ] && { meson compile -C "$dir" >>"$log" 2>&1 || rc=$?; }
 	if [ $rc -ne 0 ]; then
