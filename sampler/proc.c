@@ -188,7 +188,9 @@ int proc_creds(pid_t pid, struct proc_creds *creds)
 	ret = parse_uids(buf, creds);
 	if (ret)
 		return ret;
-	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	/* The files of a non-dumpable process belong to root; on recent
+	 * kernels its /proc/PID directory itself keeps the user's uid. */
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	if (stat(path, &st))
 		return -errno;
 	creds->owner = st.st_uid;

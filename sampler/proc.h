@@ -37,11 +37,11 @@ int proc_tasks(pid_t pid, pid_t **tids, size_t *n);
 
 struct proc_creds {
 	uid_t ruid, euid, suid;
-	uid_t owner;		/* owner of /proc/PID: root when not dumpable */
+	uid_t owner;		/* of /proc/PID/status: root if not dumpable */
 	uint64_t cap_eff;
 };
 
-/* Credentials from /proc/PID/status and the owner of /proc/PID. */
+/* Credentials from /proc/PID/status, and the owner of that file. */
 int proc_creds(pid_t pid, struct proc_creds *creds);
 
 /* True when the directory-entry name is a pid ("1234"); stores it. */

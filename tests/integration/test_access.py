@@ -41,6 +41,18 @@ def test_other_users_process_is_refused_and_hidden(proffs, target):
     assert {str(mine.pid), str(roots.pid)} <= set(os.listdir(proffs.mnt))
 
 
+def test_undumpable_process_of_same_user_is_refused(proffs, target):
+    secret = target('undumpable', user=NOBODY)
+    plain = target('burn', user=NOBODY)
+    r = as_user(NOBODY, 'ls', proffs.mnt)
+    assert str(plain.pid) in r.stdout.split()
+    assert str(secret.pid) not in r.stdout.split()
+    r = as_user(NOBODY, 'cat', proffs.path(secret.pid, 'cpu_1s.pb.gz'))
+    assert r.returncode != 0 and 'Permission denied' in r.stderr
+    assert proffs.log_lines(r'open %d/cpu_1s.pb.gz by uid %d: EACCES'
+                            % (secret.pid, NOBODY))
+
+
 @pytest.mark.parametrize('proffs_options', [('max_sessions=1',)],
                          indirect=True)
 def test_too_many_sessions_is_ebusy(proffs, target):
