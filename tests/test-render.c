@@ -1,0 +1,492 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * test-render.c - the human renderings: .folded and .txt of small
+ * hand-built profiles (inlined frames, labels that must not split lines,
+ * two sample types, an unsymbolized frame, a name with "<>&") compared
+ * byte for byte to tests/golden/; folded values sum to profile_total();
+ * the SVG is well-formed (xmllint when installed), names are escaped, the
+ * only URI is the SVG namespace; a 50,000-stack profile renders under
+ * 5 MB. Writes small.svg and big.svg to $TEST_BUILD_DIR for the browser
+ * test (tests/integration/test_render_browser.py).
+ *
+ * RENDER_UPDATE_GOLDEN=1 rewrites the golden files instead of comparing.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "flame.h"
+#include "folded.h"
+#include "profile.h"
+#include "text.h"
+
+static int failures;
+
+#define CHECK(cond, ...)						\
+	do {								\
+		if (!(cond)) {						\
+			fprintf(stderr, "FAIL %s:%d: %s: ", __func__,	\
+				__LINE__, #cond);			\
+			fprintf(stderr, __VA_ARGS__);			\
+			fputc('\n', stderr);				\
+			failures++;					\
+		}							\
+	} while (0)
+
+static void die(const char *what, int ret)
+{
+	fprintf(stderr, "FATAL: %s: %d\n", what, ret);
+	exit(1);
+}
+
+#define MUST(call) do { int r_ = (call); if (r_) die(#call, r_); } while (0)
+
+#define UGLY "tmpl<a&b>::op\"x\"'"
+#define UGLY_ESC "tmpl&lt;a&amp;b&gt;::op&quot;x&quot;&apos;"
+#define PERIOD 10000000ll
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static uint64_t fn(struct profile *p, const char *name)
+{
+	uint64_t id;
+
+	MUST(profile_add_function(p, name, NULL, "app.c", 1, &id));
+	return id;
+}
+
+static uint64_t loc(struct profile *p, uint64_t mid, uint64_t f_inner,
+		    uint64_t f_outer)
+{
+	struct pf_line l[2] = { { f_inner, 10 }, { f_outer, 20 } };
+	uint64_t id;
+
+	MUST(profile_add_location(p, mid, 0x1000 + profile_nlocations(p),
+				  l, f_inner ? (f_outer ? 2 : 1) : 0, &id));
+	return id;
+}
+
+/*
+ * main -> run -> work (60 samples, thread 1; 30, thread 2: same stack,
+ * one folded line); main -> run -> compute with hash inlined (25);
+ * main -> compute (10, compute not inlined there); main -> UGLY -> [app]
+ * (4, unsymbolized); main -> run -> run -> work (1: recursion counted
+ * once in cum). Types samples/count and cpu/nanoseconds.
+ */
+static struct profile *cpu_profile(void)
+{
+	struct profile *p;
+	struct pf_header *h;
+	struct pf_mapping m = { .start = 0x1000, .limit = 0x9000,
+				.has_functions = true };
+	struct pf_label t1, t2;
+	uint64_t mid, f_main, f_run, f_work, f_comp, f_hash, f_ugly;
+	uint64_t l_main, l_run, l_work, l_inl, l_comp, l_ugly, l_bare;
+
+	MUST(profile_new(&p));
+	MUST(profile_add_sample_type(p, "samples", "count"));
+	MUST(profile_add_sample_type(p, "cpu", "nanoseconds"));
+	MUST(profile_set_period(p, "cpu", "nanoseconds", PERIOD));
+	h = profile_header(p);
+	h->duration_nanos = 2000000000ll;
+	h->pid = 77;
+	h->command = profile_intern(p, "/usr/bin/app --fast");
+	h->kind = profile_intern(p, "cpu");
+	m.filename = profile_intern(p, "/usr/bin/app");
+	m.build_id = profile_intern(p, "abc123");
+	MUST(profile_add_mapping(p, &m, &mid));
+	f_main = fn(p, "main");
+	f_run = fn(p, "run");
+	f_work = fn(p, "work");
+	f_comp = fn(p, "compute");
+	f_hash = fn(p, "hash");
+	/* Demangled, as the symbolizer leaves C++ names: pprof keeps it. */
+	MUST(profile_add_function(p, UGLY, "_Z4tmplIcE2opEv", "app.cc", 1,
+				  &f_ugly));
+	l_main = loc(p, mid, f_main, 0);
+	l_run = loc(p, mid, f_run, 0);
+	l_work = loc(p, mid, f_work, 0);
+	l_inl = loc(p, mid, f_hash, f_comp);
+	l_comp = loc(p, mid, f_comp, 0);
+	l_ugly = loc(p, mid, f_ugly, 0);
+	l_bare = loc(p, mid, 0, 0);
+	t1 = (struct pf_label){ profile_intern(p, "thread"),
+				profile_intern(p, "1"), 0, 0 };
+	t2 = (struct pf_label){ t1.key, profile_intern(p, "2"), 0, 0 };
+
+	struct {
+		uint64_t locs[4];
+		uint32_t n;
+		struct pf_label *label;
+		int64_t count;
+	} s[] = {
+		{ { l_work, l_run, l_main }, 3, &t1, 60 },
+		{ { l_work, l_run, l_main }, 3, &t2, 30 },
+		{ { l_inl, l_run, l_main }, 3, &t1, 25 },
+		{ { l_comp, l_main }, 2, &t1, 10 },
+		{ { l_bare, l_ugly, l_main }, 3, &t2, 4 },
+		{ { l_work, l_run, l_run, l_main }, 4, &t1, 1 },
+	};
+	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
+		int64_t v[2] = { s[i].count, s[i].count * PERIOD };
+
+		MUST(profile_add_sample(p, s[i].locs, s[i].n, s[i].label, 1,
+					v));
+	}
+	return p;
+}
+
+/* Bytes: alloc_space default, so kB/MB scaling shows; a zero sample. */
+static struct profile *heap_profile(void)
+{
+	struct profile *p;
+	uint64_t f_main, f_alloc, f_grow, l_main, l_alloc, l_grow;
+
+	MUST(profile_new(&p));
+	MUST(profile_add_sample_type(p, "alloc_objects", "count"));
+	MUST(profile_add_sample_type(p, "alloc_space", "bytes"));
+	MUST(profile_set_period(p, "space", "bytes", 524288));
+	profile_header(p)->default_sample_type =
+		profile_intern(p, "alloc_space");
+	profile_header(p)->kind = profile_intern(p, "allocs");
+	f_main = fn(p, "main");
+	f_alloc = fn(p, "xmalloc");
+	f_grow = fn(p, "vec_grow");
+	l_main = loc(p, 0, f_main, 0);
+	l_alloc = loc(p, 0, f_alloc, 0);
+	l_grow = loc(p, 0, f_alloc, f_grow);
+
+	uint64_t a[] = { l_alloc, l_main }, g[] = { l_grow, l_main };
+	int64_t va[2] = { 3, 3 * 1024 * 1024 }, vg[2] = { 12, 1536 };
+	int64_t vz[2] = { 0, 0 }, vm[2] = { 1, 512 };
+	uint64_t m[] = { l_main };
+
+	MUST(profile_add_sample(p, a, 2, NULL, 0, va));
+	MUST(profile_add_sample(p, g, 2, NULL, 0, vg));
+	MUST(profile_add_sample(p, m, 1, NULL, 0, vm));
+	MUST(profile_add_sample(p, a, 1, NULL, 0, vz));
+	return p;
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
+	    fseek(f, 0, SEEK_SET) == 0 && (buf = malloc(n + 1)) &&
+	    fread(buf, 1, n, f) == (size_t)n) {
+		buf[n] = '\0';
+		*len = n;
+	} else {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+static void write_file(const char *path, const char *buf, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	if (!f || fwrite(buf, 1, len, f) != len || fclose(f))
+		die(path, -errno);
+}
+
+static void check_golden(const char *name, const char *buf, size_t len)
+{
+	const char *src = getenv("TEST_SRC_DIR");
+	char path[4096];
+	char *want;
+	size_t wlen = 0;
+
+	snprintf(path, sizeof(path), "%s/golden/%s", src ? src : "tests",
+		 name);
+	if (getenv("RENDER_UPDATE_GOLDEN")) {
+		write_file(path, buf, len);
+		return;
+	}
+	want = read_file(path, &wlen);
+	CHECK(want, "%s missing (RENDER_UPDATE_GOLDEN=1 writes it)", path);
+	if (!want)
+		return;
+	CHECK(wlen == len && !memcmp(want, buf, len),
+	      "%s differs; got:\n%s", name, buf);
+	free(want);
+}
+
+static int64_t folded_sum(const char *buf)
+{
+	int64_t sum = 0;
+	const char *nl, *sp;
+
+	for (; *buf; buf = nl + 1) {
+		nl = strchr(buf, '\n');
+		if (!nl)
+			return -1;
+		for (sp = nl; sp > buf && sp[-1] != ' '; sp--)
+			;
+		sum += strtoll(sp, NULL, 10);
+	}
+	return sum;
+}
+
+static void check_folded(struct profile *p, const char *golden, int idx,
+			 size_t vi)
+{
+	char *buf = NULL;
+	size_t len = 0;
+
+	MUST(folded_render(p, idx, &buf, &len));
+	CHECK(strlen(buf) == len, "NUL-terminated at len");
+	CHECK(folded_sum(buf) == profile_total(p, vi), "%" PRId64 " != %"
+	      PRId64, folded_sum(buf), profile_total(p, vi));
+	if (golden)
+		check_golden(golden, buf, len);
+	free(buf);
+}
+
+static void check_text(struct profile *p, const char *golden, int idx)
+{
+	char *buf = NULL;
+	size_t len = 0;
+
+	MUST(text_top_render(p, idx, &buf, &len));
+	CHECK(strlen(buf) == len, "NUL-terminated at len");
+	check_golden(golden, buf, len);
+	free(buf);
+}
+
+static void test_folded_text(void)
+{
+	struct profile *cpu = cpu_profile(), *heap = heap_profile();
+	char *buf = (char *)"untouched";
+	size_t len = 0;
+
+	check_folded(cpu, "cpu.folded", -1, 1);
+	check_folded(cpu, NULL, 1, 1);
+	check_folded(cpu, "cpu-samples.folded", 0, 0);
+	check_folded(heap, "heap.folded", -1, 1);
+	check_folded(heap, NULL, 0, 0);
+	check_text(cpu, "cpu.txt", -1);
+	check_text(cpu, "cpu-samples.txt", 0);
+	check_text(heap, "heap.txt", -1);
+	check_text(heap, "heap-objects.txt", 0);
+	CHECK(folded_render(cpu, 2, &buf, &len) == -EINVAL, "index 2");
+	CHECK(text_top_render(cpu, -2, &buf, &len) == -EINVAL, "index -2");
+	CHECK(!strcmp(buf, "untouched"), "buf untouched on failure");
+	profile_free(cpu);
+	profile_free(heap);
+}
+
+static void test_units(void)
+{
+	static const struct {
+		int64_t v;
+		const char *unit, *want;
+	} c[] = {
+		{ 1230000000, "nanoseconds", "1.23s" },
+		{ 250000000, "nanoseconds", "250ms" },
+		{ 1500, "nanoseconds", "1.50us" },
+		{ 0, "nanoseconds", "0" },
+		{ 7200000000000ll, "nanoseconds", "2hrs" },
+		{ 512, "bytes", "512B" },
+		{ 1536, "bytes", "1.50kB" },
+		{ 3 << 20, "bytes", "3MB" },
+		{ 42, "count", "42" },
+		{ 7, "widgets", "7" },
+	};
+	char buf[64];
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		text_format_value(c[i].v, c[i].unit, buf, sizeof(buf));
+		CHECK(!strcmp(buf, c[i].want), "%" PRId64 " %s: %s != %s",
+		      c[i].v, c[i].unit, buf, c[i].want);
+	}
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (; (hay = strstr(hay, needle)); hay++)
+		n++;
+	return n;
+}
+
+static bool have_xmllint(void)
+{
+	return system("command -v xmllint >/dev/null 2>&1") == 0;
+}
+
+static void save_svg(const char *name, const char *buf, size_t len)
+{
+	const char *dir = getenv("TEST_BUILD_DIR");
+	char path[4096], cmd[4200];
+
+	snprintf(path, sizeof(path), "%s/%s", dir ? dir : ".", name);
+	write_file(path, buf, len);
+	if (!have_xmllint()) {
+		fprintf(stderr, "note: xmllint not installed, %s unchecked\n",
+			path);
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "xmllint --noout '%s'", path);
+	CHECK(system(cmd) == 0, "%s is not well-formed XML", path);
+}
+
+static void check_svg_common(const char *svg)
+{
+	const char *ns = "http://www.w3.org/2000/svg";
+
+	CHECK(!strncmp(svg, "<?xml", 5), "XML declaration first");
+	CHECK(count(svg, "http") == count(svg, ns) && count(svg, ns) == 1,
+	      "a URI other than the SVG namespace");
+	CHECK(strstr(svg, "<script") && strstr(svg, "<style>"),
+	      "inline script and style");
+	CHECK(!strstr(svg, " src=") && !strstr(svg, "href"),
+	      "nothing fetched");
+	CHECK(strstr(svg, "id=\"reset\"") && strstr(svg, "id=\"search\"") &&
+	      strstr(svg, "id=\"matched\"") && strstr(svg, "function search("),
+	      "controls");
+	CHECK(strstr(svg, "</svg>\n"), "complete");
+}
+
+static void test_flame_small(void)
+{
+	static const char *const names[] = { "all", "main", "run", "work",
+					     "compute", "hash", "[app]",
+					     UGLY_ESC };
+	struct profile *p = cpu_profile();
+	struct flame_opts o = { .sample_index = -1 };
+	char *svg = NULL, *again = NULL, *mem = NULL, want[256];
+	size_t len = 0, alen = 0, mlen = 0;
+
+	MUST(flame_render(p, &o, &svg, &len));
+	CHECK(strlen(svg) == len, "NUL-terminated at len");
+	check_svg_common(svg);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(want, sizeof(want), "<title>%s (", names[i]);
+		CHECK(strstr(svg, want), "no frame %s", names[i]);
+	}
+	CHECK(!strstr(svg, UGLY), "unescaped name");
+	/* work: 60 + 30 + 1 samples at 10ms in two frames (run, run;run). */
+	CHECK(strstr(svg, "<title>work (900ms, 69.23%)"), "work's tooltip");
+	CHECK(strstr(svg, "<title>all (1.30s, 100.00%)"), "all's tooltip");
+	CHECK(strstr(svg, ">cpu profile: pid 77 (/usr/bin/app --fast)<"),
+	      "default title");
+	CHECK(strstr(svg, ">cpu (nanoseconds), window 2s, total 1.30s<"),
+	      "default subtitle");
+	CHECK(count(svg, "class=\"frame\"") == 11, "frames: %zu",
+	      count(svg, "class=\"frame\""));
+	MUST(flame_render(p, NULL, &again, &alen));
+	CHECK(alen == len && !memcmp(svg, again, len), "deterministic");
+	o.memory_palette = true;
+	o.title = "T<1>";
+	o.subtitle = "S&2";
+	MUST(flame_render(p, &o, &mem, &mlen));
+	CHECK(strstr(mem, ">T&lt;1&gt;<") && strstr(mem, ">S&amp;2<"),
+	      "given titles");
+	CHECK(strcmp(svg, mem), "memory palette differs");
+	save_svg("small.svg", svg, len);
+	o.sample_index = 5;
+	CHECK(flame_render(p, &o, &again, &alen) == -EINVAL, "index 5");
+	free(svg);
+	free(again);
+	free(mem);
+	profile_free(p);
+}
+
+/* 50,000 distinct stacks over 3,000 functions, depth 6..29. */
+static struct profile *big_profile(void)
+{
+	enum { NFN = 3000, NSTACK = 50000 };
+	struct profile *p;
+	uint64_t *locs = malloc(NFN * sizeof(*locs)), id, f, stack[32];
+	char name[96];
+
+	MUST(profile_new(&p));
+	MUST(profile_add_sample_type(p, "cpu", "nanoseconds"));
+	for (int i = 0; i < NFN; i++) {
+		struct pf_line l = { 0, 1 };
+
+		snprintf(name, sizeof(name),
+			 "ns%d::Class%d<std::string>::method_%d", i % 17,
+			 i % 101, i);
+		MUST(profile_add_function(p, name, NULL, "big.cc", i, &f));
+		l.function_id = f;
+		MUST(profile_add_location(p, 0, 0x1000 + i, &l, 1, &id));
+		locs[i] = id;
+	}
+	while (profile_nsamples(p) < NSTACK) {
+		uint32_t depth = 6 + rnd() % 24, k;
+		uint64_t node = 0;
+		int64_t v = (int64_t)(1 + rnd() % 100) * PERIOD;
+
+		/* A skewed tree: low branching near the root. */
+		for (k = 0; k < depth; k++) {
+			node = node * 7 + rnd() % (k < 3 ? 3 : 12);
+			stack[depth - 1 - k] = locs[node % NFN];
+		}
+		MUST(profile_add_sample(p, stack, depth, NULL, 0, &v));
+	}
+	free(locs);
+	return p;
+}
+
+static void test_flame_big(void)
+{
+	struct profile *p = big_profile();
+	char *svg = NULL, *folded = NULL;
+	size_t len = 0, flen = 0;
+	struct timespec a, b;
+	double ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	MUST(flame_render(p, NULL, &svg, &len));
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	ms = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
+	CHECK(len < 5u << 20, "big.svg is %zu bytes", len);
+	CHECK(count(svg, "class=\"frame\"") <= FLAME_MAX_FRAMES + 1,
+	      "%zu frames", count(svg, "class=\"frame\""));
+	check_svg_common(svg);
+	printf("big: %zu stacks, svg %zu bytes, %zu frames, %.0f ms\n",
+	       profile_nsamples(p), len, count(svg, "class=\"frame\""), ms);
+	save_svg("big.svg", svg, len);
+	MUST(folded_render(p, -1, &folded, &flen));
+	CHECK(count(folded, "\n") == 50000, "%zu lines", count(folded, "\n"));
+	CHECK(folded_sum(folded) == profile_total(p, 0), "big folded sum");
+	free(folded);
+	free(svg);
+	profile_free(p);
+}
+
+int main(void)
+{
+	test_units();
+	test_folded_text();
+	test_flame_small();
+	test_flame_big();
+	if (failures) {
+		fprintf(stderr, "%d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("test-render: all checks passed\n");
+	return 0;
+}
