@@ -557,7 +557,17 @@ static void proffs_release(fuse_req_t req, fuse_ino_t ino,
 	fuse_reply_err(req, 0);
 }
 
+static void proffs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	/* With async direct I/O the kernel splits one read(2) into parallel
+	 * requests and may release the file before all are answered; a
+	 * profile is one small buffer, read in order. */
+	conn->want &= ~FUSE_CAP_ASYNC_DIO;
+}
+
 const struct fuse_lowlevel_ops proffs_ops = {
+	.init = proffs_init,
 	.lookup = proffs_lookup,
 	.forget = proffs_forget,
 	.forget_multi = proffs_forget_multi,

@@ -77,6 +77,7 @@ struct session {
 struct reg_handle {
 	struct session *s;
 	struct proffs_request req;
+	struct reg_handle *prev, *next;	/* open handles, registry.lock */
 };
 
 struct registry {
@@ -84,6 +85,7 @@ struct registry {
 	pthread_mutex_t lock;
 	pthread_cond_t idle;		/* signalled when nthreads drops */
 	struct session *list;		/* protected by lock */
+	struct reg_handle *handles;	/* protected by lock */
 	unsigned nrunning;		/* protected by lock */
 	unsigned nthreads;		/* protected by lock */
 	unsigned next_id;		/* protected by lock */
@@ -447,6 +449,10 @@ int registry_open(struct registry *r, pid_t pid,
 		s->nhandles++;
 		h->s = s;
 		h->req = *req;
+		h->next = r->handles;
+		if (r->handles)
+			r->handles->prev = h;
+		r->handles = h;
 	}
 	pthread_mutex_unlock(&r->lock);
 	if (ret) {
@@ -545,12 +551,16 @@ void registry_wait_size(struct registry *r, pid_t pid,
 	park(w);
 }
 
-void registry_release(struct reg_handle *h)
+static void release_locked(struct registry *r, struct reg_handle *h)
 {
 	struct session *s = h->s;
-	struct registry *r = s->r;
 
-	pthread_mutex_lock(&r->lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		r->handles = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
 	if (--s->nhandles == 0 && !s->done) {
 		/* Nobody wants it any more: stop sampling now, and make sure
 		 * a new reader starts afresh instead of joining a dying one. */
@@ -558,8 +568,16 @@ void registry_release(struct reg_handle *h)
 		unlist_locked(r, s);
 	}
 	session_put_locked(s);
-	pthread_mutex_unlock(&r->lock);
 	free(h);
+}
+
+void registry_release(struct reg_handle *h)
+{
+	struct registry *r = h->s->r;
+
+	pthread_mutex_lock(&r->lock);
+	release_locked(r, h);
+	pthread_mutex_unlock(&r->lock);
 }
 
 int registry_result_size(struct registry *r, pid_t pid,
@@ -603,6 +621,9 @@ void registry_free(struct registry *r)
 		atomic_store(&s->stop, true);
 	while (r->nthreads)
 		pthread_cond_wait(&r->idle, &r->lock);
+	/* An aborted connection never releases its open files. */
+	while (r->handles)
+		release_locked(r, r->handles);
 	while (r->list)
 		unlist_locked(r, r->list);
 	pthread_mutex_unlock(&r->lock);

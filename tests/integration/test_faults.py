@@ -37,6 +37,11 @@ def assert_running(pid):
     assert state not in ('t', 'T') and t1 > t0
 
 
+def sanitized(pid):
+    with open(f'/proc/{pid}/maps') as f:
+        return 'libasan' in f.read()
+
+
 def daemon_usage(pid):
     with open(f'/proc/{pid}/status') as f:
         rss = next(int(l.split()[1]) for l in f if l.startswith('VmRSS'))
@@ -142,7 +147,10 @@ def test_thousand_sequential_reads_stay_flat(proffs, target):
             usage.append(daemon_usage(proffs.proc.pid))
     (rss0, fds0), (rss1, fds1) = usage
     assert fds1 == fds0, usage
-    assert rss1 <= rss0 * 1.10 + 1024, usage
+    # AddressSanitizer keeps freed memory in quarantine on purpose: memory
+    # is measured on the plain build, which test.sh runs first.
+    if not sanitized(proffs.proc.pid):
+        assert rss1 <= rss0 * 1.10 + 1024, usage
     assert len(proffs.log_lines(r'session \d+ done')) == 1000
 
 
