@@ -11,7 +11,8 @@ PROFFS_BUILD_PKGS="meson ninja-build pkg-config gcc libc6-dev binutils
 # in golang-go; perf is the reference profiler; setpriv, findmnt and
 # mount are in util-linux and mount).
 # shellcheck disable=SC2034
-PROFFS_TEST_PKGS="python3 python3-pytest linux-perf mount"
+PROFFS_TEST_PKGS="python3 python3-pytest linux-perf mount systemd man-db
+	chromium chromium-driver python3-selenium libxml2-utils"
 
 # install_deps PACKAGE...: apt-get update and install what is missing;
 # nothing (and no network) when everything is installed.

@@ -150,27 +150,15 @@ static bool stat_must_wait(struct proffs *fs, fuse_req_t req,
 }
 
 struct stat_wait {
-	struct proffs *fs;
-	struct node_info n;
 	struct stat st;
-	bool entry;		/* a lookup (entry reply), else getattr */
 };
 
 static void stat_done(fuse_req_t req, int err, size_t size, void *arg)
 {
 	struct stat_wait *sw = arg;
-	struct fuse_entry_param e;
 
 	if (err) {
-		if (sw->entry)
-			nodes_forget(sw->fs->nodes, sw->n.ino, 1);
 		fuse_reply_err(req, -err);
-	} else if (sw->entry) {
-		memset(&e, 0, sizeof(e));
-		sw->st.st_size = size;
-		e.ino = sw->n.ino;
-		e.attr = sw->st;
-		fuse_reply_entry(req, &e);
 	} else {
 		sw->st.st_size = size;
 		fuse_reply_attr(req, &sw->st, 0);
@@ -186,9 +174,12 @@ static void reply_stat(fuse_req_t req, struct proffs *fs,
 	struct fuse_entry_param e;
 	struct stat_wait *sw;
 
-	if (stat_must_wait(fs, req, n) && (sw = calloc(1, sizeof(*sw)))) {
-		*sw = (struct stat_wait){ .fs = fs, .n = *n, .st = *st,
-					  .entry = entry };
+	/* Never park a lookup: the kernel holds the directory's lock across
+	 * it, so an `ls -l` would wait too. With attribute timeouts of 0
+	 * every stat(2) sends a GETATTR after the lookup, and that waits. */
+	if (!entry && stat_must_wait(fs, req, n) &&
+	    (sw = calloc(1, sizeof(*sw)))) {
+		sw->st = *st;
 		registry_wait_size(fs->registry, n->pid, &n->req, req,
 				   stat_done, sw);
 		return;
@@ -564,6 +555,11 @@ static void proffs_init(void *userdata, struct fuse_conn_info *conn)
 	 * requests and may release the file before all are answered; a
 	 * profile is one small buffer, read in order. */
 	conn->want &= ~FUSE_CAP_ASYNC_DIO;
+	/* A lookup of an SVG name waits for its profile; without parallel
+	 * directory operations the kernel would hold every other lookup and
+	 * readdir of that directory (ls -l) behind it. */
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 }
 
 const struct fuse_lowlevel_ops proffs_ops = {

@@ -1,9 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* output.c - the (kind, format) -> renderer table. */
 #include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
 
+#include "flame.h"
+#include "folded.h"
 #include "output.h"
 #include "pprof.h"
+#include "profile.h"
+#include "text.h"
 
 typedef int (*render_fn)(const struct profile *p,
 			 const struct proffs_request *req, uint8_t **buf,
@@ -25,11 +32,93 @@ static int render_pb(const struct profile *p,
 	return pprof_encode(p, false, buf, len);
 }
 
+/* The sample type a request names (sample=), or -1 for the default;
+ * -EINVAL for a name the profile does not have. */
+static int sample_index(const struct profile *p,
+			const struct proffs_request *req)
+{
+	int i;
+
+	if (!req->sample[0])
+		return -1;
+	i = profile_find_sample_type(p, req->sample);
+	return i < 0 ? -EINVAL : i;
+}
+
+static int render_txt(const struct profile *p,
+		      const struct proffs_request *req, uint8_t **buf,
+		      size_t *len)
+{
+	int si = sample_index(p, req);
+
+	if (si < -1)
+		return si;
+	return text_top_render(p, si, (char **)buf, len);
+}
+
+static int render_folded(const struct profile *p,
+			 const struct proffs_request *req, uint8_t **buf,
+			 size_t *len)
+{
+	int si = sample_index(p, req);
+
+	if (si < -1)
+		return si;
+	return folded_render(p, si, (char **)buf, len);
+}
+
+/* Title: what and whose; subtitle: which values, when, how long, total. */
+static void flame_titles(const struct profile *p, int si, char *title,
+			 size_t tsize, char *sub, size_t ssize)
+{
+	const struct pf_header *h = profile_header_const(p);
+	const struct pf_value_type *vt;
+	char when[64], total[32];
+	time_t t = h->time_nanos / 1000000000;
+	struct tm tm;
+
+	if (si < 0)
+		si = profile_nsample_types(p) - 1;
+	vt = profile_sample_type(p, si);
+	snprintf(title, tsize, "%s profile of pid %d: %s",
+		 profile_str(p, h->kind), h->pid, profile_str(p, h->command));
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	text_format_value(profile_total(p, si), profile_str(p, vt->unit),
+			  total, sizeof(total));
+	snprintf(sub, ssize, "%s (%s), %.3g s window from %s, total %s",
+		 profile_str(p, vt->type), profile_str(p, vt->unit),
+		 h->duration_nanos / 1e9, when, total);
+}
+
+static int render_svg(const struct profile *p,
+		      const struct proffs_request *req, uint8_t **buf,
+		      size_t *len)
+{
+	char title[512], sub[256];
+	struct flame_opts o = { .sample_index = sample_index(p, req) };
+
+	if (o.sample_index < -1)
+		return o.sample_index;
+	if (!profile_nsample_types(p))
+		return -EINVAL;
+	flame_titles(p, o.sample_index, title, sizeof(title), sub,
+		     sizeof(sub));
+	o.title = title;
+	o.subtitle = sub;
+	o.memory_palette = req->kind == PROFFS_KIND_HEAP ||
+			   req->kind == PROFFS_KIND_ALLOCS;
+	return flame_render(p, &o, (char **)buf, len);
+}
+
 /* renderers[kind][format]; NULL = not served (ENOENT at lookup). */
 static const render_fn renderers[PROFFS_KIND__COUNT][PROFFS_FMT__COUNT] = {
 	[PROFFS_KIND_CPU] = {
 		[PROFFS_FMT_PB_GZ] = render_pb_gz,
 		[PROFFS_FMT_PB] = render_pb,
+		[PROFFS_FMT_SVG] = render_svg,
+		[PROFFS_FMT_TXT] = render_txt,
+		[PROFFS_FMT_FOLDED] = render_folded,
 	},
 };
 

@@ -216,7 +216,11 @@ static struct rendered *render_one(struct session *s,
 		return NULL;
 	o->req = *req;
 	o->err = output_render(s->prof, req, &o->buf, &o->len);
-	if (o->err)
+	if (o->err == -EINVAL)	/* the request's fault: sample= unknown */
+		pr_notice("session %u: cannot render %s%s%s: EINVAL: no such "
+			  "sample type", s->id, name_format_str(req->format),
+			  req->sample[0] ? " sample=" : "", req->sample);
+	else if (o->err)
 		pr_err("session %u: rendering %s failed: %s", s->id,
 		       name_format_str(req->format), strerror(-o->err));
 	pthread_mutex_lock(&r->lock);
