@@ -32,6 +32,7 @@ static const struct fuse_opt proffs_opt_spec[] = {
 	OPT("max_hz=%u", max_hz, 0),
 	OPT("max_sessions=%u", max_sessions, 0),
 	OPT("cache_ms=%u", cache_ms, 0),
+	OPT("max_stacks=%u", max_stacks, 0),
 	OPT("debug_roots=%s", debug_roots, 0),
 	FUSE_OPT_END
 };
@@ -45,6 +46,8 @@ static void usage(const char *prog)
 	       "    -o max_hz=N            highest sampling rate (1000)\n"
 	       "    -o max_sessions=N      profiling sessions at once (16)\n"
 	       "    -o cache_ms=N          finished results stay N ms (10000)\n"
+	       "    -o max_stacks=N        distinct stacks kept per session,\n"
+	       "                           a bound on its memory (100000)\n"
 	       "    -o debug_roots=DIRS    ':'-separated roots of separate\n"
 	       "                           debug files (/usr/lib/debug)\n"
 	       "\n");
@@ -119,6 +122,7 @@ static int state_init(struct proffs *fs)
 	struct registry_opts ro = {
 		.max_sessions = fs->opts.max_sessions,
 		.cache_ms = fs->opts.cache_ms,
+		.max_stacks = fs->opts.max_stacks,
 	};
 	int ret;
 
@@ -177,6 +181,7 @@ int main(int argc, char *argv[])
 			.max_hz = 1000,
 			.max_sessions = 16,
 			.cache_ms = 10000,
+			.max_stacks = 100000,
 		},
 	};
 	int ret = 1;

@@ -17,6 +17,7 @@ struct proffs_opts {
 	unsigned max_hz;
 	unsigned max_sessions;
 	unsigned cache_ms;		/* finished results stay this long */
+	unsigned max_stacks;		/* distinct stacks per session */
 	char *debug_roots;		/* where separate debug files live */
 	int foreground;
 	int debug;

@@ -302,6 +302,7 @@ static int run_kind(struct session *s, struct profile **prof)
 		.window_ms = s->key.window_ms,
 		.cache = s->r->o.dsos,
 		.stop = &s->stop,
+		.max_stacks = s->r->o.max_stacks,
 	};
 	struct cpu_stats st;
 	int ret;

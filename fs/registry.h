@@ -34,6 +34,7 @@ struct reg_handle;
 struct registry_opts {
 	unsigned max_sessions;	/* running at once; more is -EBUSY */
 	unsigned cache_ms;	/* how long a finished result stays */
+	unsigned max_stacks;	/* distinct stacks per session (memory) */
 	struct dso_cache *dsos;	/* borrowed */
 };
 

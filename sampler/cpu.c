@@ -34,6 +34,8 @@ struct cpu_run {
 	int64_t key_thread, key_thread_name;
 	struct thread_slot *threads;	/* THREAD_SLOTS */
 	struct cpu_stats *st;
+	uint32_t max_stacks;
+	uint64_t overflow_loc;		/* 0 until max_stacks is reached */
 	int err;			/* first error of a callback */
 };
 
@@ -76,6 +78,31 @@ static int thread_labels(struct cpu_run *run, uint32_t tid,
 	return 0;
 }
 
+/* The one location every sample past max_stacks is counted under. */
+static int overflow_location(struct cpu_run *run, uint64_t *loc)
+{
+	char text[128];
+	struct pf_line line = { 0 };
+	int ret;
+
+	if (run->overflow_loc) {
+		*loc = run->overflow_loc;
+		return 0;
+	}
+	snprintf(text, sizeof(text), "proffs: more than %u distinct stacks; "
+		 "later new stacks are counted under [max_stacks reached]",
+		 run->max_stacks);
+	ret = profile_add_comment(run->p, text);
+	if (!ret)
+		ret = profile_add_function(run->p, "[max_stacks reached]", NULL,
+					   NULL, 0, &line.function_id);
+	if (!ret)
+		ret = profile_add_location(run->p, 0, 0, &line, 1,
+					   &run->overflow_loc);
+	*loc = run->overflow_loc;
+	return ret;
+}
+
 static void on_sample(const struct perf_sample *s, void *arg)
 {
 	struct cpu_run *run = arg;
@@ -92,6 +119,12 @@ static void on_sample(const struct perf_sample *s, void *arg)
 		ret = symbolizer_location(run->sym, pcs[i], &locs[i]);
 		if (ret)
 			goto fail;
+	}
+	if (run->max_stacks && profile_nsamples(run->p) >= run->max_stacks) {
+		ret = overflow_location(run, &locs[0]);
+		if (ret)
+			goto fail;
+		n = 1;
 	}
 	ret = thread_labels(run, s->tid, labels);
 	if (!ret)
@@ -190,7 +223,8 @@ static void run_free(struct cpu_run *run)
 int cpu_profile(const struct cpu_opts *o, struct profile **out,
 		struct cpu_stats *stats)
 {
-	struct cpu_run run = { .pid = o->pid, .st = stats };
+	struct cpu_run run = { .pid = o->pid, .st = stats,
+			       .max_stacks = o->max_stacks };
 	struct perf_rec *rec = NULL;
 	bool exited = false;
 	int64_t t0;

@@ -32,6 +32,9 @@ struct cpu_opts {
 	uint32_t hz;
 	uint64_t window_ms;
 	struct dso_cache *cache;	/* shared across sessions */
+	/* Memory bound: past this many distinct stacks, further samples are
+	 * counted under one "[max_stacks reached]" frame. 0 = no bound. */
+	uint32_t max_stacks;
 	const _Atomic bool *stop;	/* may be NULL */
 };
 

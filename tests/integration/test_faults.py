@@ -177,3 +177,18 @@ def test_64_concurrent_mixed_readers(proffs, target):
         if name.endswith('.pb.gz') or name.endswith('.pb'):
             validate_pprof(save(data, f'mixed-{pid}-{name}'))
     assert len(proffs.log_lines(r'session \d+ start')) <= 4
+
+
+@pytest.mark.parametrize('proffs_options', [('max_stacks=5',)],
+                         indirect=True)
+def test_max_stacks_bounds_a_session(proffs, target):
+    """Memory per session is bounded: past max_stacks distinct stacks,
+    samples still count, under one marked frame, and a comment says so."""
+    t = target('qsorter')       # merge sort recursion: many stacks
+    path = save(proffs.read(t.pid, 'cpu_2s.pb.gz'), 'max-stacks.pb.gz')
+    validate_pprof(path)
+    assert 'more than 5 distinct stacks' in pprof('-comments', path)
+    samples = traces(path)
+    assert len({tuple(f) for _, _, f in samples}) == 6
+    assert share(samples, '[max_stacks reached]') > 0.3
+    assert sum(v for v, _, _ in samples) >= 100
