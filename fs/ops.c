@@ -8,6 +8,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -284,11 +285,32 @@ static void proffs_getattr(fuse_req_t req, fuse_ino_t ino,
 		reply_stat(req, fs, &n, &st, false);
 }
 
-/* A directory listing, built at opendir and sliced by readdir. */
+/*
+ * A directory listing, built at opendir and sliced by readdir; a page
+ * (index.html, status) likewise. Each lives until its release AND every
+ * reply pointing into it has returned: once the kernel has the reply, it
+ * may send the release to another thread while fuse_reply_buf() has not
+ * returned yet (AddressSanitizer checks a writev's buffer after the call).
+ */
 struct dirbuf {
 	char *p;
 	size_t size;
+	atomic_int refs;
 };
+
+static struct dirbuf *dirbuf_get(struct dirbuf *b)
+{
+	atomic_fetch_add(&b->refs, 1);
+	return b;
+}
+
+static void dirbuf_put(struct dirbuf *b)
+{
+	if (atomic_fetch_sub(&b->refs, 1) == 1) {
+		free(b->p);
+		free(b);
+	}
+}
 
 static int dirbuf_add(fuse_req_t req, struct dirbuf *b, const char *name,
 		      mode_t mode)
@@ -370,6 +392,7 @@ static void proffs_opendir(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, -ret);
 		return;
 	}
+	b->refs = 1;
 	fi->fh = (uintptr_t)b;
 	fuse_reply_open(req, fi);
 }
@@ -387,42 +410,36 @@ static void reply_slice(fuse_req_t req, const char *buf, size_t len,
 static void proffs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 			   off_t off, struct fuse_file_info *fi)
 {
-	struct dirbuf *b = (struct dirbuf *)(uintptr_t)fi->fh;
+	struct dirbuf *b = dirbuf_get((struct dirbuf *)(uintptr_t)fi->fh);
 
 	(void)ino;
 	reply_slice(req, b->p, b->size, size, off);
+	dirbuf_put(b);
 }
 
 static void proffs_releasedir(fuse_req_t req, fuse_ino_t ino,
 			      struct fuse_file_info *fi)
 {
-	struct dirbuf *b = (struct dirbuf *)(uintptr_t)fi->fh;
-
 	(void)ino;
-	free(b->p);
-	free(b);
+	dirbuf_put((struct dirbuf *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 
-/* A page is rendered at open and read from the handle. */
-struct page {
-	char *buf;
-	size_t len;
-};
-
+/* A page is rendered at open and read from the handle (a dirbuf). */
 static int open_page(struct proffs *fs, const struct node_info *n,
 		     struct fuse_file_info *fi)
 {
-	struct page *pg = calloc(1, sizeof(*pg));
+	struct dirbuf *pg = calloc(1, sizeof(*pg));
 	int ret;
 
 	if (!pg)
 		return -ENOMEM;
-	ret = render_page(fs, n, &pg->buf, &pg->len);
+	ret = render_page(fs, n, &pg->p, &pg->size);
 	if (ret) {
 		free(pg);
 		return ret;
 	}
+	pg->refs = 1;
 	fi->fh = (uintptr_t)pg;
 	return 0;
 }
@@ -522,9 +539,11 @@ static void proffs_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 		registry_read((struct reg_handle *)(uintptr_t)fi->fh, req,
 			      size, off);
 	} else if (n.type == NODE_INDEX || n.type == NODE_STATUS) {
-		struct page *pg = (struct page *)(uintptr_t)fi->fh;
+		struct dirbuf *pg = dirbuf_get((struct dirbuf *)(uintptr_t)
+					       fi->fh);
 
-		reply_slice(req, pg->buf, pg->len, size, off);
+		reply_slice(req, pg->p, pg->size, size, off);
+		dirbuf_put(pg);
 	} else {
 		read_cmdline(req, n.pid, size, off);
 	}
@@ -538,10 +557,7 @@ static void proffs_release(fuse_req_t req, fuse_ino_t ino,
 
 	if (fi->fh && !nodes_get(fs->nodes, ino, &n) &&
 	    (n.type == NODE_INDEX || n.type == NODE_STATUS)) {
-		struct page *pg = (struct page *)(uintptr_t)fi->fh;
-
-		free(pg->buf);
-		free(pg);
+		dirbuf_put((struct dirbuf *)(uintptr_t)fi->fh);
 	} else if (fi->fh) {
 		registry_release((struct reg_handle *)(uintptr_t)fi->fh);
 	}
@@ -551,10 +567,6 @@ static void proffs_release(fuse_req_t req, fuse_ino_t ino,
 static void proffs_init(void *userdata, struct fuse_conn_info *conn)
 {
 	(void)userdata;
-	/* With async direct I/O the kernel splits one read(2) into parallel
-	 * requests and may release the file before all are answered; a
-	 * profile is one small buffer, read in order. */
-	conn->want &= ~FUSE_CAP_ASYNC_DIO;
 	/* A lookup of an SVG name waits for its profile; without parallel
 	 * directory operations the kernel would hold every other lookup and
 	 * readdir of that directory (ls -l) behind it. */

@@ -261,9 +261,28 @@ static void count_served(struct registry *r)
 	pthread_mutex_unlock(&r->lock);
 }
 
+static void answer_ref(struct waiter *w, int err);
+
 /* Answer one parked request: err is 0 (the session's outcome decides) or
  * -EINTR. A size waiter's handle is released here: it only lived for it. */
 static void answer(struct waiter *w, int err)
+{
+	struct session *s = w->s;
+	struct registry *r = s->r;
+
+	/* The reply points into the session's buffers: keep them (and w)
+	 * until it has returned, even if the release of the last handle
+	 * runs meanwhile on another thread. */
+	pthread_mutex_lock(&r->lock);
+	s->refs++;
+	pthread_mutex_unlock(&r->lock);
+	answer_ref(w, err);
+	pthread_mutex_lock(&r->lock);
+	session_put_locked(s);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void answer_ref(struct waiter *w, int err)
 {
 	struct session *s = w->s;
 	const struct rendered *o = NULL;
