@@ -6,10 +6,26 @@
  * Decisions the spec leaves open:
  *   - The query may stand before or after the format: Go's URL habit gives
  *     "profile?seconds=5.pb.gz", a browser's gives "heap.svg?sample=x".
+ *     Query first, the format is only a known suffix ".pb.gz", ".pb", ...
+ *     (so "heap?sample=a.b" is ENOENT, not format "b"); format first, it
+ *     runs from the first '.' to the '?'.
  *   - Windows compare in milliseconds: "cpu_1500ms?seconds=1" is EINVAL,
- *     "cpu_1000ms?seconds=1" is fine.
- *   - Numbers are plain decimal digits; a sign or other characters make
- *     the name ungrammatical (ENOENT), an overflow makes it EINVAL.
+ *     "cpu_1000ms?seconds=1" is fine (window 1000 ms).
+ *   - Numbers are plain decimal digits, leading zeros allowed ("cpu_030s"
+ *     is "cpu_30s"); a sign, a space or an empty number makes the name
+ *     ungrammatical (ENOENT), an overflow makes it EINVAL.
+ *   - Windows above one year are EINVAL, as an overflow guard (the daemon's
+ *     own limit is far lower; hz above 1000000 likewise).
+ *   - A parameter given twice is EINVAL even with equal values; a duration
+ *     and seconds= with equal values are fine.
+ *   - sample= outside [A-Za-z0-9_]+ is ENOENT (not a WORD); a WORD longer
+ *     than PROFFS_SAMPLE_MAX - 1 is EINVAL (grammatical, cannot be held).
+ *   - Parameters that do not apply (hz= on heap, rate= on cpu, debug= on
+ *     .pb.gz) are accepted and left for the caller to ignore, as Go's
+ *     net/http/pprof does.
+ *   - Grammar errors win over value errors: "cpu_0s.xyz" is ENOENT.
+ *   - On -EINVAL, req->kind and req->format are still filled in: the
+ *     daemon uses them to decide whether the name exists at all.
  */
 #include <errno.h>
 #include <limits.h>
@@ -62,7 +78,6 @@ struct parse_state {
 	bool has_seconds;
 	uint64_t seconds_ms;
 	unsigned seen;		/* bit per query parameter */
-	bool has_format;
 };
 
 /* Decimal digits of s[0..len): 0, -ENOENT (not digits), -EINVAL (too
@@ -276,8 +291,8 @@ static void set_defaults(struct proffs_request *req)
  * is the text after the first '.' outside the query; the query runs from
  * '?' to the format (query first) or to the end (format first).
  */
-static int split(const char *name, const char **stem_end, const char **q,
-		 const char **q_end, const char **fmt, const char **fmt_end)
+static void split(const char *name, const char **stem_end, const char **q,
+		  const char **q_end, const char **fmt, const char **fmt_end)
 {
 	const char *end = name + strlen(name);
 	const char *qm = strchr(name, '?');
@@ -301,7 +316,7 @@ static int split(const char *name, const char **stem_end, const char **q,
 				break;
 			}
 		}
-		return 0;
+		return;
 	}
 	*stem_end = dot ? dot : (qm ? qm : end);
 	if (dot) {
@@ -312,7 +327,6 @@ static int split(const char *name, const char **stem_end, const char **q,
 		*q = qm + 1;
 		*q_end = end;
 	}
-	return 0;
 }
 
 static int resolve_window(struct parse_state *st)
@@ -337,7 +351,7 @@ int name_parse(const char *name, struct proffs_request *req)
 	const struct kind_entry *k;
 	int verdict = 0, ret, f;
 
-	if (!name || strlen(name) > NAME_MAX_LEN)
+	if (!name || strnlen(name, NAME_MAX_LEN + 1) > NAME_MAX_LEN)
 		return -ENOENT;
 	set_defaults(req);
 	split(name, &stem_end, &q, &q_end, &fmt, &fmt_end);
@@ -373,10 +387,10 @@ int name_parse(const char *name, struct proffs_request *req)
 
 const char *name_kind_str(enum proffs_kind kind)
 {
-	return kind < PROFFS_KIND__COUNT ? kind_names[kind] : "?";
+	return (unsigned)kind < PROFFS_KIND__COUNT ? kind_names[kind] : "?";
 }
 
 const char *name_format_str(enum proffs_format fmt)
 {
-	return fmt < PROFFS_FMT__COUNT ? formats[fmt] : "?";
+	return (unsigned)fmt < PROFFS_FMT__COUNT ? formats[fmt] : "?";
 }

@@ -61,8 +61,9 @@ struct proffs_request {
 /*
  * Parse name (a single path component, NUL-terminated) into *req, filling
  * defaults for what the name does not say. Returns 0, -ENOENT (not in the
- * grammar) or -EINVAL (in the grammar, bad value). On failure *req is
- * unspecified.
+ * grammar) or -EINVAL (in the grammar, bad value). On -EINVAL req->kind
+ * and req->format are filled in (the daemon decides by them whether the
+ * name exists); otherwise, on failure, *req is unspecified.
  */
 int name_parse(const char *name, struct proffs_request *req);
 
