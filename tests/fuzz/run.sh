@@ -1,0 +1,125 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# run.sh - build every tests/fuzz/fuzz-*.c with libFuzzer, ASan and UBSan,
+# and run each for $FUZZ_SECONDS (20) seconds on a copy of its seed corpus
+# (tests/fuzz/corpus-NAME, so new inputs never land in the tree), with
+# tests/fuzz/fuzz-NAME.dict when there is one. Exits non-zero when a
+# harness does not build or any run crashes; the crashing input and the
+# log are kept under the work directory, which is printed.
+#
+# Needs clang with the libFuzzer runtime (Debian: clang libclang-rt-14-dev)
+# and protoc-c. Usage: tests/fuzz/run.sh [NAME...]   (default: all)
+set -u
+
+src=$(cd "$(dirname "$0")/../.." && pwd)
+seconds=${FUZZ_SECONDS:-20}
+cc=${CC_FUZZ:-clang}
+work=$(mktemp -d "${TMPDIR:-/tmp}/proffs-fuzz.XXXXXX")
+failed=()
+
+if ! command -v "$cc" >/dev/null; then
+	echo "run.sh: $cc not found (apt-get install clang libclang-rt-14-dev)" >&2
+	exit 2
+fi
+mkdir -p "$work/gen"
+if ! protoc-c --proto_path="$src/render" --c_out="$work/gen" \
+		"$src/render/profile.proto"; then
+	echo "run.sh: protoc-c failed" >&2
+	exit 2
+fi
+
+# Per harness: the module sources, include directories and libraries it
+# links with, and the largest input worth trying. A new harness must be
+# added here, or the run fails rather than silently skip it.
+harness_args()
+{
+	case "$1" in
+	name)
+		srcs="fs/name.c"
+		incs="-Ifs -Isampler"
+		libs=""
+		max_len=300 ;;
+	pprof)
+		srcs="render/pprof.c sampler/profile.c sampler/log.c"
+		srcs+=" $work/gen/profile.pb-c.c"
+		incs="-Isampler -Irender -I$work/gen"
+		libs="-lprotobuf-c -lz"
+		max_len=65536 ;;
+	dso)
+		srcs="sampler/dso.c sampler/log.c"
+		incs="-Isampler"
+		libs="-ldw -lelf"
+		max_len=65536 ;;
+	*)
+		return 1 ;;
+	esac
+}
+
+# fuzz-dso has no corpus in the tree (ELF files are build products):
+# seed it with a small object and executable carrying DWARF.
+seed_dso()
+{
+	printf 'static int twice(int x) { return 2 * x; }\n%s\n' \
+		'int main(int c, char **v) { (void)v; return twice(c); }' \
+		>"$work/seed.c"
+	"$cc" -g -O1 -c "$work/seed.c" -o "$1/seed.o" &&
+	"$cc" -g -O1 "$work/seed.c" -o "$1/seed"
+}
+
+run_one()
+{
+	local name=$1 exe=$work/fuzz-$1 corpus=$work/corpus-$1
+	local dict=$src/tests/fuzz/fuzz-$1.dict opts=()
+
+	if ! harness_args "$name"; then
+		echo "run.sh: fuzz-$name.c: not in harness_args()" >&2
+		return 1
+	fi
+	echo "== fuzz-$name: build"
+	# shellcheck disable=SC2086 # word splitting of the lists is wanted
+	if ! (cd "$src" && "$cc" -g -O1 -fsanitize=fuzzer,address,undefined \
+			-fno-sanitize-recover=undefined -std=gnu11 \
+			-D_GNU_SOURCE $incs "tests/fuzz/fuzz-$name.c" $srcs \
+			$libs -o "$exe"); then
+		echo "run.sh: fuzz-$name: build failed" >&2
+		return 1
+	fi
+	mkdir -p "$corpus"
+	if [ -d "$src/tests/fuzz/corpus-$name" ]; then
+		cp -r "$src/tests/fuzz/corpus-$name/." "$corpus/"
+	elif [ "$name" = dso ]; then
+		seed_dso "$corpus" || return 1
+	fi
+	[ -f "$dict" ] && opts+=("-dict=$dict")
+	echo "== fuzz-$name: ${seconds} s on $(ls "$corpus" | wc -l) seeds"
+	if ! (cd "$work" && "$exe" -max_total_time="$seconds" \
+			-max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
+			-artifact_prefix="$work/crash-$name-" "${opts[@]}" \
+			"$corpus" >"$work/fuzz-$name.log" 2>&1); then
+		tail -n 40 "$work/fuzz-$name.log" >&2
+		echo "run.sh: fuzz-$name: FAILED (log and input in $work)" >&2
+		return 1
+	fi
+	grep -E '^#[0-9]+[[:space:]]+DONE' "$work/fuzz-$name.log" | tail -n 1
+}
+
+if [ $# -gt 0 ]; then
+	names=("$@")
+else
+	names=()
+	for f in "$src"/tests/fuzz/fuzz-*.c; do
+		f=${f##*/fuzz-}
+		names+=("${f%.c}")
+	done
+fi
+for name in "${names[@]}"; do
+	run_one "$name" || failed+=("$name")
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "run.sh: failed: ${failed[*]} (see $work)" >&2
+	exit 1
+fi
+echo "run.sh: all ${#names[@]} harnesses ran ${seconds} s without a crash"
+rm -rf "$work"
