@@ -487,6 +487,58 @@ static void test_many(void)
 	profile_free(p);
 }
 
+/*
+ * 1M adds cycling over 1000 stacks, as a long session sees hot loops: the
+ * model must stay at 1000 samples (memory bounded by distinct stacks) and
+ * intern nothing new.
+ */
+static void test_repeat(void)
+{
+	struct profile *p = new_profile(2);
+	const int nstack = 1000, nadd = 1000000;
+	struct pf_label label;
+	uint64_t stack[4];
+	size_t nstrings;
+	bool ok = true;
+	double t0;
+
+	add_locations(p, nstack);
+	label = (struct pf_label){ .key = profile_intern(p, "thread"),
+				   .str = profile_intern(p, "7") };
+	nstrings = profile_nstrings(p);
+	t0 = now();
+	for (int i = 0; i < nadd; i++) {
+		int k = i % nstack;
+		int64_t v[2] = { 1, k };
+
+		for (int d = 0; d < 4; d++)
+			stack[d] = 1 + (k + d * 7) % nstack;
+		ok &= !profile_add_sample(p, stack, 4, &label, 1, v);
+	}
+	printf("test_repeat: %d adds of %d stacks in %.3f s\n", nadd, nstack,
+	       now() - t0);
+	CHECK(ok, "add failed");
+	CHECK(profile_nsamples(p) == (size_t)nstack, "%zu samples",
+	      profile_nsamples(p));
+	CHECK(profile_nstrings(p) == nstrings, "%zu strings",
+	      profile_nstrings(p));
+	CHECK(profile_total(p, 0) == nadd &&
+	      profile_total(p, 1) == (int64_t)(nadd / nstack) *
+				     (nstack * (nstack - 1) / 2),
+	      "totals %ld %ld", (long)profile_total(p, 0),
+	      (long)profile_total(p, 1));
+	for (int k = 0; k < nstack; k++) {
+		const struct pf_sample *s = profile_sample(p, k);
+
+		ok &= s->values[0] == nadd / nstack &&
+		      s->values[1] == (int64_t)k * (nadd / nstack) &&
+		      s->nlocs == 4 && s->loc_ids[0] == (uint64_t)k + 1;
+	}
+	CHECK(ok, "per-sample values");
+	SANE(p);
+	profile_free(p);
+}
+
 /* Values wrap instead of overflowing (UB), e.g. on fuzzed input. */
 static void test_wrap(void)
 {
@@ -623,6 +675,7 @@ int main(void)
 	test_locations();
 	test_merge();
 	test_many();
+	test_repeat();
 	test_wrap();
 #if INJECT
 	test_alloc_failures();
