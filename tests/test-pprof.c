@@ -668,6 +668,7 @@ static void test_go_pprof(void)
 	const char *dir = getenv("TEST_BUILD_DIR");
 	struct profile *p = cpu_profile();
 	char path[1024], cmd[2048];
+	char gocache[] = "/tmp/test-pprof-gocache.XXXXXX";
 	uint8_t *gz;
 	size_t gz_len;
 	char *out;
@@ -688,8 +689,13 @@ static void test_go_pprof(void)
 		printf("test_go_pprof: SKIP: no /usr/bin/go\n");
 		return;
 	}
-	/* go wants a cache directory under $HOME. */
-	setenv("HOME", getenv("HOME") ? getenv("HOME") : "/tmp", 1);
+	/*
+	 * go wants a writable HOME and build cache: give it fresh ones, so
+	 * a read-only or shared HOME (CI, parallel runs) cannot fail us.
+	 */
+	CHECK(mkdtemp(gocache), "mkdtemp %s", gocache);
+	setenv("HOME", "/tmp", 1);
+	setenv("GOCACHE", gocache, 1);
 
 	snprintf(cmd, sizeof(cmd), "/usr/bin/go tool pprof -raw %s 2>&1",
 		 path);
@@ -751,6 +757,9 @@ static void test_go_pprof(void)
 		CHECK(HAS_LINE(out, "accounting for 20ms, 20.00% of 100ms"),
 		      "%s", out);
 	free(out);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", gocache);
+	free(run(cmd, &status));
+	CHECK(status == 0 && access(gocache, F_OK), "removing %s", gocache);
 }
 
 int main(void)
