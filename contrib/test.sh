@@ -48,6 +48,20 @@ run_suite()
 
 run_suite "$build" plain
 
+# libFuzzer on the name parser, the ELF/DWARF reader and the pprof
+# decoder, a bounded time each; one result per harness.
+echo "== fuzzing"
+: > "$out/fuzz.txt"
+for f in tests/fuzz/fuzz-*.c; do
+	name=$(basename "$f" .c)
+	name=${name#fuzz-}
+	if FUZZ_SECONDS=${FUZZ_SECONDS:-20} tests/fuzz/run.sh "$name"; then
+		echo "$name OK" >> "$out/fuzz.txt"
+	else
+		echo "$name FAIL" >> "$out/fuzz.txt"
+	fi
+done
+
 # The same suite on an AddressSanitizer + UndefinedBehaviorSanitizer build
 # of the daemon and libraries (targets stay plain): a leak at exit makes the
 # daemon exit non-zero, which fails the test that unmounted it.
@@ -68,6 +82,14 @@ import xml.etree.ElementTree as ET
 out = sys.argv[1]
 ci = os.environ.get('CI') == 'true'
 passed, failed, skipped = [], [], []
+
+try:
+    with open(os.path.join(out, 'fuzz.txt')) as f:
+        for line in f:
+            name, result = line.split()
+            (passed if result == 'OK' else failed).append('fuzz: ' + name)
+except OSError as e:
+    failed.append(f'fuzzers did not report: {e}')
 
 for tag in ('plain', 'asan'):
     try:    # meson's testlog.json: one JSON object per test
