@@ -3,6 +3,7 @@
 session limit."""
 
 import os
+import re
 import subprocess
 import time
 
@@ -15,6 +16,39 @@ from util import NOBODY, as_user
 @pytest.fixture
 def proffs_options(request):
     return getattr(request, 'param', ('allow_other',))
+
+
+def make_user(name):
+    """A system user for the test (created once, kept: harmless)."""
+    import pwd
+    try:
+        return pwd.getpwnam(name).pw_uid
+    except KeyError:
+        subprocess.run(['useradd', '--system', '--no-create-home',
+                        '--shell', '/usr/sbin/nologin', name], check=True)
+        return pwd.getpwnam(name).pw_uid
+
+
+def test_two_users_see_and_profile_only_their_own(proffs, target):
+    a, b = make_user('proffs-test-a'), make_user('proffs-test-b')
+    ta = target('burn', user=a)
+    tb = target('burn', user=b)
+    for me, mine, theirs in ((a, ta, tb), (b, tb, ta)):
+        listed = as_user(me, 'ls', proffs.mnt).stdout.split()
+        assert str(mine.pid) in listed and str(theirs.pid) not in listed
+        r = subprocess.run(['setpriv', f'--reuid={me}', f'--regid={me}',
+                            '--clear-groups', '--', 'cat',
+                            proffs.path(mine.pid, 'cpu_1s.pb.gz')],
+                           capture_output=True, timeout=30)
+        assert r.returncode == 0 and r.stdout[:2] == b'\x1f\x8b'
+        util.validate_pprof(util.save(r.stdout, f'user-{me}.pb.gz'))
+        for name in ('cpu_1s.pb.gz', 'cpu_1s.svg', 'cpu_1s.txt'):
+            r = as_user(me, 'cat', proffs.path(theirs.pid, name))
+            assert r.returncode != 0 and 'Permission denied' in r.stderr
+            assert proffs.log_lines(r'open %d/%s by uid %d: EACCES'
+                                    % (theirs.pid, re.escape(name), me))
+    # root sees both
+    assert {str(ta.pid), str(tb.pid)} <= set(os.listdir(proffs.mnt))
 
 
 def test_other_users_process_is_refused_and_hidden(proffs, target):
