@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * threads_text.c - thread dumps as Go's goroutine?debug=1 and ?debug=2.
+ *
+ * Both forms sort an array of sample indices: debug=1 by stack (to find
+ * the groups), then the groups by count; debug=2 by tid.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "folded.h"
+#include "profile.h"
+#include "threads_text.h"
+
+enum tlabel { TL_THREAD, TL_NAME, TL_STATE, TL_SYSCALL, TL__COUNT };
+
+static const char *const tlabel_keys[TL__COUNT] = {
+	[TL_THREAD] = "thread", [TL_NAME] = "thread_name",
+	[TL_STATE] = "state", [TL_SYSCALL] = "syscall",
+};
+
+/* Label values of one sample; "" when absent. */
+static void sample_labels(const struct profile *p, const struct pf_sample *s,
+			  const char *v[TL__COUNT])
+{
+	for (int k = 0; k < TL__COUNT; k++)
+		v[k] = "";
+	for (uint32_t i = 0; i < s->nlabels; i++) {
+		const char *key = profile_str(p, s->labels[i].key);
+
+		for (int k = 0; k < TL__COUNT; k++)
+			if (key && !strcmp(key, tlabel_keys[k]))
+				v[k] = profile_str(p, s->labels[i].str);
+	}
+	for (int k = 0; k < TL__COUNT; k++)
+		if (!v[k])
+			v[k] = "";
+}
+
+static int cmp_stack(const struct pf_sample *a, const struct pf_sample *b)
+{
+	uint32_t n = a->nlocs < b->nlocs ? a->nlocs : b->nlocs;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (a->loc_ids[i] != b->loc_ids[i])
+			return a->loc_ids[i] < b->loc_ids[i] ? -1 : 1;
+	return (a->nlocs > b->nlocs) - (a->nlocs < b->nlocs);
+}
+
+/* Labels shown in a "# labels:" line, in Go's order (sorted by key). */
+static int cmp_label_set(const struct profile *p, const struct pf_sample *a,
+			 const struct pf_sample *b)
+{
+	static const enum tlabel order[] = { TL_STATE, TL_SYSCALL, TL_NAME };
+	const char *va[TL__COUNT], *vb[TL__COUNT];
+	int c;
+
+	sample_labels(p, a, va);
+	sample_labels(p, b, vb);
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		c = strcmp(va[order[i]], vb[order[i]]);
+		if (c)
+			return c;
+	}
+	return 0;
+}
+
+static int cmp_by_stack(const void *x, const void *y, void *arg)
+{
+	const struct profile *p = arg;
+	const struct pf_sample *a = profile_sample(p, *(const size_t *)x);
+	const struct pf_sample *b = profile_sample(p, *(const size_t *)y);
+	int c = cmp_stack(a, b);
+
+	if (!c)
+		c = cmp_label_set(p, a, b);
+	if (!c)
+		c = (*(const size_t *)x > *(const size_t *)y) -
+		    (*(const size_t *)x < *(const size_t *)y);
+	return c;
+}
+
+/* A run of the sorted index with one stack, or one label set in it. */
+struct run {
+	size_t start, n;	/* in the sorted index */
+	int64_t count;
+};
+
+static int cmp_run(const void *x, const void *y, void *arg)
+{
+	const struct run *a = x, *b = y;
+
+	(void)arg;
+	if (a->count != b->count)
+		return a->count > b->count ? -1 : 1;
+	return (a->start > b->start) - (a->start < b->start);
+}
+
+static int64_t sample_count(const struct pf_sample *s)
+{
+	return s->values[0];
+}
+
+/* Split idx[start, start + n) into runs where same() holds. */
+static struct run *split_runs(const struct profile *p, const size_t *idx,
+			      size_t start, size_t n, bool labels,
+			      size_t *nruns)
+{
+	struct run *r = calloc(n ? n : 1, sizeof(*r));
+	size_t k = 0;
+
+	if (!r)
+		return NULL;
+	for (size_t i = start; i < start + n; i++) {
+		const struct pf_sample *s = profile_sample(p, idx[i]);
+		const struct pf_sample *prev =
+			i > start ? profile_sample(p, idx[i - 1]) : NULL;
+		bool same = prev && (labels ? !cmp_label_set(p, prev, s)
+					    : !cmp_stack(prev, s));
+
+		if (!same)
+			r[k++] = (struct run){ .start = i };
+		r[k - 1].n++;
+		r[k - 1].count += sample_count(s);
+	}
+	qsort_r(r, k, sizeof(*r), cmp_run, NULL);
+	*nruns = k;
+	return r;
+}
+
+static void put_quoted(struct folded_buf *b, const char *s)
+{
+	folded_buf_puts(b, "\"");
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			folded_buf_printf(b, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			folded_buf_printf(b, "\\x%02x", (unsigned char)*s);
+		else
+			folded_buf_put(b, s, 1);
+	}
+	folded_buf_puts(b, "\"");
+}
+
+static void put_label_set(struct folded_buf *b, const struct profile *p,
+			  const struct pf_sample *s)
+{
+	static const enum tlabel order[] = { TL_STATE, TL_SYSCALL, TL_NAME };
+	const char *v[TL__COUNT];
+	bool first = true;
+
+	sample_labels(p, s, v);
+	folded_buf_puts(b, "# labels: {");
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		if (!v[order[i]][0])
+			continue;
+		folded_buf_puts(b, first ? "" : ", ");
+		put_quoted(b, tlabel_keys[order[i]]);
+		folded_buf_puts(b, ":");
+		put_quoted(b, v[order[i]]);
+		first = false;
+	}
+	folded_buf_puts(b, "}");
+}
+
+static const char *mapping_file(const struct profile *p,
+				const struct pf_location *loc)
+{
+	const struct pf_mapping *m = profile_mapping(p, loc->mapping_id);
+	const char *f = m ? profile_str(p, m->filename) : NULL;
+
+	return f && *f ? f : "?";
+}
+
+/* Go's "#\t0xPC\tfunction\tfile:line" lines of one location. */
+static void put_hash_frames(struct folded_buf *b, const struct profile *p,
+			    const struct pf_location *loc)
+{
+	if (!loc->nlines) {
+		folded_buf_printf(b, "#\t0x%" PRIx64 "\t%s\n", loc->address,
+				  mapping_file(p, loc));
+		return;
+	}
+	for (uint32_t i = 0; i < loc->nlines; i++) {
+		const struct pf_function *f =
+			profile_function(p, loc->lines[i].function_id);
+		const char *name = f ? profile_str(p, f->name) : "?";
+		const char *file = f ? profile_str(p, f->filename) : "";
+
+		folded_buf_printf(b, "#\t0x%" PRIx64 "\t%s", loc->address,
+				  name);
+		if (file && *file)
+			folded_buf_printf(b, "\t%s:%" PRId64, file,
+					  loc->lines[i].line);
+		folded_buf_puts(b, "\n");
+	}
+}
+
+static void put_group(struct folded_buf *b, const struct profile *p,
+		      const size_t *idx, const struct run *g)
+{
+	const struct pf_sample *s = profile_sample(p, idx[g->start]);
+	struct run *sets;
+	size_t nsets;
+
+	folded_buf_printf(b, "%" PRId64 " @", g->count);
+	for (uint32_t i = 0; i < s->nlocs; i++)
+		folded_buf_printf(b, " 0x%" PRIx64,
+				  profile_location(p, s->loc_ids[i])->address);
+	folded_buf_puts(b, "\n");
+	sets = split_runs(p, idx, g->start, g->n, true, &nsets);
+	if (!sets) {
+		b->err = -ENOMEM;
+		return;
+	}
+	for (size_t i = 0; i < nsets; i++) {
+		put_label_set(b, p, profile_sample(p, idx[sets[i].start]));
+		if (nsets > 1)
+			folded_buf_printf(b, " (%" PRId64 " threads)",
+					  sets[i].count);
+		folded_buf_puts(b, "\n");
+	}
+	free(sets);
+	for (uint32_t i = 0; i < s->nlocs; i++)
+		put_hash_frames(b, p, profile_location(p, s->loc_ids[i]));
+	folded_buf_puts(b, "\n");
+}
+
+static int render_grouped(struct folded_buf *b, const struct profile *p,
+			  size_t *idx, size_t n)
+{
+	struct run *groups;
+	size_t ngroups;
+
+	qsort_r(idx, n, sizeof(*idx), cmp_by_stack, (void *)p);
+	groups = split_runs(p, idx, 0, n, false, &ngroups);
+	if (!groups)
+		return -ENOMEM;
+	folded_buf_printf(b, "threads profile: total %" PRId64 "\n",
+			  profile_total(p, 0));
+	for (size_t i = 0; i < ngroups && !b->err; i++)
+		put_group(b, p, idx, &groups[i]);
+	free(groups);
+	return 0;
+}
+
+static long sample_tid(const struct profile *p, size_t i)
+{
+	const char *v[TL__COUNT];
+
+	sample_labels(p, profile_sample(p, i), v);
+	return *v[TL_THREAD] ? strtol(v[TL_THREAD], NULL, 10) : -1;
+}
+
+static int cmp_by_tid(const void *x, const void *y, void *arg)
+{
+	const struct profile *p = arg;
+	size_t i = *(const size_t *)x, j = *(const size_t *)y;
+	long a = sample_tid(p, i), b = sample_tid(p, j);
+
+	if (a != b)
+		return a < b ? -1 : 1;
+	return (i > j) - (i < j);
+}
+
+/* Go's "function(...)\n\tfile:line" pairs of one location. */
+static void put_go_frames(struct folded_buf *b, const struct profile *p,
+			  const struct pf_location *loc)
+{
+	if (!loc->nlines) {
+		folded_buf_printf(b, "?(...)\n\t%s 0x%" PRIx64 "\n",
+				  mapping_file(p, loc), loc->address);
+		return;
+	}
+	for (uint32_t i = 0; i < loc->nlines; i++) {
+		const struct pf_function *f =
+			profile_function(p, loc->lines[i].function_id);
+		const char *name = f ? profile_str(p, f->name) : "?";
+		const char *file = f ? profile_str(p, f->filename) : "";
+
+		folded_buf_printf(b, "%s(...)\n\t", name);
+		if (file && *file)
+			folded_buf_printf(b, "%s:%" PRId64 "\n", file,
+					  loc->lines[i].line);
+		else
+			folded_buf_printf(b, "%s 0x%" PRIx64 "\n",
+					  mapping_file(p, loc), loc->address);
+	}
+}
+
+static void put_thread(struct folded_buf *b, const struct profile *p,
+		       const struct pf_sample *s)
+{
+	const char *v[TL__COUNT];
+
+	sample_labels(p, s, v);
+	folded_buf_printf(b, "thread %s [%s",
+			  *v[TL_THREAD] ? v[TL_THREAD] : "?",
+			  *v[TL_STATE] ? v[TL_STATE] : "unknown");
+	if (*v[TL_SYSCALL])
+		folded_buf_printf(b, ", %s", v[TL_SYSCALL]);
+	folded_buf_printf(b, "]: %s", v[TL_NAME]);
+	if (sample_count(s) > 1)
+		folded_buf_printf(b, " (%" PRId64 " threads)", sample_count(s));
+	folded_buf_puts(b, "\n");
+	for (uint32_t i = 0; i < s->nlocs; i++)
+		put_go_frames(b, p, profile_location(p, s->loc_ids[i]));
+	folded_buf_puts(b, "\n");
+}
+
+static int render_each(struct folded_buf *b, const struct profile *p,
+		       size_t *idx, size_t n)
+{
+	qsort_r(idx, n, sizeof(*idx), cmp_by_tid, (void *)p);
+	for (size_t i = 0; i < n && !b->err; i++)
+		put_thread(b, p, profile_sample(p, idx[i]));
+	return 0;
+}
+
+int threads_text_render(const struct profile *p, int debug, char **buf,
+			size_t *len)
+{
+	struct folded_buf b = { 0 };
+	size_t n = profile_nsamples(p), *idx;
+	int ret;
+
+	if (!profile_nsample_types(p))
+		return -EINVAL;
+	idx = malloc((n ? n : 1) * sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		idx[i] = i;
+	if (debug >= 2)
+		ret = render_each(&b, p, idx, n);
+	else
+		ret = render_grouped(&b, p, idx, n);
+	free(idx);
+	if (ret) {
+		free(b.s);
+		return ret;
+	}
+	return folded_buf_finish(&b, buf, len);
+}

@@ -1,0 +1,713 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * threads.c - a snapshot of every thread's stack: stop one thread, copy its
+ * registers and stack top, release it, unwind the copy; symbolize at the
+ * end.
+ *
+ * A thread is waited for without blocking: one in an uninterruptible sleep
+ * only stops when its system call ends, which may be never. After a short
+ * wait it is set aside (still seized, its interrupt pending) and polled
+ * again on every turn of the wait for each next thread, so a late stop is
+ * released as soon as it is seen; whatever has not stopped at the end is
+ * released by the kernel when the ptrace thread exits.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "maps.h"
+#include "proc.h"
+#include "profile.h"
+#include "symbolize.h"
+#include "threads.h"
+#include "unwind.h"
+
+#define MAX_FRAMES 128
+#define STACK_MAX (64 * 1024)
+#define PAGE 4096
+#define SPIN_NS 200000ull	/* spin-poll a stop this long, then nap */
+#define STOP_WAIT_NS 2000000ull	/* then set the thread aside */
+#define LATE_WAIT_NS 50000000ull	/* for all set-aside threads */
+#define NAME_MAX_LEN 64
+
+struct thread_rec {
+	pid_t tid;
+	char name[NAME_MAX_LEN];
+	char state;		/* /proc letter, read before the stop */
+	long sysno;		/* -1: not in a system call */
+	bool late;		/* set aside: seized, not yet stopped */
+	uint64_t running_ns;	/* last time it was seen not stopped */
+	struct unwind_regs regs;
+	uint8_t *copy;		/* stack copy to unwind later, or NULL */
+	size_t copy_len;
+	int npcs;
+	uint64_t pcs[MAX_FRAMES];
+};
+
+struct dump {
+	pid_t pid;
+	struct proc_maps *maps;
+	struct unwinder *unw;
+	struct thread_rec *t;
+	size_t n, nlate;
+	uint8_t *stack;		/* STACK_MAX */
+	struct threads_stats *st;
+	uint64_t first_stop_ns, last_release_ns;
+	int ret;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static const struct {
+	char letter;
+	const char *name;
+} state_names[] = {
+	{ 'R', "running" }, { 'S', "sleeping" }, { 'D', "disk sleep" },
+	{ 'T', "stopped" }, { 't', "tracing stop" }, { 'X', "dead" },
+	{ 'Z', "zombie" }, { 'P', "parked" }, { 'I', "idle" },
+	{ 'W', "waking" }, { 'K', "wakekill" },
+};
+
+static const char *state_name(char letter)
+{
+	for (size_t i = 0; i < sizeof(state_names) / sizeof(state_names[0]);
+	     i++)
+		if (state_names[i].letter == letter)
+			return state_names[i].name;
+	return "unknown";
+}
+
+/* The calls threads park in; anything else is shown by number. */
+static const struct {
+	long nr;
+	const char *name;
+} syscall_names[] = {
+	{ SYS_read, "read" }, { SYS_write, "write" },
+	{ SYS_readv, "readv" }, { SYS_writev, "writev" },
+	{ SYS_pread64, "pread64" }, { SYS_pwrite64, "pwrite64" },
+	{ SYS_ioctl, "ioctl" }, { SYS_openat, "openat" },
+	{ SYS_futex, "futex" }, { SYS_nanosleep, "nanosleep" },
+	{ SYS_clock_nanosleep, "clock_nanosleep" },
+	{ SYS_restart_syscall, "restart_syscall" },
+	{ SYS_poll, "poll" }, { SYS_ppoll, "ppoll" },
+	{ SYS_select, "select" }, { SYS_pselect6, "pselect6" },
+	{ SYS_epoll_wait, "epoll_wait" }, { SYS_epoll_pwait, "epoll_pwait" },
+	{ SYS_accept, "accept" }, { SYS_accept4, "accept4" },
+	{ SYS_connect, "connect" }, { SYS_recvfrom, "recvfrom" },
+	{ SYS_recvmsg, "recvmsg" }, { SYS_sendto, "sendto" },
+	{ SYS_sendmsg, "sendmsg" }, { SYS_wait4, "wait4" },
+	{ SYS_waitid, "waitid" }, { SYS_pause, "pause" },
+	{ SYS_rt_sigsuspend, "rt_sigsuspend" },
+	{ SYS_rt_sigtimedwait, "rt_sigtimedwait" },
+	{ SYS_io_getevents, "io_getevents" },
+	{ SYS_io_uring_enter, "io_uring_enter" },
+	{ SYS_flock, "flock" }, { SYS_fcntl, "fcntl" },
+	{ SYS_fsync, "fsync" }, { SYS_fdatasync, "fdatasync" },
+	{ SYS_msgrcv, "msgrcv" }, { SYS_semop, "semop" },
+	{ SYS_semtimedop, "semtimedop" }, { SYS_vfork, "vfork" },
+	{ SYS_sched_yield, "sched_yield" },
+};
+
+static void syscall_name(long nr, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	if (nr < 0)
+		return;
+	for (size_t i = 0;
+	     i < sizeof(syscall_names) / sizeof(syscall_names[0]); i++)
+		if (syscall_names[i].nr == nr) {
+			snprintf(buf, size, "%s", syscall_names[i].name);
+			return;
+		}
+	snprintf(buf, size, "syscall %ld", nr);
+}
+
+/* Name and state from one read of /proc/PID/task/TID/stat. */
+static int read_stat(pid_t pid, struct thread_rec *t)
+{
+	char what[64], buf[512], *open, *close;
+	size_t len;
+	int ret;
+
+	snprintf(what, sizeof(what), "task/%d/stat", (int)t->tid);
+	ret = proc_read(pid, what, buf, sizeof(buf) - 1, &len);
+	if (ret)
+		return ret;
+	buf[len] = '\0';
+	open = strchr(buf, '(');
+	close = strrchr(buf, ')');
+	if (!open || !close || close < open || close[1] != ' ' || !close[2])
+		return -EINVAL;
+	*close = '\0';
+	snprintf(t->name, sizeof(t->name), "%s", open + 1);
+	t->state = close[2];
+	return 0;
+}
+
+/* TracerPid of pid (or of one of its threads, with what = task/TID). */
+static int tracer_of(pid_t pid, const char *what, pid_t *tracer)
+{
+	char path[64], buf[2048];
+	const char *l;
+	size_t len;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/status", what);
+	ret = proc_read(pid, path, buf, sizeof(buf) - 1, &len);
+	if (ret)
+		return ret;
+	buf[len] = '\0';
+	l = strstr(buf, "\nTracerPid:");
+	*tracer = l ? (pid_t)atoi(l + 11) : 0;
+	return 0;
+}
+
+/* Why the kernel refused to seize tid: someone traces it, or we may not. */
+static int seize_refused(struct dump *d, pid_t tid)
+{
+	char what[32];
+	pid_t tracer = 0;
+
+	snprintf(what, sizeof(what), "task/%d", (int)tid);
+	if (!tracer_of(d->pid, what, &tracer) && tracer) {
+		pr_info("threads: thread %d of %d is traced by %d", (int)tid,
+			(int)d->pid, (int)tracer);
+		return -EBUSY;
+	}
+	return -EPERM;
+}
+
+/*
+ * One look at tid's wait status: 0 and *sig (the signal to hand back on
+ * detach) once stopped, -EAGAIN while running, -ESRCH once it has exited.
+ */
+static int poll_stop(pid_t tid, int *sig)
+{
+	int status, event;
+	pid_t r;
+
+	r = waitpid(tid, &status, __WALL | WNOHANG);
+	if (r == 0 || (r < 0 && errno == EINTR))
+		return -EAGAIN;
+	if (r < 0 || !WIFSTOPPED(status))
+		return -ESRCH;
+	event = (unsigned)status >> 16;
+	/* A signal-delivery stop took the place of ours: the signal must
+	 * still be delivered. Event stops (ours, group-stop) carry none. */
+	*sig = event ? 0 : WSTOPSIG(status);
+	return 0;
+}
+
+static void sweep_late(struct dump *d);
+
+/*
+ * Wait a little for t's stop: spin on waitpid first (a stop usually comes
+ * within microseconds), then short sleeps; threads set aside earlier are
+ * looked at on every turn, so none waits long for us. running_ns, set
+ * before the interrupt, moves to the start of each poll that still finds
+ * t running: the stop came after it, so release - running_ns bounds the
+ * time t was held.
+ */
+static int wait_stop(struct dump *d, struct thread_rec *t, int *sig)
+{
+	uint64_t start = t->running_ns, before, now;
+	struct timespec nap = { 0, 20000 };
+	int ret;
+
+	for (;;) {
+		before = now_ns();
+		ret = poll_stop(t->tid, sig);
+		if (ret != -EAGAIN)
+			return ret;
+		t->running_ns = before;
+		sweep_late(d);
+		now = now_ns();
+		if (now - start >= STOP_WAIT_NS)
+			return -EAGAIN;
+		if (now - start >= SPIN_NS)
+			nanosleep(&nap, NULL);
+	}
+}
+
+static void regs_from_user(const struct user_regs_struct *u,
+			   struct unwind_regs *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->r[UREG_RAX] = u->rax;
+	r->r[UREG_RDX] = u->rdx;
+	r->r[UREG_RCX] = u->rcx;
+	r->r[UREG_RBX] = u->rbx;
+	r->r[UREG_RSI] = u->rsi;
+	r->r[UREG_RDI] = u->rdi;
+	r->r[UREG_RBP] = u->rbp;
+	r->r[UREG_RSP] = u->rsp;
+	r->r[UREG_R8] = u->r8;
+	r->r[UREG_R9] = u->r9;
+	r->r[UREG_R10] = u->r10;
+	r->r[UREG_R11] = u->r11;
+	r->r[UREG_R12] = u->r12;
+	r->r[UREG_R13] = u->r13;
+	r->r[UREG_R14] = u->r14;
+	r->r[UREG_R15] = u->r15;
+	r->r[UREG_RIP] = u->rip;
+}
+
+/*
+ * Copy the stack from sp into d->stack, up to STACK_MAX, clipped to its
+ * mapping. One remote iovec per page: a transfer stops at the first
+ * unreadable iovec, so a stack outside the known maps still copies up to
+ * its end.
+ */
+static size_t copy_stack(struct dump *d, uint64_t sp)
+{
+	struct iovec local = { d->stack, STACK_MAX };
+	struct iovec remote[STACK_MAX / PAGE + 1];
+	struct map_entry *e = maps_find(d->maps, sp);
+	uint64_t end = sp + STACK_MAX, a = sp;
+	unsigned n = 0;
+	ssize_t got;
+
+	if (e && e->end < end)
+		end = e->end;
+	while (a < end && n < sizeof(remote) / sizeof(remote[0])) {
+		uint64_t next = (a & ~(uint64_t)(PAGE - 1)) + PAGE;
+
+		if (next > end)
+			next = end;
+		remote[n].iov_base = (void *)(uintptr_t)a;
+		remote[n].iov_len = next - a;
+		n++;
+		a = next;
+	}
+	local.iov_len = a - sp;
+	got = process_vm_readv(d->pid, &local, 1, remote, n, 0);
+	return got > 0 ? (size_t)got : 0;
+}
+
+static void unwind_copy(struct dump *d, struct thread_rec *t,
+			const void *stack, size_t len)
+{
+	unwind_stack(d->unw, &t->regs, stack, len, t->pcs, MAX_FRAMES,
+		     &t->npcs);
+}
+
+/* Unwind a copy kept for later (see read_stopped). */
+static void unwind_kept(struct dump *d, struct thread_rec *t)
+{
+	if (!t->copy)
+		return;
+	unwind_copy(d, t, t->copy, t->copy_len);
+	free(t->copy);
+	t->copy = NULL;
+}
+
+/*
+ * t is stopped: take its registers and stack, release it, then unwind
+ * the copy - or, with keep (some other thread may be stopping meanwhile),
+ * keep the copy for unwind_kept().
+ */
+static void read_stopped(struct dump *d, struct thread_rec *t, int sig,
+			 bool keep)
+{
+	struct user_regs_struct u;
+	uint64_t released, hold;
+	size_t len = 0;
+	bool ok;
+
+	if (!d->first_stop_ns)
+		d->first_stop_ns = t->running_ns;
+	ok = ptrace(PTRACE_GETREGS, t->tid, NULL, &u) == 0;
+	if (ok)
+		len = copy_stack(d, u.rsp);
+	ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(long)sig);
+	released = now_ns();
+	d->last_release_ns = released;
+	hold = released - t->running_ns;
+	d->st->sum_hold_ns += hold;
+	if (hold > d->st->max_hold_ns) {
+		d->st->max_hold_ns = hold;
+		d->st->max_hold_tid = t->tid;
+	}
+	if (t->late)
+		d->nlate--;
+	t->late = false;
+	if (!ok) {		/* it died while stopped */
+		t->tid = 0;
+		return;
+	}
+	/* Stopped out of a system call, orig_rax still names it. */
+	t->sysno = (long)u.orig_rax;
+	regs_from_user(&u, &t->regs);
+	if (keep && len) {
+		t->copy = malloc(len);
+		if (t->copy) {
+			memcpy(t->copy, d->stack, len);
+			t->copy_len = len;
+		}
+		return;
+	}
+	unwind_copy(d, t, d->stack, len);
+}
+
+/* Look again at the threads set aside; read those that stopped since. */
+static void sweep_late(struct dump *d)
+{
+	for (size_t i = 0; i < d->n && d->nlate; i++) {
+		struct thread_rec *t = &d->t[i];
+		uint64_t before;
+		int sig = 0, ret;
+
+		if (!t->late)
+			continue;
+		before = now_ns();
+		ret = poll_stop(t->tid, &sig);
+		if (ret == -EAGAIN) {
+			t->running_ns = before;
+		} else if (ret) {
+			t->late = false;
+			d->nlate--;
+			t->tid = 0;
+		} else {
+			read_stopped(d, t, sig, true);
+		}
+	}
+}
+
+/* Seize, interrupt and, if it stops soon, read one thread. */
+static int grab(struct dump *d, struct thread_rec *t)
+{
+	int sig = 0, ret;
+
+	if (read_stat(d->pid, t) || t->state == 'Z' || t->state == 'X')
+		goto gone;
+	if (ptrace(PTRACE_SEIZE, t->tid, NULL, NULL)) {
+		ret = errno;
+		if (ret == ESRCH)
+			goto gone;
+		return ret == EPERM ? seize_refused(d, t->tid) : -ret;
+	}
+	t->running_ns = now_ns();
+	if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL))
+		goto gone;	/* only fails when it has gone */
+	ret = wait_stop(d, t, &sig);
+	if (ret == -EAGAIN) {
+		t->late = true;
+		d->nlate++;
+		return 0;
+	}
+	if (ret)
+		goto gone;
+	read_stopped(d, t, sig, d->nlate > 0);
+	return 0;
+gone:
+	t->tid = 0;
+	return 0;
+}
+
+/*
+ * A thread that never stopped, in an uninterruptible sleep: the kernel
+ * gives the sp and pc it will return to, and the system call's argument
+ * registers, through /proc/.../syscall; a thread asleep in the kernel
+ * does not touch its user stack, so the copy is consistent.
+ */
+static void read_unstopped(struct dump *d, struct thread_rec *t)
+{
+	static const enum unwind_reg args[6] = {
+		UREG_RDI, UREG_RSI, UREG_RDX, UREG_R10, UREG_R8, UREG_R9,
+	};
+	char what[64], buf[256];
+	unsigned long long v[9];
+	size_t len;
+	int n;
+
+	t->late = false;
+	d->nlate--;
+	d->st->unstopped++;
+	t->npcs = 0;
+	snprintf(what, sizeof(what), "task/%d/syscall", (int)t->tid);
+	if (proc_read(d->pid, what, buf, sizeof(buf) - 1, &len))
+		return;
+	buf[len] = '\0';
+	n = sscanf(buf, "%lli %llx %llx %llx %llx %llx %llx %llx %llx",
+		   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
+		   &v[8]);
+	if (n != 9 && n != 3)
+		return;
+	t->sysno = (long)v[0];
+	memset(&t->regs, 0, sizeof(t->regs));
+	for (int i = 0; i < 6 && n == 9; i++)
+		t->regs.r[args[i]] = v[1 + i];
+	t->regs.r[UREG_RSP] = v[n - 2];
+	t->regs.r[UREG_RIP] = v[n - 1];
+	len = copy_stack(d, t->regs.r[UREG_RSP]);
+	unwind_copy(d, t, d->stack, len);
+}
+
+static int dump_all(struct dump *d)
+{
+	struct timespec nap = { 0, 20000 };
+	uint64_t deadline;
+	int ret;
+
+	for (size_t i = 0; i < d->n; i++) {
+		ret = grab(d, &d->t[i]);
+		if (ret)
+			return ret;
+		sweep_late(d);
+	}
+	deadline = now_ns() + LATE_WAIT_NS;
+	while (d->nlate && now_ns() < deadline) {
+		nanosleep(&nap, NULL);
+		sweep_late(d);
+	}
+	for (size_t i = 0; i < d->n; i++) {
+		if (d->t[i].late)
+			read_unstopped(d, &d->t[i]);
+		unwind_kept(d, &d->t[i]);
+	}
+	return 0;
+}
+
+/* The tracer: its exit detaches whatever it still holds. */
+static void *dump_thread(void *arg)
+{
+	struct dump *d = arg;
+
+	d->ret = dump_all(d);
+	return NULL;
+}
+
+static int setup_profile(struct profile **out, pid_t pid)
+{
+	struct pf_header *h;
+	struct profile *p;
+	char cmd[4096];
+	int ret;
+
+	ret = profile_new(&p);
+	if (ret)
+		return ret;
+	ret = -ENOMEM;
+	if (profile_add_sample_type(p, "goroutine", "count") ||
+	    profile_set_period(p, "goroutine", "count", 1))
+		goto fail;
+	h = profile_header(p);
+	h->pid = pid;
+	if (proc_cmdline_str(pid, cmd, sizeof(cmd)))
+		cmd[0] = '\0';
+	h->command = profile_intern(p, cmd);
+	h->kind = profile_intern(p, "goroutine");
+	if (h->command < 0 || h->kind < 0)
+		goto fail;
+	*out = p;
+	return 0;
+fail:
+	profile_free(p);
+	return ret;
+}
+
+static int add_thread(struct profile *p, struct symbolizer *sym,
+		      const int64_t keys[4], const struct thread_rec *t)
+{
+	uint64_t locs[MAX_FRAMES];
+	struct pf_label labels[4];
+	char tid[16], sysname[32];
+	const char *vals[4] = { tid, t->name, state_name(t->state), sysname };
+	struct pf_line line = { 0 };
+	int64_t one = 1;
+	int ret, n = t->npcs;
+
+	for (int i = 0; i < n; i++) {
+		ret = symbolizer_location(sym, t->pcs[i], &locs[i]);
+		if (ret)
+			return ret;
+	}
+	if (!n) {	/* never stopped, and /proc had nothing either */
+		ret = profile_add_function(p, "[not stopped]", NULL, NULL, 0,
+					   &line.function_id);
+		if (!ret)
+			ret = profile_add_location(p, 0, 0, &line, 1, &locs[0]);
+		if (ret)
+			return ret;
+		n = 1;
+	}
+	snprintf(tid, sizeof(tid), "%d", (int)t->tid);
+	syscall_name(t->sysno, sysname, sizeof(sysname));
+	for (int i = 0; i < 4; i++) {
+		labels[i] = (struct pf_label){ .key = keys[i] };
+		labels[i].str = profile_intern(p, vals[i]);
+		if (labels[i].str < 0)
+			return -ENOMEM;
+	}
+	return profile_add_sample(p, locs, n, labels, 4, &one);
+}
+
+static int build_profile(struct dump *d, struct profile *p)
+{
+	static const char *const key_names[4] = {
+		"thread", "thread_name", "state", "syscall",
+	};
+	struct symbolizer *sym;
+	int64_t keys[4];
+	char text[160];
+	int ret;
+
+	for (int i = 0; i < 4; i++) {
+		keys[i] = profile_intern(p, key_names[i]);
+		if (keys[i] < 0)
+			return -ENOMEM;
+	}
+	ret = symbolizer_new(p, d->maps, &sym);
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < d->n && !ret; i++) {
+		if (!d->t[i].tid)
+			continue;
+		ret = add_thread(p, sym, keys, &d->t[i]);
+		d->st->threads++;
+	}
+	symbolizer_free(sym);
+	if (ret)
+		return ret;
+	snprintf(text, sizeof(text), "proffs: %u threads stopped one at a "
+		 "time, each for at most %.1f us; %u skipped, %u not stopped",
+		 d->st->threads, d->st->max_hold_ns / 1e3, d->st->skipped,
+		 d->st->unstopped);
+	return profile_add_comment(p, text);
+}
+
+/* Ptrace on its own thread; fills d->t and the hold times. */
+static int run_tracer(struct dump *d)
+{
+	pthread_t th;
+	int ret;
+
+	ret = pthread_create(&th, NULL, dump_thread, d);
+	if (ret)
+		return -ret;
+	pthread_join(th, NULL);
+	for (size_t i = 0; i < d->n; i++)
+		if (!d->t[i].tid)
+			d->st->skipped++;
+	if (d->first_stop_ns)
+		d->st->stop_ns = d->last_release_ns - d->first_stop_ns;
+	return d->ret;
+}
+
+static int load_tasks(struct dump *d)
+{
+	pid_t *tids;
+	size_t n;
+	int ret;
+
+	ret = proc_tasks(d->pid, &tids, &n);
+	if (ret)
+		return ret;
+	d->t = calloc(n ? n : 1, sizeof(*d->t));
+	if (!d->t) {
+		free(tids);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		d->t[i].tid = tids[i];
+		d->t[i].sysno = -1;
+	}
+	d->n = n;
+	free(tids);
+	return 0;
+}
+
+static int check_target(pid_t pid)
+{
+	pid_t tracer;
+	int ret;
+
+	if (pid <= 0)
+		return -EINVAL;
+	if (pid == getpid())
+		return -EPERM;	/* no process may trace its own threads */
+	ret = tracer_of(pid, ".", &tracer);
+	if (ret)
+		return ret;
+	if (tracer) {
+		pr_info("threads: %d is traced by %d", (int)pid, (int)tracer);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+int threads_profile(const struct threads_opts *o, struct profile **out,
+		    struct threads_stats *st)
+{
+	struct dump d = { .pid = o->pid, .st = st };
+	struct profile *p = NULL;
+	uint64_t start = now_ns();
+	struct timespec wall;
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	clock_gettime(CLOCK_REALTIME, &wall);
+	ret = check_target(o->pid);
+	if (ret)
+		goto out;
+	ret = setup_profile(&p, o->pid);
+	if (ret)
+		goto out;
+	ret = maps_load(o->pid, o->cache, &d.maps);
+	if (ret)
+		goto out_profile;
+	ret = unwinder_new(d.maps, &d.unw);
+	if (ret)
+		goto out_maps;
+	d.stack = malloc(STACK_MAX);
+	ret = d.stack ? load_tasks(&d) : -ENOMEM;
+	if (!ret)
+		ret = run_tracer(&d);
+	if (!ret && !st->threads && !proc_alive(o->pid))
+		ret = -ESRCH;
+	if (!ret)
+		ret = build_profile(&d, p);
+	if (!ret && !st->threads)
+		ret = -ESRCH;	/* every thread went away under us */
+	for (size_t i = 0; i < d.n; i++)
+		free(d.t[i].copy);
+	free(d.t);
+	free(d.stack);
+	unwinder_free(d.unw);
+out_maps:
+	maps_free(d.maps);
+out_profile:
+	if (ret) {
+		profile_free(p);
+		p = NULL;
+	}
+out:
+	if (ret == -ENOENT)
+		ret = -ESRCH;
+	if (ret == -EACCES)
+		ret = -EPERM;
+	st->total_ns = now_ns() - start;
+	if (p) {
+		profile_header(p)->time_nanos =
+			(int64_t)wall.tv_sec * 1000000000ll + wall.tv_nsec;
+		*out = p;
+	}
+	return ret;
+}
