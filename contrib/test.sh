@@ -48,6 +48,16 @@ run_suite()
 
 run_suite "$build" plain
 
+# The unit tests once more under valgrind memcheck: errors or definite
+# leaks fail them.
+echo "== valgrind: unit tests"
+rm -f "$build/meson-logs/testlog.json"
+meson test -C "$build" --suite unit --no-rebuild --timeout-multiplier=10 \
+	--wrap='valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite --quiet' \
+	--print-errorlogs || true
+cp "$build/meson-logs/testlog.json" "$out/valgrind-unit.json" 2>/dev/null ||
+	true
+
 # libFuzzer on the name parser, the ELF/DWARF reader and the pprof
 # decoder, a bounded time each; one result per harness.
 echo "== fuzzing"
@@ -91,7 +101,7 @@ try:
 except OSError as e:
     failed.append(f'fuzzers did not report: {e}')
 
-for tag in ('plain', 'asan'):
+for tag in ('plain', 'valgrind', 'asan'):
     try:    # meson's testlog.json: one JSON object per test
         with open(os.path.join(out, f'{tag}-unit.json')) as f:
             for line in f:
@@ -106,6 +116,8 @@ for tag in ('plain', 'asan'):
     except (OSError, ValueError, KeyError) as e:
         failed.append(f'{tag}: unit tests did not report: {e}')
 
+    if tag == 'valgrind':
+        continue
     try:    # one <testcase> per test, whatever failed in it
         root = ET.parse(os.path.join(out, f'{tag}-integration.xml')).getroot()
         for tc in root.iter('testcase'):

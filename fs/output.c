@@ -11,6 +11,7 @@
 #include "pprof.h"
 #include "profile.h"
 #include "text.h"
+#include "threads_text.h"
 
 typedef int (*render_fn)(const struct profile *p,
 			 const struct proffs_request *req, uint8_t **buf,
@@ -111,6 +112,49 @@ static int render_svg(const struct profile *p,
 	return flame_render(p, &o, (char **)buf, len);
 }
 
+/* A thread dump in pprof: one sample per distinct stack (and thread name
+ * and state), value = the threads parked there, as Go's goroutine profile. */
+static int render_threads_pb(const struct profile *p, bool gzip,
+			     uint8_t **buf, size_t *len)
+{
+	static const char *const per_thread[] = { "thread", "syscall", NULL };
+	struct profile *merged;
+	int ret;
+
+	ret = profile_copy_dropping_labels(p, per_thread, &merged);
+	if (ret)
+		return ret;
+	ret = pprof_encode(merged, gzip, buf, len);
+	profile_free(merged);
+	return ret;
+}
+
+static int render_threads_pb_gz(const struct profile *p,
+				const struct proffs_request *req,
+				uint8_t **buf, size_t *len)
+{
+	(void)req;
+	return render_threads_pb(p, true, buf, len);
+}
+
+static int render_threads_pb_raw(const struct profile *p,
+				 const struct proffs_request *req,
+				 uint8_t **buf, size_t *len)
+{
+	(void)req;
+	return render_threads_pb(p, false, buf, len);
+}
+
+/* goroutine.txt: Go's debug=1 (grouped, the default) or debug=2 (every
+ * thread). */
+static int render_threads_txt(const struct profile *p,
+			      const struct proffs_request *req,
+			      uint8_t **buf, size_t *len)
+{
+	return threads_text_render(p, req->debug ? req->debug : 1,
+				   (char **)buf, len);
+}
+
 /* renderers[kind][format]; NULL = not served (ENOENT at lookup). */
 static const render_fn renderers[PROFFS_KIND__COUNT][PROFFS_FMT__COUNT] = {
 	[PROFFS_KIND_CPU] = {
@@ -118,6 +162,13 @@ static const render_fn renderers[PROFFS_KIND__COUNT][PROFFS_FMT__COUNT] = {
 		[PROFFS_FMT_PB] = render_pb,
 		[PROFFS_FMT_SVG] = render_svg,
 		[PROFFS_FMT_TXT] = render_txt,
+		[PROFFS_FMT_FOLDED] = render_folded,
+	},
+	[PROFFS_KIND_GOROUTINE] = {
+		[PROFFS_FMT_PB_GZ] = render_threads_pb_gz,
+		[PROFFS_FMT_PB] = render_threads_pb_raw,
+		[PROFFS_FMT_SVG] = render_svg,
+		[PROFFS_FMT_TXT] = render_threads_txt,
 		[PROFFS_FMT_FOLDED] = render_folded,
 	},
 };

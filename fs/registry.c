@@ -19,6 +19,7 @@
 #include "output.h"
 #include "profile.h"
 #include "registry.h"
+#include "threads.h"
 
 enum waiter_state { W_NEW, W_QUEUED, W_DONE };
 
@@ -106,7 +107,8 @@ static void key_of(pid_t pid, const struct proffs_request *req,
 	memset(k, 0, sizeof(*k));
 	k->pid = pid;
 	k->kind = req->kind;
-	k->window_ms = req->window_ms;
+	/* A thread dump is a snapshot: no window. */
+	k->window_ms = req->kind == PROFFS_KIND_GOROUTINE ? 0 : req->window_ms;
 	/* Parameters a kind ignores must not split sessions. */
 	k->hz = req->kind == PROFFS_KIND_CPU ? req->hz : 0;
 	k->rate = req->kind == PROFFS_KIND_HEAP ||
@@ -313,6 +315,22 @@ static void reply_waiters(struct waiter *list)
 	}
 }
 
+static int run_threads(struct session *s, struct profile **prof)
+{
+	struct threads_opts to = { .pid = s->key.pid, .cache = s->r->o.dsos };
+	struct threads_stats st;
+	int ret;
+
+	ret = threads_profile(&to, prof, &st);
+	if (!ret)
+		pr_info("session %u done: pid=%d threads=%u skipped=%u "
+			"max_hold_us=%llu elapsed_ms=%llu", s->id,
+			(int)s->key.pid, st.threads, st.skipped,
+			(unsigned long long)(st.max_hold_ns / 1000),
+			(unsigned long long)(st.total_ns / 1000000));
+	return ret;
+}
+
 static int run_kind(struct session *s, struct profile **prof)
 {
 	struct cpu_opts co = {
@@ -336,6 +354,8 @@ static int run_kind(struct session *s, struct profile **prof)
 				(unsigned long long)st.lost,
 				(unsigned long long)(st.elapsed_ns / 1000000));
 		return ret;
+	case PROFFS_KIND_GOROUTINE:
+		return run_threads(s, prof);
 	default:
 		return -ENOENT;
 	}
@@ -396,9 +416,13 @@ static void *session_main(void *arg)
 	if (ret == -ECANCELED)
 		pr_info("session %u stopped: pid=%d: no readers left", s->id,
 			(int)s->key.pid);
-	else if (ret)
+	else if (ret == -ENOMEM || ret == -EIO)
 		pr_warn("session %u failed: pid=%d: %s", s->id,
 			(int)s->key.pid, strerror(-ret));
+	else if (ret)	/* the target's state: traced, gone, not allowed */
+		pr_notice("session %u failed: pid=%d: %s: %s", s->id,
+			  (int)s->key.pid, strerrorname_np(-ret),
+			  strerror(-ret));
 	finish(s, ret, prof);
 	pthread_mutex_lock(&r->lock);
 	session_put_locked(s);

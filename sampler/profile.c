@@ -623,3 +623,85 @@ int64_t profile_total(const struct profile *p, size_t i)
 				       ->values[i]);
 	return sum;
 }
+
+static bool key_dropped(const struct profile *p, int64_t key,
+			const char *const *drop)
+{
+	for (; *drop; drop++)
+		if (!strcmp(profile_str(p, key), *drop))
+			return true;
+	return false;
+}
+
+/* Tables first, in order: strings are unique and functions distinct in
+ * src, so every index and id comes out the same in the copy. */
+static int copy_tables(const struct profile *src, struct profile *p)
+{
+	uint64_t id;
+
+	for (size_t i = 1; i < profile_nstrings(src); i++)
+		if (profile_intern(p, profile_str(src, i)) != (int64_t)i)
+			return -ENOMEM;
+	for (size_t i = 0; i < profile_nsample_types(src); i++) {
+		const struct pf_value_type *vt = profile_sample_type(src, i);
+
+		if (profile_add_sample_type(p, profile_str(src, vt->type),
+					    profile_str(src, vt->unit)))
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < profile_ncomments(src); i++)
+		if (profile_add_comment(p, profile_str(src,
+						       profile_comment(src, i))))
+			return -ENOMEM;
+	for (size_t i = 1; i <= profile_nmappings(src); i++)
+		if (profile_add_mapping(p, profile_mapping(src, i), &id))
+			return -ENOMEM;
+	for (size_t i = 1; i <= profile_nfunctions(src); i++) {
+		const struct pf_function *f = profile_function(src, i);
+
+		if (profile_add_function(p, profile_str(src, f->name),
+					 profile_str(src, f->system_name),
+					 profile_str(src, f->filename),
+					 f->start_line, &id))
+			return -ENOMEM;
+	}
+	for (size_t i = 1; i <= profile_nlocations(src); i++) {
+		const struct pf_location *l = profile_location(src, i);
+
+		if (profile_add_location(p, l->mapping_id, l->address,
+					 l->lines, l->nlines, &id))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int profile_copy_dropping_labels(const struct profile *src,
+				 const char *const *drop,
+				 struct profile **out)
+{
+	struct pf_label labels[16];
+	struct profile *p;
+	int ret;
+
+	ret = profile_new(&p);
+	if (!ret)
+		ret = copy_tables(src, p);
+	if (!ret)
+		p->h = src->h;
+	for (size_t i = 0; !ret && i < profile_nsamples(src); i++) {
+		const struct pf_sample *s = profile_sample(src, i);
+		uint32_t n = 0;
+
+		for (uint32_t k = 0; k < s->nlabels && n < 16; k++)
+			if (!key_dropped(src, s->labels[k].key, drop))
+				labels[n++] = s->labels[k];
+		ret = profile_add_sample(p, s->loc_ids, s->nlocs, labels, n,
+					 s->values);
+	}
+	if (ret) {
+		profile_free(p);
+		return ret;
+	}
+	*out = p;
+	return 0;
+}

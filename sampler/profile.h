@@ -168,6 +168,17 @@ int profile_add_sample(struct profile *p, const uint64_t *loc_ids,
 		       uint32_t nlocs, const struct pf_label *labels,
 		       uint32_t nlabels, const int64_t *values);
 
+/*
+ * A copy of src whose samples lose the labels with the keys named in drop
+ * (a NULL-terminated list) and so merge where only those differed: e.g.
+ * one sample per thread -> one sample per (stack, remaining labels).
+ * String indices and mapping, function and location ids are the same as
+ * in src. On success *out is a new profile; -ENOMEM.
+ */
+int profile_copy_dropping_labels(const struct profile *src,
+				 const char *const *drop,
+				 struct profile **out);
+
 /* Reading (all O(1); ids out of range give NULL) */
 
 const struct pf_header *profile_header_const(const struct profile *p);

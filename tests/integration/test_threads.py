@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Thread dumps through the mount: goroutine.txt (debug=1 and 2),
+threads.txt, goroutine.pb.gz, goroutine.svg."""
+
+import errno
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+import util
+from util import save
+
+PARKERS = {             # thread name -> (parking function, state, syscall)
+    'condwaiter': ('park_cond', 'sleeping', 'futex'),
+    'sleeper': ('park_sleep', 'sleeping', 'clock_nanosleep'),
+    'reader': ('park_read', 'sleeping', 'read'),
+    'spinner': ('spin_forever', 'running', None),
+}
+
+
+def task_states(pid):
+    out = {}
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        with open(f'/proc/{pid}/task/{tid}/stat') as f:
+            fields = f.read().rsplit(')', 1)[1].split()
+        out[tid] = (fields[0], int(fields[11]))
+    return out
+
+
+def assert_nothing_stopped(pid, spinning=True):
+    before = task_states(pid)
+    time.sleep(0.3)
+    after = task_states(pid)
+    assert all(s not in ('t', 'T') for s, _ in after.values()), after
+    if spinning:    # the spinner kept running: its utime advanced
+        assert any(after[t][1] > before[t][1] for t in after
+                   if t in before)
+
+
+def test_goroutine_txt_debug1_groups_with_names_states(proffs, target):
+    t = target('parked')
+    text = proffs.read(t.pid, 'goroutine.txt').decode()
+    assert text.startswith('threads profile: total ')
+    for name, (func, state, sc) in PARKERS.items():
+        block = next(b for b in text.split('\n\n')
+                     if f'"thread_name":"{name}"' in b)
+        assert f'"state":"{state}"' in block, block
+        assert f'\t{func}\t' in block, block
+        if sc:
+            assert f'"syscall":"{sc}"' in block, block
+    assert_nothing_stopped(t.pid)
+
+
+def test_threads_txt_debug2_every_thread(proffs, target):
+    t = target('parked')
+    text = proffs.read(t.pid, 'threads.txt?debug=2').decode()
+    tids = set(os.listdir(f'/proc/{t.pid}/task'))
+    heads = re.findall(r'^thread (\d+) \[([^,\]]+)(?:, ([^\]]*))?\]: (\S+)',
+                       text, re.M)
+    assert {h[0] for h in heads} == tids
+    for tid, state, sc, name in heads:
+        if name in PARKERS:
+            func, want_state, want_sc = PARKERS[name]
+            assert state == want_state, (name, state)
+            if want_sc:
+                assert sc == want_sc, (name, sc)
+            section = text.split(f'thread {tid} ', 1)[1].split('\nthread ')[0]
+            assert f'\n{func}(...)\n' in section, section
+            assert 'parked.c:' in section
+    assert_nothing_stopped(t.pid)
+
+
+def test_goroutine_pprof_one_sample_per_stack(proffs, target):
+    t = target('parked')
+    path = save(proffs.read(t.pid, 'goroutine.pb.gz'), 'goroutine.pb.gz')
+    prof = util.validate_pprof(path)
+    raw = util.pprof('-raw', path)
+    assert 'goroutine/count' in raw
+    for name, (func, state, _) in PARKERS.items():
+        assert re.search(r'state:\[%s\] thread_name:\[%s\]'
+                         % (re.escape(state), name), raw), name
+    tops = util.pprof('-top', '-tagfocus=thread_name=condwaiter', path)
+    assert 'park_cond' in tops and 'spin_forever' not in tops
+    assert sum(s.values[0] for s in prof.samples) == \
+        len(os.listdir(f'/proc/{t.pid}/task'))
+
+
+def test_goroutine_svg_and_folded(proffs, target):
+    t = target('parked')
+    svg = proffs.read(t.pid, 'goroutine.svg').decode()
+    assert 'park_cond' in svg and 'park_read' in svg
+    if shutil.which('xmllint'):
+        path = save(svg.encode(), 'goroutine.svg')
+        r = subprocess.run(['xmllint', '--noout', path],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    folded = proffs.read(t.pid, 'goroutine.folded').decode().splitlines()
+    assert sum(int(l.rsplit(' ', 1)[1]) for l in folded) == \
+        len(os.listdir(f'/proc/{t.pid}/task'))
+
+
+def test_traced_target_is_ebusy_at_once(proffs, target):
+    if not shutil.which('strace'):
+        pytest.skip('strace not installed')
+    t = target('parked')
+    st = subprocess.Popen(['strace', '-p', str(t.pid), '-o', '/dev/null'],
+                          stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        start = time.monotonic()
+        util.expect_errno(lambda: proffs.read(t.pid, 'goroutine.txt'),
+                          errno.EBUSY)
+        assert time.monotonic() - start < 1.0
+        assert proffs.log_lines(r'session \d+ failed: .*Device or resource')
+    finally:
+        st.terminate()
+        try:
+            st.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            st.kill()
+            st.wait()
+    assert_nothing_stopped(t.pid)
+
+
+def test_thousand_threads_in_under_a_second(proffs, target):
+    t = target('manythreads', 1000)
+    start = time.monotonic()
+    text = proffs.read(t.pid, 'goroutine.txt').decode()
+    elapsed = time.monotonic() - start
+    assert text.startswith('threads profile: total 1001'), text[:60]
+    assert elapsed < 1.0, elapsed
+    line = proffs.wait_log(r'session \d+ done: .*threads=1001')
+    assert line, proffs.log_text()
+    assert_nothing_stopped(t.pid, spinning=False)
