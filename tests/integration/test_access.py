@@ -101,3 +101,43 @@ def test_too_many_sessions_is_ebusy(proffs, target):
     with open(proffs.path(t.pid, 'cpu_3s.pb.gz'), 'rb') as f:
         assert f.read()[:2] == b'\x1f\x8b'
     cat.wait(timeout=10)
+
+
+KIND_NAMES = {      # a valid name, and one with a bad value, per kind
+    'cpu': ('cpu_1s.pb.gz', 'cpu_0s.pb.gz'),
+    'profile': ('profile?seconds=1.pb.gz', 'profile?seconds=0.pb.gz'),
+    'flame': ('flame_1s.svg', 'flame?hz=100000'),
+    'goroutine': ('goroutine.txt', 'goroutine.txt?debug=3'),
+    'threads': ('threads.pb.gz', 'threads?debug=7.pb.gz'),
+}
+
+
+@pytest.mark.parametrize('kind', sorted(KIND_NAMES))
+def test_every_errno_for_every_kind(proffs, target, kind):
+    good, bad = KIND_NAMES[kind]
+    t = target('parked')
+    other = target('parked', user=NOBODY)
+    # ENOENT: no such pid, unknown format
+    util.expect_errno(lambda: open(proffs.path(999999999, good), 'rb'),
+                      __import__('errno').ENOENT)
+    util.expect_errno(lambda: open(proffs.path(t.pid, kind + '.zip'), 'rb'),
+                      __import__('errno').ENOENT)
+    # EINVAL: a grammatical name with a bad value
+    util.expect_errno(lambda: open(proffs.path(t.pid, bad), 'rb'),
+                      __import__('errno').EINVAL)
+    # EACCES: root's process, opened by nobody
+    r = as_user(NOBODY, 'cat', proffs.path(t.pid, good))
+    assert r.returncode != 0 and 'Permission denied' in r.stderr, r.stderr
+    # EROFS: any write
+    util.expect_errno(lambda: open(proffs.path(t.pid, good), 'wb'),
+                      __import__('errno').EROFS)
+    # and the valid name works for its owner
+    r = subprocess.run(['setpriv', f'--reuid={NOBODY}', f'--regid={NOBODY}',
+                        '--clear-groups', '--', 'cat',
+                        proffs.path(other.pid, good)],
+                       capture_output=True, timeout=30)
+    assert r.returncode == 0 and r.stdout, r.stderr
+    # EROFS comes from the kernel (the mount is read-only): writes never
+    # reach the daemon, so only its own answers have log lines.
+    for code in ('EINVAL', 'EACCES'):
+        assert proffs.log_lines(code), f'no log line for {code}'
