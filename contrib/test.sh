@@ -51,12 +51,13 @@ run_suite "$build" plain
 # The unit tests once more under valgrind memcheck: errors or definite
 # leaks fail them.
 echo "== valgrind: unit tests"
-rm -f "$build/meson-logs/testlog.json"
+rm -f "$build/meson-logs/testlog-valgrind.json"
 meson test -C "$build" --suite unit --no-rebuild --timeout-multiplier=10 \
 	--wrap='valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite --quiet' \
 	--print-errorlogs || true
-cp "$build/meson-logs/testlog.json" "$out/valgrind-unit.json" 2>/dev/null ||
-	true
+# meson names the log of a wrapped run after the wrapper.
+cp "$build/meson-logs/testlog-valgrind.json" "$out/valgrind-unit.json" \
+	2>/dev/null || true
 
 # libFuzzer on the name parser, the ELF/DWARF reader and the pprof
 # decoder, a bounded time each; one result per harness.
