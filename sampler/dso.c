@@ -1269,6 +1269,23 @@ int dso_symbolize(struct dso *d, uint64_t vaddr, struct dso_frame *frames,
 	return ret;
 }
 
+int dso_symbol_vaddr(struct dso *d, const char *name, uint64_t *vaddr)
+{
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&d->lock);
+	dso_dw_init(d);
+	/* Rare (an agent load), so a scan: symbols are sorted by address. */
+	for (size_t i = 0; i < d->nsyms; i++)
+		if (!strcmp(d->syms[i].name, name)) {
+			*vaddr = d->syms[i].addr;
+			ret = 0;
+			break;
+		}
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
 void dso_caps(struct dso *d, struct dso_caps *caps)
 {
 	pthread_mutex_lock(&d->lock);

@@ -102,6 +102,13 @@ struct dso_frame {
 int dso_symbolize(struct dso *d, uint64_t vaddr, struct dso_frame *frames,
 		  int max, int *n);
 
+/*
+ * The ELF virtual address of the function called name (the name a user
+ * would call it by: the default version, without "@..."), from the same
+ * symbol tables dso_symbolize() uses. 0, or -ENOENT.
+ */
+int dso_symbol_vaddr(struct dso *d, const char *name, uint64_t *vaddr);
+
 /* What dso_symbolize() can give, for pprof's Mapping.has_* flags. */
 struct dso_caps {
 	bool functions;		/* a symbol table exists */

@@ -21,6 +21,8 @@ struct proc_maps {
 	char exe[PATH_MAX];
 	uint64_t last_reload_ns;
 	unsigned generation;
+	char *alias_seen;	/* maps_set_alias() */
+	char *alias_open;
 };
 
 static uint64_t now_ns(void)
@@ -173,29 +175,48 @@ int maps_reload(struct proc_maps *m)
 	return 0;
 }
 
-static bool file_backed(const struct map_entry *e)
+#define DELETED " (deleted)"
+
+/* A file that is gone from its path (a memfd, an upgraded library) can
+ * still be opened through map_files/, not by its name. */
+static bool deleted(const struct map_entry *e)
 {
-	return e->path[0] == '/' && !strstr(e->path, " (deleted)");
+	size_t len = strlen(e->path), dl = strlen(DELETED);
+
+	return len > dl && !strcmp(e->path + len - dl, DELETED);
 }
 
-static void attach_dso(struct proc_maps *m, struct map_entry *e)
+static int open_dso(struct proc_maps *m, struct map_entry *e)
 {
 	char open_path[PATH_MAX + 64];
-	uint64_t vaddr;
 	int ret;
 
-	e->dso_tried = true;
-	if (!file_backed(e))
-		return;
 	snprintf(open_path, sizeof(open_path),
 		 "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)m->pid,
 		 e->start, e->end);
 	ret = dso_cache_get(m->cache, open_path, e->path, &e->dso);
-	if (ret == -EACCES || ret == -EPERM || ret == -ENOENT) {
-		snprintf(open_path, sizeof(open_path), "/proc/%d/root%s",
-			 (int)m->pid, e->path);
-		ret = dso_cache_get(m->cache, open_path, e->path, &e->dso);
-	}
+	if (ret != -EACCES && ret != -EPERM && ret != -ENOENT)
+		return ret;
+	/* map_files/ wants CAP_CHECKPOINT_RESTORE: go by name instead. */
+	if (m->alias_seen && !strcmp(e->path, m->alias_seen))
+		return dso_cache_get(m->cache, m->alias_open, e->path,
+				     &e->dso);
+	if (deleted(e))
+		return ret;
+	snprintf(open_path, sizeof(open_path), "/proc/%d/root%s",
+		 (int)m->pid, e->path);
+	return dso_cache_get(m->cache, open_path, e->path, &e->dso);
+}
+
+static void attach_dso(struct proc_maps *m, struct map_entry *e)
+{
+	uint64_t vaddr;
+	int ret;
+
+	e->dso_tried = true;
+	if (e->path[0] != '/')
+		return;
+	ret = open_dso(m, e);
 	if (ret) {
 		pr_debug("maps: cannot load %s: %s", e->path, strerror(-ret));
 		e->dso = NULL;
@@ -250,10 +271,29 @@ unsigned maps_generation(const struct proc_maps *m)
 	return m->generation;
 }
 
+int maps_set_alias(struct proc_maps *m, const char *seen_path,
+		   const char *open_path)
+{
+	char *seen = strdup(seen_path), *open = strdup(open_path);
+
+	if (!seen || !open) {
+		free(seen);
+		free(open);
+		return -ENOMEM;
+	}
+	free(m->alias_seen);
+	free(m->alias_open);
+	m->alias_seen = seen;
+	m->alias_open = open;
+	return 0;
+}
+
 void maps_free(struct proc_maps *m)
 {
 	if (!m)
 		return;
 	entries_free(m->v, m->n);
+	free(m->alias_seen);
+	free(m->alias_open);
 	free(m);
 }

@@ -48,6 +48,15 @@ int maps_reload(struct proc_maps *m);
  */
 struct map_entry *maps_find(struct proc_maps *m, uint64_t addr);
 
+/*
+ * Open the object the process maps as seen_path (as /proc/PID/maps
+ * writes it, e.g. "/memfd:proffs-heap (deleted)") from open_path when
+ * /proc/PID/map_files/ is not allowed (a daemon without
+ * CAP_CHECKPOINT_RESTORE). One alias per map; the strings are copied.
+ */
+int maps_set_alias(struct proc_maps *m, const char *seen_path,
+		   const char *open_path);
+
 /* The entry of the main executable's first executable mapping, or NULL. */
 struct map_entry *maps_main(struct proc_maps *m);
 
