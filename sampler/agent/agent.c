@@ -1,0 +1,564 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * agent.c - libproffs-heap.so: samples a process's allocations from
+ * inside it, at Go's cost (SPEC §3, heap / allocs).
+ *
+ * Loaded by the daemon (an injected dlopen of a memfd) or at start with
+ * LD_PRELOAD, the agent points the GOT entries of malloc & co. of every
+ * loaded object at its hooks. A hook calls the real function and counts
+ * the bytes down from a per-thread budget drawn from an exponential
+ * distribution of mean `rate` (a Poisson process over bytes, as Go and
+ * tcmalloc sample); when the budget runs out the allocation is sampled:
+ * the registers and the top of the stack are copied into the ring the
+ * daemon reads, and the address is remembered so its free is reported.
+ * Everything else - unwinding, symbols, the live set's sizes, scaling -
+ * happens in the daemon.
+ *
+ * The agent disarms itself (every GOT entry back as it was, zero cost)
+ * when the daemon's heartbeat stops for PH_LEASE_MS: the daemon is gone
+ * or no longer wants samples. The daemon arms it again by calling
+ * proffs_heap_arm() in the target. A forked child starts disarmed.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent_i.h"
+
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define PAGE 4096
+#define REG_RSP 7		/* libunwind's x86-64 numbering */
+
+/* The functions the hooks stand in front of. */
+static struct {
+	void *(*malloc)(size_t);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*reallocarray)(void *, size_t, size_t);
+	void (*free)(void *);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+} real;
+
+/* Used by the dlopen trampolines below, hence not static. */
+PH_HIDDEN void *ph_real_dlopen, *ph_real_dlmopen;
+PH_HIDDEN _Atomic uint32_t ph_dlopen_calls;
+
+struct ph_tls {
+	int64_t left;		/* bytes until the next sample */
+	uint64_t rate;		/* the rate left was drawn at */
+	uint64_t rng;
+	uint32_t gen;		/* sh->rate_gen left was drawn under */
+	uint32_t tid;
+	uint32_t in_hook;	/* sampling now: a nested call does not */
+};
+
+static __thread struct ph_tls tls __attribute__((tls_model("initial-exec")));
+
+static struct ph_shared *sh;
+static pid_t self_pid;
+static bool forked;
+static uint32_t scanned_calls;	/* ph_dlopen_calls at the last rescan */
+static _Atomic uint64_t seen_hb, seen_hb_ns;
+
+void ph_capture(uint64_t *regs);
+void ph_dlopen_tramp(void);
+void ph_dlmopen_tramp(void);
+
+/*
+ * ph_capture(regs): the registers of its caller as they are after the
+ * call returns - callee-saved ones, rsp and rip - so the daemon can unwind
+ * from there with the caller's CFI. Offsets are libunwind register
+ * numbers * 8 (RBX 3, RBP 6, RSP 7, R12-R15 12-15, RIP 16).
+ *
+ * The dlopen trampolines count the call and jump on: dlopen must see its
+ * real caller's return address, which decides the library search path
+ * (the caller's RUNPATH, $ORIGIN) and namespace. New objects are redirected
+ * at the next sample, once the loader is done with them.
+ */
+__asm__(".text\n"
+	".globl ph_capture\n.hidden ph_capture\n"
+	".type ph_capture,@function\n"
+	"ph_capture:\n"
+	".cfi_startproc\n"
+	"	movq %rbx, 24(%rdi)\n"
+	"	movq %rbp, 48(%rdi)\n"
+	"	leaq 8(%rsp), %rax\n"
+	"	movq %rax, 56(%rdi)\n"
+	"	movq %r12, 96(%rdi)\n"
+	"	movq %r13, 104(%rdi)\n"
+	"	movq %r14, 112(%rdi)\n"
+	"	movq %r15, 120(%rdi)\n"
+	"	movq (%rsp), %rax\n"
+	"	movq %rax, 128(%rdi)\n"
+	"	ret\n"
+	".cfi_endproc\n"
+	".size ph_capture, .-ph_capture\n"
+	".globl ph_dlopen_tramp\n.hidden ph_dlopen_tramp\n"
+	".type ph_dlopen_tramp,@function\n"
+	"ph_dlopen_tramp:\n"
+	".cfi_startproc\n"
+	"	lock incl ph_dlopen_calls(%rip)\n"
+	"	jmp *ph_real_dlopen(%rip)\n"
+	".cfi_endproc\n"
+	".size ph_dlopen_tramp, .-ph_dlopen_tramp\n"
+	".globl ph_dlmopen_tramp\n.hidden ph_dlmopen_tramp\n"
+	".type ph_dlmopen_tramp,@function\n"
+	"ph_dlmopen_tramp:\n"
+	".cfi_startproc\n"
+	"	lock incl ph_dlopen_calls(%rip)\n"
+	"	jmp *ph_real_dlmopen(%rip)\n"
+	".cfi_endproc\n"
+	".size ph_dlmopen_tramp, .-ph_dlmopen_tramp\n");
+
+uint64_t agent_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* ---- sampling intervals ---- */
+
+/* ln(u) for u in (0, 1], without libm: ln(m * 2^e) with m near 1. */
+static double ln(double u)
+{
+	union { double d; uint64_t i; } x = { .d = u };
+	int e = (int)((x.i >> 52) & 0x7ff) - 1023;
+	double m, z, z2;
+
+	x.i = (x.i & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+	m = x.d;
+	if (m > 1.4142135623730951) {
+		m *= 0.5;
+		e++;
+	}
+	z = (m - 1) / (m + 1);	/* |z| < 0.172: the series converges fast */
+	z2 = z * z;
+	return z * (2 + z2 * (2.0 / 3 + z2 * (2.0 / 5 + z2 * (2.0 / 7 +
+	       z2 * (2.0 / 9 + z2 * 2.0 / 11))))) +
+	       e * 0.6931471805599453;
+}
+
+/* Bytes until the next sample: exponential with mean rate (0 if 1). */
+static int64_t draw(struct ph_tls *t)
+{
+	uint64_t rate = atomic_load_explicit(&sh->rate, memory_order_relaxed);
+	uint64_t x = t->rng;
+	double u, v;
+
+	t->rate = rate;
+	if (rate <= 1)
+		return 0;
+	if (!x)
+		x = ((uint64_t)(uintptr_t)t ^ agent_now_ns()) | 1;
+	x ^= x >> 12;	/* xorshift64* */
+	x ^= x << 25;
+	x ^= x >> 27;
+	t->rng = x;
+	u = (double)(((x * 0x2545f4914f6cdd1dull) >> 11) + 1) * 0x1.0p-53;
+	v = -ln(u) * (double)rate;
+	return v < 1e15 ? (int64_t)v : (int64_t)1e15;
+}
+
+/*
+ * The allocation fast path: true when size fits in this thread's budget
+ * (nothing to do). Inlined into every hook, and small enough that the
+ * hooks need no stack frame on this path.
+ */
+static inline bool skip(size_t size)
+{
+	struct ph_tls *t = &tls;
+	int64_t left = t->left - (int64_t)(size & 0x3fffffffffffffffull);
+
+	if (LIKELY(left > 0 &&
+		   t->gen == atomic_load_explicit(&sh->rate_gen,
+						  memory_order_relaxed))) {
+		t->left = left;
+		return true;
+	}
+	return false;
+}
+
+/* The rest of the decision, out of line: a new rate (draw a new budget
+ * and look again), or a budget run out (sample, draw the next). */
+__attribute__((noinline)) static bool take(size_t size, uint64_t *rate)
+{
+	struct ph_tls *t = &tls;
+	uint32_t g = atomic_load_explicit(&sh->rate_gen, memory_order_relaxed);
+
+	if (t->gen != g) {
+		t->gen = g;
+		t->left = draw(t);
+	}
+	t->left -= (int64_t)(size & 0x3fffffffffffffffull);
+	if (t->left > 0)
+		return false;
+	*rate = t->rate;
+	t->left = draw(t);
+	return true;
+}
+
+/* ---- the lease ---- */
+
+bool daemon_alive(void)
+{
+	uint64_t hb, now;
+
+	if (!atomic_load_explicit(&sh->daemon_pid, memory_order_relaxed))
+		return false;
+	hb = atomic_load_explicit(&sh->heartbeat, memory_order_relaxed);
+	now = agent_now_ns();
+	if (hb != atomic_load_explicit(&seen_hb, memory_order_relaxed)) {
+		atomic_store_explicit(&seen_hb, hb, memory_order_relaxed);
+		atomic_store_explicit(&seen_hb_ns, now, memory_order_relaxed);
+		return true;
+	}
+	return now - atomic_load_explicit(&seen_hb_ns, memory_order_relaxed) <=
+	       PH_LEASE_MS * 1000000ull;
+}
+
+/* A daemon attached once and has stopped beating: nobody reads us. */
+static bool lease_over(void)
+{
+	return atomic_load_explicit(&sh->daemon_pid, memory_order_relaxed) &&
+	       !daemon_alive();
+}
+
+/* ---- arming ---- */
+
+static void *h_malloc(size_t n);
+static void *h_calloc(size_t n, size_t size);
+static void *h_realloc(void *p, size_t n);
+static void *h_reallocarray(void *p, size_t n, size_t size);
+static void h_free(void *p);
+static int h_posix_memalign(void **pp, size_t align, size_t n);
+static void *h_aligned_alloc(size_t align, size_t n);
+static void *h_memalign(size_t align, size_t n);
+static void *h_valloc(size_t n);
+static void *h_pvalloc(size_t n);
+
+static struct got_hook hooks[12];
+static size_t nhooks;
+
+static void add_hook(const char *name, void **realp, void *hook)
+{
+	*realp = dlsym(RTLD_DEFAULT, name);
+	if (*realp)
+		hooks[nhooks++] = (struct got_hook){ name, hook };
+}
+
+static void resolve(void)
+{
+#define HOOK(fn) add_hook(#fn, (void **)&real.fn, (void *)h_##fn)
+	HOOK(malloc);
+	HOOK(calloc);
+	HOOK(realloc);
+	HOOK(reallocarray);
+	HOOK(free);
+	HOOK(posix_memalign);
+	HOOK(aligned_alloc);
+	HOOK(memalign);
+	HOOK(valloc);
+	HOOK(pvalloc);
+#undef HOOK
+	add_hook("dlopen", &ph_real_dlopen, (void *)ph_dlopen_tramp);
+	add_hook("dlmopen", &ph_real_dlmopen, (void *)ph_dlmopen_tramp);
+}
+
+static void disarm(void)
+{
+	uint32_t armed = PH_ARMED;
+
+	if (!atomic_compare_exchange_strong(&sh->state, &armed, PH_DISARMED))
+		return;
+	/* Another thread is redirecting a new object: wait for it. */
+	while (got_restore(hooks, nhooks) < 0)
+		sched_yield();
+	atomic_fetch_add(&sh->disarms, 1);
+}
+
+/* Objects loaded since the last look get the hooks too. */
+static void rescan(void)
+{
+	uint32_t calls = atomic_load(&ph_dlopen_calls);
+	unsigned pending = 0;
+	int n;
+
+	if (calls == scanned_calls)
+		return;
+	n = got_redirect(hooks, nhooks, (void *)h_malloc, false, &pending);
+	if (n < 0)
+		return;
+	if (!pending)
+		scanned_calls = calls;
+	atomic_fetch_add(&sh->slots, n);
+	atomic_store(&sh->objects, got_objects());
+}
+
+/*
+ * Arm: forget the live set of an earlier arming (its frees went unseen),
+ * start a new epoch and lease, redirect every object's GOT. The daemon
+ * calls this in a stopped process, where no thread is in the allocator
+ * or the loader. Returns the GOT entries redirected, or -1.
+ */
+int proffs_heap_arm(void)
+{
+	int n;
+
+	if (!sh || forked)
+		return -1;
+	if (atomic_load(&sh->state) == PH_ARMED)
+		return (int)atomic_load(&sh->slots);
+	live_reset();
+	atomic_store(&seen_hb, atomic_load(&sh->heartbeat));
+	atomic_store(&seen_hb_ns, agent_now_ns());
+	scanned_calls = atomic_load(&ph_dlopen_calls);
+	atomic_fetch_add(&sh->epoch, 1);
+	atomic_store(&sh->state, PH_ARMED);
+	n = got_redirect(hooks, nhooks, (void *)h_malloc, true, NULL);
+	if (n < 0) {
+		atomic_store(&sh->state, PH_DISARMED);
+		return -1;
+	}
+	atomic_store(&sh->slots, n);
+	atomic_store(&sh->objects, got_objects());
+	return n;
+}
+
+/* ---- recording ---- */
+
+/* Copy the stack from sp: one iovec per page, so a copy that runs off
+ * the end of the stack mapping stops there instead of failing. */
+static uint32_t copy_stack(uint8_t *dst, uint64_t sp, uint32_t max)
+{
+	struct iovec local = { dst, max };
+	struct iovec remote[PH_STACK_BYTES / PAGE + 1];
+	uint64_t a = sp, end = sp + max;
+	unsigned n = 0;
+	ssize_t got;
+
+	while (a < end && n < sizeof(remote) / sizeof(remote[0])) {
+		uint64_t next = (a & ~(uint64_t)(PAGE - 1)) + PAGE;
+
+		if (next > end)
+			next = end;
+		remote[n].iov_base = (void *)(uintptr_t)a;
+		remote[n].iov_len = next - a;
+		n++;
+		a = next;
+	}
+	got = process_vm_readv(self_pid, &local, 1, remote, n, 0);
+	return got > 0 ? (uint32_t)got : 0;
+}
+
+static uint32_t my_tid(struct ph_tls *t)
+{
+	if (!t->tid)
+		t->tid = (uint32_t)gettid();
+	return t->tid;
+}
+
+__attribute__((noinline, cold)) static void sample(void *p, size_t size,
+						  uint64_t rate)
+{
+	struct ph_tls *t = &tls;
+	struct ph_alloc *rec;
+	uint16_t flags = 0;
+	uint32_t len;
+
+	if (t->in_hook || forked)
+		return;
+	t->in_hook = 1;
+	if (lease_over()) {
+		disarm();
+		goto out;
+	}
+	rescan();
+	len = ph_align8(sizeof(*rec) + sh->stack_bytes);
+	rec = ring_reserve(sh, len, true);
+	if (!rec)
+		goto out;
+	if (!live_insert((uintptr_t)p)) {
+		flags = PH_ALLOC_UNTRACKED;
+		atomic_fetch_add_explicit(&sh->untracked, 1,
+					  memory_order_relaxed);
+	}
+	memset(rec->regs, 0, sizeof(rec->regs));
+	ph_capture(rec->regs);
+	rec->stack_len = copy_stack(rec->stack, rec->regs[REG_RSP],
+				    sh->stack_bytes);
+	rec->tid = my_tid(t);
+	rec->addr = (uintptr_t)p;
+	rec->size = size;
+	rec->rate = rate;
+	ring_commit(rec, len, PH_REC_ALLOC, flags);
+	atomic_fetch_add_explicit(&sh->samples, 1, memory_order_relaxed);
+out:
+	t->in_hook = 0;
+}
+
+/* p was maybe sampled and is being freed: tell the daemon if it was. */
+__attribute__((noinline, cold)) static void unsample(void *p)
+{
+	struct ph_tls *t = &tls;
+	struct ph_free *rec;
+
+	if (forked || !live_remove((uintptr_t)p))
+		return;
+	/* Nested inside a sample (a signal handler): waiting for room could
+	 * wait on our own uncommitted record. */
+	rec = ring_reserve(sh, sizeof(*rec), !t->in_hook);
+	if (!rec)
+		return;
+	rec->tid = my_tid(t);
+	rec->pad = 0;
+	rec->addr = (uintptr_t)p;
+	ring_commit(rec, sizeof(*rec), PH_REC_FREE, 0);
+	atomic_fetch_add_explicit(&sh->frees, 1, memory_order_relaxed);
+}
+
+/* ---- the hooks ---- */
+
+/*
+ * The hooks decide before they allocate, as Go does, so that the common
+ * case ends in a tail call of the real function: the hook costs a
+ * thread-local subtraction and nothing else. Only a sampled allocation
+ * waits for the result.
+ */
+#define SAMPLED(call, n)                                                     \
+	do {                                                                 \
+		uint64_t rate_;                                              \
+		void *p_;                                                    \
+		if (LIKELY(skip(n)) || !take((n), &rate_))                   \
+			return call;                                         \
+		p_ = call;                                                   \
+		if (p_)                                                      \
+			sample(p_, (n), rate_);                              \
+		return p_;                                                   \
+	} while (0)
+
+#define MAYBE_UNSAMPLE(p)                                                    \
+	do {                                                                 \
+		if ((p) && UNLIKELY(live_maybe((uintptr_t)(p))))             \
+			unsample(p);                                         \
+	} while (0)
+
+static void *h_malloc(size_t n)
+{
+	SAMPLED(real.malloc(n), n);
+}
+
+static void *h_calloc(size_t n, size_t size)
+{
+	size_t bytes;
+
+	if (__builtin_mul_overflow(n, size, &bytes))
+		return real.calloc(n, size);	/* it fails */
+	SAMPLED(real.calloc(n, size), bytes);
+}
+
+/* The old block is gone (or moved) once realloc returns, and its address
+ * may be another thread's new block: report it first. */
+static void *h_realloc(void *old, size_t n)
+{
+	MAYBE_UNSAMPLE(old);
+	SAMPLED(real.realloc(old, n), n);
+}
+
+static void *h_reallocarray(void *old, size_t n, size_t size)
+{
+	size_t bytes;
+
+	MAYBE_UNSAMPLE(old);
+	if (__builtin_mul_overflow(n, size, &bytes))
+		return real.reallocarray(old, n, size);	/* it fails */
+	SAMPLED(real.reallocarray(old, n, size), bytes);
+}
+
+static void h_free(void *p)
+{
+	MAYBE_UNSAMPLE(p);
+	real.free(p);
+}
+
+static int h_posix_memalign(void **pp, size_t align, size_t n)
+{
+	uint64_t rate;
+	int ret;
+
+	if (LIKELY(skip(n)) || !take(n, &rate))
+		return real.posix_memalign(pp, align, n);
+	ret = real.posix_memalign(pp, align, n);
+	if (!ret)
+		sample(*pp, n, rate);
+	return ret;
+}
+
+static void *h_aligned_alloc(size_t align, size_t n)
+{
+	SAMPLED(real.aligned_alloc(align, n), n);
+}
+
+static void *h_memalign(size_t align, size_t n)
+{
+	SAMPLED(real.memalign(align, n), n);
+}
+
+static void *h_valloc(size_t n)
+{
+	SAMPLED(real.valloc(n), n);
+}
+
+static void *h_pvalloc(size_t n)
+{
+	SAMPLED(real.pvalloc(n), n);
+}
+
+/* ---- life cycle ---- */
+
+/* The child shares the ring with its parent: it must never write there. */
+static void atfork_child(void)
+{
+	forked = true;
+	got_after_fork();
+	got_restore(hooks, nhooks);
+}
+
+static uint64_t env_rate(void)
+{
+	const char *s = getenv("PROFFS_HEAP_RATE");
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s)
+		return PH_DEFAULT_RATE;
+	v = strtoull(s, &end, 10);
+	return *end || !v ? PH_DEFAULT_RATE : v;
+}
+
+__attribute__((constructor)) static void agent_init(void)
+{
+	resolve();
+	if (!real.malloc || !real.free)
+		return;
+	self_pid = getpid();
+	if (live_init())
+		return;
+	sh = ring_create();
+	if (!sh)
+		return;
+	atomic_store(&sh->rate, env_rate());
+	pthread_atfork(NULL, NULL, atfork_child);
+	proffs_heap_arm();
+}

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * agent_i.h - the pieces of libproffs-heap.so, the heap sampling agent that
+ * runs inside a target process (SPEC §3, heap / allocs).
+ *
+ *   agent.c  the allocation hooks, Poisson sampling, arming and disarming
+ *   got.c    redirecting GOT entries of every loaded object to the hooks
+ *   live.c   the set of sampled addresses still live, probed by free()
+ *   ring.c   the producer side of the ring shared with the daemon
+ *
+ * Everything here may run inside malloc, in any thread, in a signal handler:
+ * no allocation, no blocking lock on the allocation path, no unwinding, no
+ * libc call that may allocate. Every symbol is hidden but the arm function.
+ * Functions return 0 / true on success; failures are counted in the shared
+ * header, never reported to the target.
+ */
+#ifndef PROFFS_AGENT_I_H
+#define PROFFS_AGENT_I_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "heap_ring.h"
+
+#define PH_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- got.c ---- */
+
+/* One function whose GOT entries are redirected. */
+struct got_hook {
+	const char *name;	/* the symbol a relocation names */
+	void *hook;		/* what the entry is set to */
+};
+
+/*
+ * Point every GOT entry (JUMP_SLOT and GLOB_DAT relocations) that names one
+ * of hooks[0..n) at its hook, in every loaded object but the one holding
+ * self. With all_objects false, objects whose RELRO is still writable (the
+ * dynamic loader may be relocating them right now) are left for later and
+ * counted in *pending. Returns the number of entries redirected now.
+ * Serialized internally; a concurrent caller returns -1 at once.
+ */
+PH_HIDDEN int got_redirect(const struct got_hook *hooks, size_t n,
+			   const void *self, bool all_objects,
+			   unsigned *pending);
+
+/* Put back the original value of every entry still pointing at a hook,
+ * in objects still loaded. Returns the number restored, -1 when busy. */
+PH_HIDDEN int got_restore(const struct got_hook *hooks, size_t n);
+
+/* In a forked child, the only thread: a walk the parent was doing when
+ * it forked will never end here. */
+PH_HIDDEN void got_after_fork(void);
+
+/* Objects with at least one redirected entry, at the last redirect. */
+PH_HIDDEN unsigned got_objects(void);
+
+/* ---- live.c ---- */
+
+/* Map the tables; 0 or -1. Called once, before any other live_ call. */
+PH_HIDDEN int live_init(void);
+/* Forget every address (at arm, when no hook can run). */
+PH_HIDDEN void live_reset(void);
+/* Remember p; false when the tables have no room for it. */
+PH_HIDDEN bool live_insert(uintptr_t p);
+/* The counting filter in front of the tables: one byte per hash bucket. */
+#define LIVE_FILTER_BITS 16
+PH_HIDDEN extern _Atomic uint8_t *live_filter;
+
+static inline uint64_t live_hash(uintptr_t p)
+{
+	return (uint64_t)(p >> 3) * 0x9e3779b97f4a7c15ull;
+}
+
+/* Cheap test, inlined into free(): false means p is certainly not in
+ * the set. */
+static inline bool live_maybe(uintptr_t p)
+{
+	return atomic_load_explicit(
+		       &live_filter[live_hash(p) >> (64 - LIVE_FILTER_BITS)],
+		       memory_order_relaxed) != 0;
+}
+/* Forget p; true if it was there. */
+PH_HIDDEN bool live_remove(uintptr_t p);
+
+/* ---- ring.c ---- */
+
+/* Create and map the shared memfd; NULL on failure. */
+PH_HIDDEN struct ph_shared *ring_create(void);
+/*
+ * Reserve len bytes (8-aligned) for one record. When the ring is full and
+ * may_wait, waits up to 100 ms for the daemon as long as daemon_alive()
+ * holds; else (or then) counts the record as lost and returns NULL.
+ */
+PH_HIDDEN void *ring_reserve(struct ph_shared *sh, uint32_t len,
+			     bool may_wait);
+/* Publish a reserved record: type and flags, then its length. */
+PH_HIDDEN void ring_commit(void *rec, uint32_t len, uint16_t type,
+			   uint16_t flags);
+
+/* ---- agent.c ---- */
+
+/* The one exported function (PH_ARM_SYMBOL): arm again after a disarm.
+ * Returns the GOT entries redirected, or -1. */
+__attribute__((visibility("default"))) int proffs_heap_arm(void);
+
+/* A daemon is attached and its heartbeat is fresh. */
+PH_HIDDEN bool daemon_alive(void);
+
+/* monotonic nanoseconds, from the vDSO */
+PH_HIDDEN uint64_t agent_now_ns(void);
+
+#endif

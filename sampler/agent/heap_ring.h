@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * heap_ring.h - the memory the heap agent (libproffs-heap.so, inside the
+ * target) shares with the daemon: a header of counters and settings, then
+ * a ring of variable-length records.
+ *
+ * The agent creates it on load as a memfd named PH_RING_NAME, so the daemon
+ * finds it among /proc/PID/fd and maps it too; nothing else is exchanged.
+ *
+ * The ring: many producers (the target's threads), one consumer (the
+ * daemon). A producer reserves bytes by a compare-and-swap on head, writes
+ * its record, and commits it by storing the record's length last (release).
+ * A record never wraps: one that would is preceded by a PH_REC_PAD record
+ * filling the end of the buffer, in the same reservation. The consumer
+ * reads committed records in order from tail, zeroes what it consumed (so
+ * a zero length always means "not yet committed"), then advances tail.
+ * Positions are byte counts that only grow; offset = position % ring_size.
+ *
+ * Who writes what: fields under "agent" only by the agent, under "daemon"
+ * only by the daemon. All are naturally aligned 32/64-bit words, accessed
+ * with C11 atomics on both sides (lock-free on x86-64).
+ *
+ * Both sides include this file: it must stay free of library headers but
+ * <stdint.h> and <stdatomic.h>.
+ */
+#ifndef PROFFS_HEAP_RING_H
+#define PROFFS_HEAP_RING_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define PH_MAGIC 0x70686666666f7270ull	/* "proffhph" little-endian-ish */
+#define PH_VERSION 1
+#define PH_RING_NAME "proffs-heap-ring"	/* memfd: /memfd:proffs-heap-ring */
+#define PH_AGENT_NAME "proffs-heap"	/* memfd of the injected agent */
+#define PH_HEADER_SIZE 4096		/* ring data starts here */
+#define PH_RING_SIZE (4u << 20)		/* bytes of records, power of two */
+#define PH_STACK_BYTES 8192		/* stack copied per sample (perf's) */
+#define PH_LEASE_MS 3000		/* no heartbeat this long: disarm */
+#define PH_DEFAULT_RATE 524288		/* Go's MemProfileRate */
+
+/* The exported function the daemon calls in the target to arm again. */
+#define PH_ARM_SYMBOL "proffs_heap_arm"
+
+enum ph_state {
+	PH_DISARMED = 0,	/* GOT entries original: zero cost */
+	PH_ARMED = 1,		/* GOT entries point at the agent's hooks */
+};
+
+enum ph_rec_type {
+	PH_REC_PAD = 1,		/* skip to the end of the buffer */
+	PH_REC_ALLOC = 2,	/* struct ph_alloc */
+	PH_REC_FREE = 3,	/* struct ph_free */
+};
+
+/* ph_alloc.flags */
+#define PH_ALLOC_UNTRACKED 1	/* the live table was full: no free will
+				 * be reported for this address */
+
+/* Registers in libunwind's x86-64 numbering (see sampler/unwind.h). */
+#define PH_NREGS 17
+
+struct ph_rec {
+	_Atomic uint32_t len;	/* whole record, 8-aligned; 0 = uncommitted */
+	uint16_t type;		/* enum ph_rec_type */
+	uint16_t flags;
+};
+
+struct ph_alloc {
+	struct ph_rec h;
+	uint32_t tid;
+	uint32_t stack_len;	/* bytes of stack[] that are valid */
+	uint64_t addr;
+	uint64_t size;		/* bytes asked for */
+	uint64_t rate;		/* the sampling rate it was taken at */
+	uint64_t regs[PH_NREGS];	/* at the capture point in the agent */
+	uint8_t stack[];	/* copied from regs[RSP] upwards */
+};
+
+struct ph_free {
+	struct ph_rec h;
+	uint32_t tid;
+	uint32_t pad;
+	uint64_t addr;
+};
+
+struct ph_shared {
+	/* constant after creation */
+	uint64_t magic;
+	uint32_t version;
+	uint32_t header_size;	/* PH_HEADER_SIZE */
+	uint64_t ring_size;	/* PH_RING_SIZE */
+	int32_t pid;		/* the process that created it */
+	uint32_t stack_bytes;	/* PH_STACK_BYTES */
+
+	/* agent */
+	_Atomic uint64_t head __attribute__((aligned(64)));
+	_Atomic uint64_t lost;		/* records dropped: ring full */
+	_Atomic uint64_t untracked;	/* allocations whose free is unseen */
+	_Atomic uint64_t samples;	/* allocation records written */
+	_Atomic uint64_t frees;		/* free records written */
+	_Atomic uint32_t state;		/* enum ph_state */
+	_Atomic uint32_t epoch;		/* bumped by every arm */
+	_Atomic uint32_t disarms;	/* times the agent disarmed itself */
+	_Atomic uint32_t objects;	/* objects whose GOT it redirected */
+	_Atomic uint32_t slots;		/* GOT entries it redirected */
+	uint32_t pad0;
+
+	/* daemon */
+	_Atomic uint64_t tail __attribute__((aligned(64)));
+	_Atomic uint64_t rate;		/* mean bytes between samples */
+	_Atomic uint32_t rate_gen;	/* bumped on every rate change */
+	_Atomic int32_t daemon_pid;	/* 0 until a daemon attaches */
+	_Atomic uint64_t heartbeat;	/* bumped while samples are wanted */
+};
+
+_Static_assert(sizeof(struct ph_shared) <= PH_HEADER_SIZE,
+	       "header fits its page");
+_Static_assert(sizeof(struct ph_alloc) % 8 == 0, "records stay aligned");
+_Static_assert(sizeof(struct ph_free) % 8 == 0, "records stay aligned");
+
+/* Record lengths are multiples of 8. */
+static inline uint32_t ph_align8(uint64_t n)
+{
+	return (uint32_t)((n + 7) & ~7ull);
+}
+
+#endif

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * ring.c - the producer side of the ring shared with the daemon (the
+ * layout and protocol are in heap_ring.h; the consumer is
+ * sampler/heap_ring.c).
+ */
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent_i.h"
+
+#define WAIT_NS 100000000ull	/* longest wait for room, per record */
+
+struct ph_shared *ring_create(void)
+{
+	size_t size = PH_HEADER_SIZE + PH_RING_SIZE;
+	struct ph_shared *sh;
+	int fd;
+
+	/* Close-on-exec: the next program image has no agent to feed it. */
+	fd = memfd_create(PH_RING_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return NULL;
+	/* Sealed, so the daemon may map it without fearing a SIGBUS: no
+	 * one can shrink it under the daemon's mapping. */
+	if (ftruncate(fd, size) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		close(fd);
+		return NULL;
+	}
+	sh = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	/* The fd stays open: it is how the daemon finds the ring. */
+	if (sh == MAP_FAILED) {
+		close(fd);
+		return NULL;
+	}
+	sh->version = PH_VERSION;
+	sh->header_size = PH_HEADER_SIZE;
+	sh->ring_size = PH_RING_SIZE;
+	sh->pid = getpid();
+	sh->stack_bytes = PH_STACK_BYTES;
+	atomic_store(&sh->rate, PH_DEFAULT_RATE);
+	atomic_store(&sh->rate_gen, 1);
+	/* Last: a daemon that sees the magic sees the rest. */
+	__atomic_store_n(&sh->magic, PH_MAGIC, __ATOMIC_RELEASE);
+	return sh;
+}
+
+static uint8_t *ring_data(struct ph_shared *sh)
+{
+	return (uint8_t *)sh + PH_HEADER_SIZE;
+}
+
+/*
+ * The ring is full. Wait a moment for the daemon to make room, if waiting
+ * is allowed and a live daemon is consuming, and not for longer than
+ * WAIT_NS in all; false when the record must be dropped.
+ */
+static bool wait_room(bool may_wait, uint64_t *since)
+{
+	struct timespec nap = { 0, 50000 };
+	uint64_t now;
+
+	if (!may_wait || !daemon_alive())
+		return false;
+	now = agent_now_ns();
+	if (!*since)
+		*since = now;
+	if (now - *since > WAIT_NS)
+		return false;
+	nanosleep(&nap, NULL);
+	return true;
+}
+
+void *ring_reserve(struct ph_shared *sh, uint32_t len, bool may_wait)
+{
+	uint64_t size = sh->ring_size, h, off, pad, tail, since = 0;
+	uint8_t *data = ring_data(sh);
+	struct ph_rec *p;
+
+	h = atomic_load_explicit(&sh->head, memory_order_relaxed);
+	for (;;) {
+		off = h & (size - 1);
+		/* A record never wraps: pad to the end, start at 0. */
+		pad = off + len > size ? size - off : 0;
+		tail = atomic_load_explicit(&sh->tail, memory_order_acquire);
+		if (h + pad + len - tail > size) {
+			if (!wait_room(may_wait, &since)) {
+				atomic_fetch_add_explicit(&sh->lost, 1,
+							  memory_order_relaxed);
+				return NULL;
+			}
+			h = atomic_load_explicit(&sh->head,
+						 memory_order_relaxed);
+			continue;
+		}
+		if (atomic_compare_exchange_weak_explicit(
+			    &sh->head, &h, h + pad + len,
+			    memory_order_relaxed, memory_order_relaxed))
+			break;
+	}
+	if (pad) {
+		p = (struct ph_rec *)(data + off);
+		p->type = PH_REC_PAD;
+		p->flags = 0;
+		atomic_store_explicit(&p->len, (uint32_t)pad,
+				      memory_order_release);
+	}
+	return data + ((h + pad) & (size - 1));
+}
+
+void ring_commit(void *rec, uint32_t len, uint16_t type, uint16_t flags)
+{
+	struct ph_rec *r = rec;
+
+	r->type = type;
+	r->flags = flags;
+	atomic_store_explicit(&r->len, len, memory_order_release);
+}
