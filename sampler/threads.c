@@ -19,9 +19,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <sys/user.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,11 +29,11 @@
 #include "profile.h"
 #include "symbolize.h"
 #include "threads.h"
+#include "tracee.h"
 #include "unwind.h"
 
 #define MAX_FRAMES 128
 #define STACK_MAX (64 * 1024)
-#define PAGE 4096
 #define SPIN_NS 200000ull	/* spin-poll a stop this long, then nap */
 #define STOP_WAIT_NS 2000000ull	/* then set the thread aside */
 #define LATE_WAIT_NS 50000000ull	/* for all set-aside threads */
@@ -161,60 +159,6 @@ static int read_stat(pid_t pid, struct thread_rec *t)
 	return 0;
 }
 
-/* TracerPid of pid (or of one of its threads, with what = task/TID). */
-static int tracer_of(pid_t pid, const char *what, pid_t *tracer)
-{
-	char path[64], buf[2048];
-	const char *l;
-	size_t len;
-	int ret;
-
-	snprintf(path, sizeof(path), "%s/status", what);
-	ret = proc_read(pid, path, buf, sizeof(buf) - 1, &len);
-	if (ret)
-		return ret;
-	buf[len] = '\0';
-	l = strstr(buf, "\nTracerPid:");
-	*tracer = l ? (pid_t)atoi(l + 11) : 0;
-	return 0;
-}
-
-/* Why the kernel refused to seize tid: someone traces it, or we may not. */
-static int seize_refused(struct dump *d, pid_t tid)
-{
-	char what[32];
-	pid_t tracer = 0;
-
-	snprintf(what, sizeof(what), "task/%d", (int)tid);
-	if (!tracer_of(d->pid, what, &tracer) && tracer) {
-		pr_info("threads: thread %d of %d is traced by %d", (int)tid,
-			(int)d->pid, (int)tracer);
-		return -EBUSY;
-	}
-	return -EPERM;
-}
-
-/*
- * One look at tid's wait status: 0 and *sig (the signal to hand back on
- * detach) once stopped, -EAGAIN while running, -ESRCH once it has exited.
- */
-static int poll_stop(pid_t tid, int *sig)
-{
-	int status, event;
-	pid_t r;
-
-	r = waitpid(tid, &status, __WALL | WNOHANG);
-	if (r == 0 || (r < 0 && errno == EINTR))
-		return -EAGAIN;
-	if (r < 0 || !WIFSTOPPED(status))
-		return -ESRCH;
-	event = (unsigned)status >> 16;
-	/* A signal-delivery stop took the place of ours: the signal must
-	 * still be delivered. Event stops (ours, group-stop) carry none. */
-	*sig = event ? 0 : WSTOPSIG(status);
-	return 0;
-}
-
 static void sweep_late(struct dump *d);
 
 /*
@@ -229,11 +173,11 @@ static int wait_stop(struct dump *d, struct thread_rec *t, int *sig)
 {
 	uint64_t start = t->running_ns, before, now;
 	struct timespec nap = { 0, 20000 };
-	int ret;
+	int ret, event;
 
 	for (;;) {
 		before = now_ns();
-		ret = poll_stop(t->tid, sig);
+		ret = tracee_poll_stop(t->tid, sig, &event);
 		if (ret != -EAGAIN)
 			return ret;
 		t->running_ns = before;
@@ -244,61 +188,6 @@ static int wait_stop(struct dump *d, struct thread_rec *t, int *sig)
 		if (now - start >= SPIN_NS)
 			nanosleep(&nap, NULL);
 	}
-}
-
-static void regs_from_user(const struct user_regs_struct *u,
-			   struct unwind_regs *r)
-{
-	memset(r, 0, sizeof(*r));
-	r->r[UREG_RAX] = u->rax;
-	r->r[UREG_RDX] = u->rdx;
-	r->r[UREG_RCX] = u->rcx;
-	r->r[UREG_RBX] = u->rbx;
-	r->r[UREG_RSI] = u->rsi;
-	r->r[UREG_RDI] = u->rdi;
-	r->r[UREG_RBP] = u->rbp;
-	r->r[UREG_RSP] = u->rsp;
-	r->r[UREG_R8] = u->r8;
-	r->r[UREG_R9] = u->r9;
-	r->r[UREG_R10] = u->r10;
-	r->r[UREG_R11] = u->r11;
-	r->r[UREG_R12] = u->r12;
-	r->r[UREG_R13] = u->r13;
-	r->r[UREG_R14] = u->r14;
-	r->r[UREG_R15] = u->r15;
-	r->r[UREG_RIP] = u->rip;
-}
-
-/*
- * Copy the stack from sp into d->stack, up to STACK_MAX, clipped to its
- * mapping. One remote iovec per page: a transfer stops at the first
- * unreadable iovec, so a stack outside the known maps still copies up to
- * its end.
- */
-static size_t copy_stack(struct dump *d, uint64_t sp)
-{
-	struct iovec local = { d->stack, STACK_MAX };
-	struct iovec remote[STACK_MAX / PAGE + 1];
-	struct map_entry *e = maps_find(d->maps, sp);
-	uint64_t end = sp + STACK_MAX, a = sp;
-	unsigned n = 0;
-	ssize_t got;
-
-	if (e && e->end < end)
-		end = e->end;
-	while (a < end && n < sizeof(remote) / sizeof(remote[0])) {
-		uint64_t next = (a & ~(uint64_t)(PAGE - 1)) + PAGE;
-
-		if (next > end)
-			next = end;
-		remote[n].iov_base = (void *)(uintptr_t)a;
-		remote[n].iov_len = next - a;
-		n++;
-		a = next;
-	}
-	local.iov_len = a - sp;
-	got = process_vm_readv(d->pid, &local, 1, remote, n, 0);
-	return got > 0 ? (size_t)got : 0;
 }
 
 static void unwind_copy(struct dump *d, struct thread_rec *t,
@@ -335,7 +224,8 @@ static void read_stopped(struct dump *d, struct thread_rec *t, int sig,
 		d->first_stop_ns = t->running_ns;
 	ok = ptrace(PTRACE_GETREGS, t->tid, NULL, &u) == 0;
 	if (ok)
-		len = copy_stack(d, u.rsp);
+		len = tracee_copy_stack(d->pid, d->maps, u.rsp, d->stack,
+					STACK_MAX);
 	ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(long)sig);
 	released = now_ns();
 	d->last_release_ns = released;
@@ -354,7 +244,7 @@ static void read_stopped(struct dump *d, struct thread_rec *t, int sig,
 	}
 	/* Stopped out of a system call, orig_rax still names it. */
 	t->sysno = (long)u.orig_rax;
-	regs_from_user(&u, &t->regs);
+	tracee_regs(&u, &t->regs);
 	if (keep && len) {
 		t->copy = malloc(len);
 		if (t->copy) {
@@ -372,12 +262,12 @@ static void sweep_late(struct dump *d)
 	for (size_t i = 0; i < d->n && d->nlate; i++) {
 		struct thread_rec *t = &d->t[i];
 		uint64_t before;
-		int sig = 0, ret;
+		int sig = 0, event, ret;
 
 		if (!t->late)
 			continue;
 		before = now_ns();
-		ret = poll_stop(t->tid, &sig);
+		ret = tracee_poll_stop(t->tid, &sig, &event);
 		if (ret == -EAGAIN) {
 			t->running_ns = before;
 		} else if (ret) {
@@ -401,7 +291,8 @@ static int grab(struct dump *d, struct thread_rec *t)
 		ret = errno;
 		if (ret == ESRCH)
 			goto gone;
-		return ret == EPERM ? seize_refused(d, t->tid) : -ret;
+		return ret == EPERM ? tracee_seize_refused(d->pid, t->tid) :
+				      -ret;
 	}
 	t->running_ns = now_ns();
 	if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL))
@@ -429,34 +320,16 @@ gone:
  */
 static void read_unstopped(struct dump *d, struct thread_rec *t)
 {
-	static const enum unwind_reg args[6] = {
-		UREG_RDI, UREG_RSI, UREG_RDX, UREG_R10, UREG_R8, UREG_R9,
-	};
-	char what[64], buf[256];
-	unsigned long long v[9];
 	size_t len;
-	int n;
 
 	t->late = false;
 	d->nlate--;
 	d->st->unstopped++;
 	t->npcs = 0;
-	snprintf(what, sizeof(what), "task/%d/syscall", (int)t->tid);
-	if (proc_read(d->pid, what, buf, sizeof(buf) - 1, &len))
+	if (tracee_syscall_regs(d->pid, t->tid, &t->sysno, &t->regs))
 		return;
-	buf[len] = '\0';
-	n = sscanf(buf, "%lli %llx %llx %llx %llx %llx %llx %llx %llx",
-		   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
-		   &v[8]);
-	if (n != 9 && n != 3)
-		return;
-	t->sysno = (long)v[0];
-	memset(&t->regs, 0, sizeof(t->regs));
-	for (int i = 0; i < 6 && n == 9; i++)
-		t->regs.r[args[i]] = v[1 + i];
-	t->regs.r[UREG_RSP] = v[n - 2];
-	t->regs.r[UREG_RIP] = v[n - 1];
-	len = copy_stack(d, t->regs.r[UREG_RSP]);
+	len = tracee_copy_stack(d->pid, d->maps, t->regs.r[UREG_RSP],
+				d->stack, STACK_MAX);
 	unwind_copy(d, t, d->stack, len);
 }
 
@@ -643,7 +516,7 @@ static int check_target(pid_t pid)
 		return -EINVAL;
 	if (pid == getpid())
 		return -EPERM;	/* no process may trace its own threads */
-	ret = tracer_of(pid, ".", &tracer);
+	ret = tracee_tracer_of(pid, ".", &tracer);
 	if (ret)
 		return ret;
 	if (tracer) {

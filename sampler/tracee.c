@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* tracee.c - stops, registers and stacks of seized threads. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+
+#include "log.h"
+#include "maps.h"
+#include "proc.h"
+#include "tracee.h"
+
+#define PAGE 4096
+#define MAX_IOV 64
+
+int tracee_poll_stop(pid_t tid, int *sig, int *event)
+{
+	int status;
+	pid_t r;
+
+	r = waitpid(tid, &status, __WALL | WNOHANG);
+	if (r == 0 || (r < 0 && errno == EINTR))
+		return -EAGAIN;
+	if (r < 0 || !WIFSTOPPED(status))
+		return -ESRCH;
+	*event = (unsigned)status >> 16;
+	/* A signal-delivery stop took the place of ours: the signal must
+	 * still be delivered. Event stops (ours, group-stop) carry none. */
+	*sig = *event ? 0 : WSTOPSIG(status);
+	return 0;
+}
+
+void tracee_regs(const struct user_regs_struct *u, struct unwind_regs *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->r[UREG_RAX] = u->rax;
+	r->r[UREG_RDX] = u->rdx;
+	r->r[UREG_RCX] = u->rcx;
+	r->r[UREG_RBX] = u->rbx;
+	r->r[UREG_RSI] = u->rsi;
+	r->r[UREG_RDI] = u->rdi;
+	r->r[UREG_RBP] = u->rbp;
+	r->r[UREG_RSP] = u->rsp;
+	r->r[UREG_R8] = u->r8;
+	r->r[UREG_R9] = u->r9;
+	r->r[UREG_R10] = u->r10;
+	r->r[UREG_R11] = u->r11;
+	r->r[UREG_R12] = u->r12;
+	r->r[UREG_R13] = u->r13;
+	r->r[UREG_R14] = u->r14;
+	r->r[UREG_R15] = u->r15;
+	r->r[UREG_RIP] = u->rip;
+}
+
+size_t tracee_copy_stack(pid_t pid, struct proc_maps *maps, uint64_t sp,
+			 void *buf, size_t max)
+{
+	struct iovec local = { buf, max };
+	struct iovec remote[MAX_IOV];
+	struct map_entry *e = maps ? maps_find(maps, sp) : NULL;
+	uint64_t end = sp + max, a = sp;
+	unsigned n = 0;
+	ssize_t got;
+
+	if (e && e->end < end)
+		end = e->end;
+	while (a < end && n < MAX_IOV) {
+		uint64_t next = (a & ~(uint64_t)(PAGE - 1)) + PAGE;
+
+		if (next > end)
+			next = end;
+		remote[n].iov_base = (void *)(uintptr_t)a;
+		remote[n].iov_len = next - a;
+		n++;
+		a = next;
+	}
+	local.iov_len = a - sp;
+	got = process_vm_readv(pid, &local, 1, remote, n, 0);
+	return got > 0 ? (size_t)got : 0;
+}
+
+int tracee_tracer_of(pid_t pid, const char *what, pid_t *tracer)
+{
+	char path[64], buf[2048];
+	const char *l;
+	size_t len;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/status", what);
+	ret = proc_read(pid, path, buf, sizeof(buf) - 1, &len);
+	if (ret)
+		return ret;
+	buf[len] = '\0';
+	l = strstr(buf, "\nTracerPid:");
+	*tracer = l ? (pid_t)atoi(l + 11) : 0;
+	return 0;
+}
+
+int tracee_seize_refused(pid_t pid, pid_t tid)
+{
+	char what[32];
+	pid_t tracer = 0;
+
+	snprintf(what, sizeof(what), "task/%d", (int)tid);
+	if (!tracee_tracer_of(pid, what, &tracer) && tracer) {
+		pr_info("ptrace: thread %d of %d is traced by %d", (int)tid,
+			(int)pid, (int)tracer);
+		return -EBUSY;
+	}
+	return -EPERM;
+}
+
+int tracee_syscall_regs(pid_t pid, pid_t tid, long *sysno,
+			struct unwind_regs *r)
+{
+	static const enum unwind_reg args[6] = {
+		UREG_RDI, UREG_RSI, UREG_RDX, UREG_R10, UREG_R8, UREG_R9,
+	};
+	char what[64], buf[256];
+	unsigned long long v[9];
+	size_t len;
+	int n, ret;
+
+	snprintf(what, sizeof(what), "task/%d/syscall", (int)tid);
+	ret = proc_read(pid, what, buf, sizeof(buf) - 1, &len);
+	if (ret)
+		return ret;
+	buf[len] = '\0';
+	n = sscanf(buf, "%lli %llx %llx %llx %llx %llx %llx %llx %llx",
+		   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
+		   &v[8]);
+	if (n != 9 && n != 3)	/* "running", or "-1 sp pc" outside one */
+		return -ENODATA;
+	*sysno = (long)v[0];
+	memset(r, 0, sizeof(*r));
+	for (int i = 0; i < 6 && n == 9; i++)
+		r->r[args[i]] = v[1 + i];
+	r->r[UREG_RSP] = v[n - 2];
+	r->r[UREG_RIP] = v[n - 1];
+	return 0;
+}

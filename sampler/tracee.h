@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * tracee.h - what the sampler does to a thread it has seized with ptrace:
+ * look for its stop, read its registers and the top of its stack, and why
+ * the kernel refused to seize it. Shared by the thread dumps (threads.c)
+ * and the agent loader (inject.c).
+ *
+ * Stateless helpers; the caller must be the tracing thread for the ptrace
+ * calls. Errors are negative errno values.
+ */
+#ifndef PROFFS_TRACEE_H
+#define PROFFS_TRACEE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+#include "unwind.h"
+
+struct proc_maps;
+
+/*
+ * One look at tid's wait status: 0 and *sig (the signal to hand back when
+ * it is resumed) once stopped, *event the ptrace event of the stop (0 for
+ * a signal-delivery stop); -EAGAIN while running, -ESRCH once it exited.
+ */
+int tracee_poll_stop(pid_t tid, int *sig, int *event);
+
+/* The registers of a ptrace stop, in the unwinder's numbering. */
+void tracee_regs(const struct user_regs_struct *u, struct unwind_regs *r);
+
+/*
+ * Copy up to max bytes of pid's memory from sp into buf, clipped to the
+ * mapping holding sp (when maps knows it). One remote iovec per page: a
+ * transfer stops at the first unreadable page, so a stack outside the
+ * known maps still copies up to its end. Returns the bytes copied.
+ */
+size_t tracee_copy_stack(pid_t pid, struct proc_maps *maps, uint64_t sp,
+			 void *buf, size_t max);
+
+/* TracerPid of pid, or of one of its threads with what = "task/TID"
+ * ("." for the process). */
+int tracee_tracer_of(pid_t pid, const char *what, pid_t *tracer);
+
+/* PTRACE_SEIZE of tid failed with EPERM: -EBUSY when someone else traces
+ * it (a debugger), else -EPERM. */
+int tracee_seize_refused(pid_t pid, pid_t tid);
+
+/*
+ * A thread asleep in the kernel that never stopped: the registers the
+ * kernel shows in /proc/PID/task/TID/syscall (the system call number in
+ * *sysno, its arguments, sp and pc). -ENODATA when it shows none.
+ */
+int tracee_syscall_regs(pid_t pid, pid_t tid, long *sysno,
+			struct unwind_regs *r);
+
+#endif
