@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "dso.h"
+#include "heap.h"
 #include "log.h"
 #include "nodes.h"
 #include "proffs_i.h"
@@ -34,6 +35,9 @@ static const struct fuse_opt proffs_opt_spec[] = {
 	OPT("cache_ms=%u", cache_ms, 0),
 	OPT("max_stacks=%u", max_stacks, 0),
 	OPT("debug_roots=%s", debug_roots, 0),
+	OPT("agent=%s", agent, 0),
+	OPT("heap=%s", heap_method, 0),
+	OPT("heap_idle=%u", heap_idle_s, 0),
 	FUSE_OPT_END
 };
 
@@ -50,6 +54,13 @@ static void usage(const char *prog)
 	       "                           a bound on its memory (100000)\n"
 	       "    -o debug_roots=DIRS    ':'-separated roots of separate\n"
 	       "                           debug files (/usr/lib/debug)\n"
+	       "    -o heap=METHOD         how heap profiles are taken: auto\n"
+	       "                           (the agent, uprobes where it cannot\n"
+	       "                           load), agent, uprobe (auto)\n"
+	       "    -o agent=PATH          the heap agent to load\n"
+	       "                           (" PROFFS_AGENT_PATH ")\n"
+	       "    -o heap_idle=N         an agent stays armed N s after its\n"
+	       "                           last session (300)\n"
 	       "\n");
 }
 
@@ -107,29 +118,88 @@ static void fit_request_timeout(struct proffs_opts *o)
 	}
 }
 
-static int check_opts(const struct proffs_opts *o)
+static const struct {
+	const char *name;
+	enum heap_method method;
+} heap_methods[] = {
+	{ "auto", HEAP_AUTO }, { "agent", HEAP_AGENT },
+	{ "uprobe", HEAP_UPROBE },
+};
+
+static int parse_heap_method(const char *s, enum heap_method *m)
+{
+	for (size_t i = 0; i < sizeof(heap_methods) / sizeof(heap_methods[0]);
+	     i++)
+		if (!strcmp(s, heap_methods[i].name)) {
+			*m = heap_methods[i].method;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/*
+ * The agent beside a daemon run from its build tree (build/fs/proffs,
+ * build/sampler/agent/), else where meson installs it.
+ */
+static char *default_agent(void)
+{
+	static const char rel[] = "/../sampler/agent/libproffs-heap.so";
+	char exe[4096], *slash;
+	ssize_t n;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - sizeof(rel));
+	if (n > 0) {
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash) {
+			strcpy(slash, rel);
+			if (!access(exe, R_OK))
+				return strdup(exe);
+		}
+	}
+	return strdup(PROFFS_AGENT_PATH);
+}
+
+static int check_opts(struct proffs_opts *o, enum heap_method *method)
 {
 	if (!o->max_window_s || !o->max_hz || !o->max_sessions) {
 		fprintf(stderr, "proffs: max_window, max_hz and max_sessions "
 				"must be positive\n");
 		return -EINVAL;
 	}
-	return 0;
+	if (parse_heap_method(o->heap_method ? o->heap_method : "auto",
+			      method)) {
+		fprintf(stderr, "proffs: heap= takes auto, agent or uprobe\n");
+		return -EINVAL;
+	}
+	if (!o->agent)
+		o->agent = default_agent();
+	return o->agent ? 0 : -ENOMEM;
 }
 
-static int state_init(struct proffs *fs)
+static int state_init(struct proffs *fs, enum heap_method method)
 {
 	struct registry_opts ro = {
 		.max_sessions = fs->opts.max_sessions,
 		.cache_ms = fs->opts.cache_ms,
 		.max_stacks = fs->opts.max_stacks,
 	};
+	struct heap_agents_opts ho = {
+		.agent_path = fs->opts.agent,
+		.idle_s = fs->opts.heap_idle_s,
+		.max_stacks = fs->opts.max_stacks,
+		.method = method,
+	};
 	int ret;
 
 	ret = dso_cache_new(fs->opts.debug_roots, &fs->dsos);
 	if (!ret)
 		ret = nodes_new(&fs->nodes);
+	ho.cache = fs->dsos;
+	if (!ret)
+		ret = heap_agents_new(&ho, &fs->heap);
 	ro.dsos = fs->dsos;
+	ro.heap = fs->heap;
 	if (!ret)
 		ret = registry_new(&ro, &fs->registry);
 	return ret;
@@ -138,9 +208,12 @@ static int state_init(struct proffs *fs)
 static void state_free(struct proffs *fs)
 {
 	registry_free(fs->registry);
+	heap_agents_free(fs->heap);
 	nodes_free(fs->nodes);
 	dso_cache_free(fs->dsos);
 	free(fs->opts.debug_roots);
+	free(fs->opts.agent);
+	free(fs->opts.heap_method);
 }
 
 /*
@@ -182,8 +255,10 @@ int main(int argc, char *argv[])
 			.max_sessions = 16,
 			.cache_ms = 10000,
 			.max_stacks = 100000,
+			.heap_idle_s = 300,
 		},
 	};
+	enum heap_method heap_method = HEAP_AUTO;
 	int ret = 1;
 
 	argc = drop_mount_source(argc, argv);
@@ -208,15 +283,15 @@ int main(int argc, char *argv[])
 		goto err_out1;
 	}
 	if (fuse_opt_parse(&args, &fs.opts, proffs_opt_spec, NULL) == -1 ||
-	    check_opts(&fs.opts))
-		goto err_out1;
+	    check_opts(&fs.opts, &heap_method))
+		goto err_out2;
 	/* Profiles are read-only: the kernel answers writes with EROFS. */
 	fuse_opt_add_arg(&args, "-oro,fsname=proffs,subtype=proffs");
 	if (cl.debug)
 		proffs_log_set_level(PROFFS_LOG_DEBUG);
 	raise_fd_limit();
 	fit_request_timeout(&fs.opts);
-	if (state_init(&fs)) {
+	if (state_init(&fs, heap_method)) {
 		fprintf(stderr, "proffs: out of memory\n");
 		goto err_out2;
 	}

@@ -164,6 +164,20 @@ static const render_fn renderers[PROFFS_KIND__COUNT][PROFFS_FMT__COUNT] = {
 		[PROFFS_FMT_TXT] = render_txt,
 		[PROFFS_FMT_FOLDED] = render_folded,
 	},
+	[PROFFS_KIND_HEAP] = {
+		[PROFFS_FMT_PB_GZ] = render_pb_gz,
+		[PROFFS_FMT_PB] = render_pb,
+		[PROFFS_FMT_SVG] = render_svg,
+		[PROFFS_FMT_TXT] = render_txt,
+		[PROFFS_FMT_FOLDED] = render_folded,
+	},
+	[PROFFS_KIND_ALLOCS] = {
+		[PROFFS_FMT_PB_GZ] = render_pb_gz,
+		[PROFFS_FMT_PB] = render_pb,
+		[PROFFS_FMT_SVG] = render_svg,
+		[PROFFS_FMT_TXT] = render_txt,
+		[PROFFS_FMT_FOLDED] = render_folded,
+	},
 	[PROFFS_KIND_GOROUTINE] = {
 		[PROFFS_FMT_PB_GZ] = render_threads_pb_gz,
 		[PROFFS_FMT_PB] = render_threads_pb_raw,

@@ -9,6 +9,7 @@
 #include "fuse_lowlevel.h"
 
 struct dso_cache;
+struct heap_agents;
 struct nodes;
 struct registry;
 
@@ -19,6 +20,9 @@ struct proffs_opts {
 	unsigned cache_ms;		/* finished results stay this long */
 	unsigned max_stacks;		/* distinct stacks per session */
 	char *debug_roots;		/* where separate debug files live */
+	char *agent;			/* libproffs-heap.so to load */
+	char *heap_method;		/* "auto", "agent" or "uprobe" */
+	unsigned heap_idle_s;		/* agents stay armed this long */
 	int foreground;
 	int debug;
 };
@@ -26,6 +30,7 @@ struct proffs_opts {
 struct proffs {
 	struct proffs_opts opts;
 	struct dso_cache *dsos;
+	struct heap_agents *heap;
 	struct nodes *nodes;
 	struct registry *registry;
 	uint64_t start_s;		/* CLOCK_MONOTONIC at mount */

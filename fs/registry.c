@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "cpu.h"
+#include "heap.h"
 #include "log.h"
 #include "output.h"
 #include "profile.h"
@@ -107,8 +108,12 @@ static void key_of(pid_t pid, const struct proffs_request *req,
 	memset(k, 0, sizeof(*k));
 	k->pid = pid;
 	k->kind = req->kind;
-	/* A thread dump is a snapshot: no window. */
-	k->window_ms = req->kind == PROFFS_KIND_GOROUTINE ? 0 : req->window_ms;
+	/* A thread dump is a snapshot: no window. Neither is a heap profile
+	 * without one (everything so far), whatever its default wait. */
+	k->window_ms = req->kind == PROFFS_KIND_GOROUTINE ||
+		       ((req->kind == PROFFS_KIND_HEAP ||
+			 req->kind == PROFFS_KIND_ALLOCS) && !req->has_window) ?
+		       0 : req->window_ms;
 	/* Parameters a kind ignores must not split sessions. */
 	k->hz = req->kind == PROFFS_KIND_CPU ? req->hz : 0;
 	k->rate = req->kind == PROFFS_KIND_HEAP ||
@@ -331,6 +336,34 @@ static int run_threads(struct session *s, struct profile **prof)
 	return ret;
 }
 
+static int run_heap(struct session *s, struct profile **prof)
+{
+	struct heap_opts ho = {
+		.pid = s->key.pid,
+		.allocs = s->key.kind == PROFFS_KIND_ALLOCS,
+		.has_window = s->req.has_window,
+		.window_ms = s->req.window_ms,
+		.rate = s->key.rate,
+		.stop = &s->stop,
+	};
+	struct heap_stats st;
+	int ret;
+
+	ret = heap_profile(s->r->o.heap, &ho, prof, &st);
+	if (!ret)
+		pr_info("session %u done: pid=%d kind=%s window_ms=%llu "
+			"samples=%llu frees=%llu lost=%llu%s elapsed_ms=%llu",
+			s->id, (int)s->key.pid, name_kind_str(s->key.kind),
+			ho.has_window || st.armed_now ?
+			(unsigned long long)ho.window_ms : 0ull,
+			(unsigned long long)st.samples,
+			(unsigned long long)st.frees,
+			(unsigned long long)st.lost,
+			st.armed_now ? " armed_now" : "",
+			(unsigned long long)(st.elapsed_ns / 1000000));
+	return ret;
+}
+
 static int run_kind(struct session *s, struct profile **prof)
 {
 	struct cpu_opts co = {
@@ -356,6 +389,9 @@ static int run_kind(struct session *s, struct profile **prof)
 		return ret;
 	case PROFFS_KIND_GOROUTINE:
 		return run_threads(s, prof);
+	case PROFFS_KIND_HEAP:
+	case PROFFS_KIND_ALLOCS:
+		return run_heap(s, prof);
 	default:
 		return -ENOENT;
 	}

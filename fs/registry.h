@@ -28,6 +28,7 @@
 #include "name.h"
 
 struct dso_cache;
+struct heap_agents;
 struct registry;
 struct reg_handle;
 
@@ -36,6 +37,7 @@ struct registry_opts {
 	unsigned cache_ms;	/* how long a finished result stays */
 	unsigned max_stacks;	/* distinct stacks per session (memory) */
 	struct dso_cache *dsos;	/* borrowed */
+	struct heap_agents *heap;	/* borrowed */
 };
 
 int registry_new(const struct registry_opts *o, struct registry **out);

@@ -1269,19 +1269,39 @@ int dso_symbolize(struct dso *d, uint64_t vaddr, struct dso_frame *frames,
 	return ret;
 }
 
+/* name, or name@VERSION / name@@VERSION, is the symbol called want. */
+static bool sym_named(const char *name, const char *want)
+{
+	size_t n = strlen(want);
+
+	return !strncmp(name, want, n) && (!name[n] || name[n] == '@');
+}
+
 int dso_symbol_vaddr(struct dso *d, const char *name, uint64_t *vaddr)
 {
-	int ret = -ENOENT;
+	int ret = -ENOENT, cnt;
 
 	pthread_mutex_lock(&d->lock);
 	dso_dw_init(d);
-	/* Rare (an agent load), so a scan: symbols are sorted by address. */
-	for (size_t i = 0; i < d->nsyms; i++)
-		if (!strcmp(d->syms[i].name, name)) {
-			*vaddr = d->syms[i].addr;
+	/* Rare (an agent load), so a scan of every symbol, aliases
+	 * included: the sorted table keeps one name per address. An IFUNC's
+	 * address is its resolver's, not the function's. */
+	cnt = d->mod ? dwfl_module_getsymtab(d->mod) : 0;
+	for (int i = 1; i < cnt; i++) {
+		GElf_Word shndx;
+		GElf_Addr addr;
+		GElf_Sym sym;
+		const char *s;
+
+		s = dwfl_module_getsym_info(d->mod, i, &sym, &addr, &shndx,
+					    NULL, NULL);
+		if (s && GELF_ST_TYPE(sym.st_info) == STT_FUNC &&
+		    shndx != SHN_UNDEF && sym_named(s, name)) {
+			*vaddr = addr;
 			ret = 0;
 			break;
 		}
+	}
 	pthread_mutex_unlock(&d->lock);
 	return ret;
 }

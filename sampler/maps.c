@@ -253,6 +253,20 @@ struct map_entry *maps_find(struct proc_maps *m, uint64_t addr)
 	return NULL;
 }
 
+size_t maps_count(const struct proc_maps *m)
+{
+	return m->n;
+}
+
+struct map_entry *maps_at(struct proc_maps *m, size_t i)
+{
+	if (i >= m->n)
+		return NULL;
+	if (!m->v[i].dso_tried)
+		attach_dso(m, &m->v[i]);
+	return &m->v[i];
+}
+
 struct map_entry *maps_main(struct proc_maps *m)
 {
 	for (size_t i = 0; i < m->n; i++)

@@ -57,6 +57,11 @@ struct map_entry *maps_find(struct proc_maps *m, uint64_t addr);
 int maps_set_alias(struct proc_maps *m, const char *seen_path,
 		   const char *open_path);
 
+/* Entries in address order, for a walk: maps_at(m, i) for i below
+ * maps_count(m), its dso loaded on first use like maps_find(). */
+size_t maps_count(const struct proc_maps *m);
+struct map_entry *maps_at(struct proc_maps *m, size_t i);
+
 /* The entry of the main executable's first executable mapping, or NULL. */
 struct map_entry *maps_main(struct proc_maps *m);
 

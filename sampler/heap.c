@@ -1,0 +1,651 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * heap.c - the daemon's heap agents: one per process that has been asked
+ * for a heap or allocs profile, each with a consumer thread that drains
+ * its ring into its heap model and keeps its lease.
+ *
+ * Locks: heap_agents.lock guards the list and each agent's state and
+ * refs; agent.lock guards the rest of an agent (ring, model, users). The
+ * first is never taken while holding the second.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "heap.h"
+#include "heap_load.h"
+#include "heap_model.h"
+#include "heap_ring.h"
+#include "inject.h"
+#include "log.h"
+#include "maps.h"
+#include "proc.h"
+#include "profile.h"
+#include "unwind.h"
+
+#define POLL_MS 10		/* ring drains */
+#define BEAT_NS 100000000ull	/* heartbeats, while wanted */
+#define WAIT_MS 50		/* window checks */
+#define MAX_USERS 64
+#define AGENT_SEEN "/memfd:" PH_AGENT_NAME " (deleted)"
+
+enum agent_state { AG_ATTACHING, AG_LIVE, AG_DEAD };
+
+struct agent {
+	struct heap_agents *a;
+	pid_t pid;
+	unsigned long long start_time;	/* tells a reused pid apart */
+	/* protected by heap_agents.lock: */
+	enum agent_state state;
+	int refs;
+	struct agent *next;
+	/* protected by lock: */
+	pthread_mutex_t lock;
+	struct proc_maps *maps;
+	struct heap_ring *ring;
+	struct ph_shared *sh;
+	struct heap_model *model;
+	uint64_t rates[MAX_USERS];	/* one per session using it */
+	unsigned users;
+	uint64_t rate;			/* what the agent samples at now */
+	uint64_t last_used_ns, last_beat_ns;
+	bool wanted;			/* heartbeat still going */
+	uint64_t alloc_errors;
+	pthread_t consumer;
+	_Atomic bool quit;
+};
+
+struct heap_agents {
+	struct heap_agents_opts o;
+	char *agent_path;
+	void *agent;		/* the agent file's bytes, or NULL */
+	size_t agent_len;
+	pthread_mutex_t lock;
+	pthread_cond_t changed;	/* an attach finished, or a consumer ended */
+	struct agent *list;
+	unsigned consumers;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static int64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/* Field 22 of /proc/PID/stat: when the process started. */
+static unsigned long long start_time(pid_t pid)
+{
+	char buf[1024], *p;
+	unsigned long long t = 0;
+	size_t len;
+
+	if (proc_read(pid, "stat", buf, sizeof(buf) - 1, &len))
+		return 0;
+	buf[len] = '\0';
+	p = strrchr(buf, ')');
+	if (p)
+		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+			      "%*u %*u %*d %*d %*d %*d %*d %*d %llu", &t);
+	return t;
+}
+
+/* ---- life cycle ---- */
+
+static int read_agent(struct heap_agents *a)
+{
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	fd = open(a->agent_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) || st.st_size <= 0) {
+		if (fd >= 0)
+			close(fd);
+		return -ENOENT;
+	}
+	a->agent = malloc(st.st_size);
+	n = a->agent ? read(fd, a->agent, st.st_size) : -1;
+	close(fd);
+	if (n != st.st_size) {
+		free(a->agent);
+		a->agent = NULL;
+		return -EIO;
+	}
+	a->agent_len = st.st_size;
+	return 0;
+}
+
+int heap_agents_new(const struct heap_agents_opts *o,
+		    struct heap_agents **out)
+{
+	struct heap_agents *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	a->o = *o;
+	a->agent_path = strdup(o->agent_path ? o->agent_path : "");
+	if (!a->agent_path) {
+		free(a);
+		return -ENOMEM;
+	}
+	if (o->method != HEAP_UPROBE && read_agent(a))
+		pr_warn("heap: agent %s cannot be read: heap profiles need "
+			"the uprobe fallback", a->agent_path);
+	pthread_mutex_init(&a->lock, NULL);
+	pthread_cond_init(&a->changed, NULL);
+	*out = a;
+	return 0;
+}
+
+static void agent_free(struct agent *ag)
+{
+	heap_model_free(ag->model);
+	heap_ring_close(ag->ring);
+	maps_free(ag->maps);
+	pthread_mutex_destroy(&ag->lock);
+	free(ag);
+}
+
+/* Drop a reference; called with heap_agents.lock held. */
+static void put_locked(struct agent *ag)
+{
+	if (--ag->refs == 0)
+		agent_free(ag);
+}
+
+static void agent_put(struct agent *ag)
+{
+	struct heap_agents *a = ag->a;
+
+	pthread_mutex_lock(&a->lock);
+	put_locked(ag);
+	pthread_mutex_unlock(&a->lock);
+}
+
+static void unlist_locked(struct heap_agents *a, struct agent *ag)
+{
+	for (struct agent **pp = &a->list; *pp; pp = &(*pp)->next)
+		if (*pp == ag) {
+			*pp = ag->next;
+			ag->state = AG_DEAD;
+			put_locked(ag);
+			return;
+		}
+}
+
+void heap_agents_free(struct heap_agents *a)
+{
+	if (!a)
+		return;
+	pthread_mutex_lock(&a->lock);
+	for (struct agent *ag = a->list; ag; ag = ag->next)
+		atomic_store(&ag->quit, true);
+	while (a->consumers)
+		pthread_cond_wait(&a->changed, &a->lock);
+	while (a->list)
+		unlist_locked(a, a->list);
+	pthread_mutex_unlock(&a->lock);
+	pthread_cond_destroy(&a->changed);
+	pthread_mutex_destroy(&a->lock);
+	free(a->agent);
+	free(a->agent_path);
+	free(a);
+}
+
+/* ---- the ring, the rate and the lease ---- */
+
+static void on_record(const struct ph_rec *rec, void *arg)
+{
+	struct agent *ag = arg;
+	const struct ph_alloc *al = (const void *)rec;
+	struct heap_alloc_sample s;
+
+	if (rec->type == PH_REC_FREE) {
+		heap_model_free_addr(ag->model,
+				     ((const struct ph_free *)rec)->addr);
+		return;
+	}
+	s = (struct heap_alloc_sample){
+		.regs = (const struct unwind_regs *)al->regs,
+		.stack = al->stack, .stack_len = al->stack_len,
+		.addr = al->addr, .size = al->size, .rate = al->rate,
+		.tracked = !(rec->flags & PH_ALLOC_UNTRACKED),
+	};
+	if (heap_model_alloc(ag->model, &s) && !ag->alloc_errors++)
+		pr_warn("heap: pid %d: out of memory counting samples",
+			(int)ag->pid);
+}
+
+/* Called with agent.lock held. */
+static void drain_locked(struct agent *ag)
+{
+	if (ag->ring && ag->model)
+		heap_ring_drain(ag->ring, on_record, ag);
+}
+
+static void beat_locked(struct agent *ag, uint64_t now)
+{
+	atomic_fetch_add(&ag->sh->heartbeat, 1);
+	ag->last_beat_ns = now;
+}
+
+/* The smallest rate any session asks, or the default when none runs. */
+static void set_rate_locked(struct agent *ag)
+{
+	uint64_t rate = ag->users ? UINT64_MAX : PH_DEFAULT_RATE;
+
+	for (unsigned i = 0; i < ag->users; i++)
+		if (ag->rates[i] < rate)
+			rate = ag->rates[i];
+	if (rate == ag->rate)
+		return;
+	ag->rate = rate;
+	atomic_store(&ag->sh->rate, rate);
+	atomic_fetch_add(&ag->sh->rate_gen, 1);
+}
+
+/* Take the ring over: ours from now on, at this rate. Called with the
+ * target's threads held (or with no agent armed yet). */
+static int configure(void *arg)
+{
+	struct agent *ag = arg;
+	int ret;
+
+	if (!ag->ring) {
+		ret = heap_ring_open(ag->pid, &ag->ring);
+		if (ret)
+			return ret;
+		ag->sh = heap_ring_shared(ag->ring);
+	}
+	ag->rate = 0;
+	set_rate_locked(ag);
+	atomic_store(&ag->sh->daemon_pid, getpid());
+	beat_locked(ag, now_ns());
+	ag->wanted = true;
+	return 0;
+}
+
+static void discard(const struct ph_rec *rec, void *arg)
+{
+	(void)rec;
+	(void)arg;
+}
+
+/* ---- attaching ---- */
+
+static int load_or_arm(struct agent *ag, bool arm_only, bool *armed_now)
+{
+	struct heap_agents *a = ag->a;
+	struct heap_load_opts lo = {
+		.pid = ag->pid, .maps = ag->maps, .agent = a->agent,
+		.agent_len = a->agent_len, .arm_only = arm_only,
+		.setup = configure, .arg = ag,
+	};
+	struct inject_stats st;
+	uint64_t t0 = now_ns();
+	int ret;
+
+	if (!arm_only && !a->agent)
+		return -ENOTSUP;
+	ret = heap_load(&lo, &st);
+	if (ret) {
+		pr_notice("heap: pid %d: agent not %s: %s", (int)ag->pid,
+			  arm_only ? "armed" : "loaded", strerror(-ret));
+		return ret;
+	}
+	*armed_now = true;
+	pr_info("heap: pid %d: agent %s in %llu ms: %u threads held %llu us, "
+		"%u rounds", (int)ag->pid, arm_only ? "armed" : "loaded",
+		(unsigned long long)((now_ns() - t0) / 1000000), st.threads,
+		(unsigned long long)(st.hold_ns / 1000), st.rounds);
+	return 0;
+}
+
+/*
+ * The agent there already: preloaded (no daemon yet: everything since
+ * the start is in the ring, keep it), disarmed (arm it: a new epoch), or
+ * armed for another daemon that went away (take it over).
+ */
+static int adopt(struct agent *ag, bool *armed_now)
+{
+	struct ph_shared *sh = ag->sh;
+
+	if (atomic_load(&sh->state) == PH_DISARMED) {
+		heap_ring_drain(ag->ring, discard, NULL);
+		return load_or_arm(ag, true, armed_now);
+	}
+	*armed_now = atomic_load(&sh->daemon_pid) != 0;
+	pr_info("heap: pid %d: agent found armed (%s)", (int)ag->pid,
+		*armed_now ? "taken over" : "preloaded");
+	return configure(ag);
+}
+
+static int load_maps(struct agent *ag)
+{
+	int ret;
+
+	maps_free(ag->maps);
+	ag->maps = NULL;
+	ret = maps_load(ag->pid, ag->a->o.cache, &ag->maps);
+	if (!ret)
+		ret = maps_set_alias(ag->maps, AGENT_SEEN, ag->a->agent_path);
+	return ret == -ENOENT ? -ESRCH : ret;
+}
+
+static int attach(struct agent *ag, bool *armed_now)
+{
+	struct heap_agents *a = ag->a;
+	int ret;
+
+	ret = load_maps(ag);
+	if (ret)
+		return ret;
+	ret = heap_ring_open(ag->pid, &ag->ring);
+	if (!ret) {
+		ag->sh = heap_ring_shared(ag->ring);
+		ret = adopt(ag, armed_now);
+	} else if (ret == -ENOENT) {
+		ret = load_or_arm(ag, false, armed_now);
+		/* The maps the samples unwind with must hold the agent. */
+		if (!ret)
+			ret = load_maps(ag);
+	}
+	if (!ret)
+		ret = heap_model_new(ag->pid, ag->maps, a->o.max_stacks,
+				     &ag->model);
+	return ret;
+}
+
+static void *consumer_main(void *arg);
+
+static struct agent *find_locked(struct heap_agents *a, pid_t pid,
+				 unsigned long long st)
+{
+	for (struct agent *ag = a->list; ag; ag = ag->next)
+		if (ag->pid == pid && ag->start_time == st)
+			return ag;
+	return NULL;
+}
+
+/* Attach a new agent; with a->lock held, dropped meanwhile. */
+static int attach_locked(struct heap_agents *a, struct agent *ag,
+			 bool *armed_now)
+{
+	int ret;
+
+	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_lock(&ag->lock);
+	ret = attach(ag, armed_now);
+	pthread_mutex_unlock(&ag->lock);
+	pthread_mutex_lock(&a->lock);
+	if (!ret) {
+		ret = -pthread_create(&ag->consumer, NULL, consumer_main, ag);
+		if (!ret) {
+			ag->refs++;
+			a->consumers++;
+			pthread_detach(ag->consumer);
+		}
+	}
+	if (ret)
+		unlist_locked(a, ag);
+	else
+		ag->state = AG_LIVE;
+	pthread_cond_broadcast(&a->changed);
+	return ret;
+}
+
+static int enter(struct agent *ag, uint64_t rate);
+
+/*
+ * The live agent of pid, attaching one if needed, with the session
+ * counted in (so the agent samples at its rate from the first moment); a
+ * reference.
+ */
+static int get_agent(struct heap_agents *a, pid_t pid, uint64_t rate,
+		     struct agent **out, bool *armed_now)
+{
+	unsigned long long st = start_time(pid);
+	struct agent *ag;
+	int ret = 0;
+
+	if (!st)
+		return -ESRCH;
+	pthread_mutex_lock(&a->lock);
+	while ((ag = find_locked(a, pid, st)) && ag->state == AG_ATTACHING)
+		pthread_cond_wait(&a->changed, &a->lock);
+	if (!ag) {
+		ag = calloc(1, sizeof(*ag));
+		if (!ag) {
+			pthread_mutex_unlock(&a->lock);
+			return -ENOMEM;
+		}
+		*ag = (struct agent){ .a = a, .pid = pid, .start_time = st,
+				      .refs = 2,	/* list's and ours */
+				      .users = 1, .rates[0] = rate };
+		pthread_mutex_init(&ag->lock, NULL);
+		ag->next = a->list;
+		a->list = ag;
+		ret = attach_locked(a, ag, armed_now);
+		if (ret)
+			put_locked(ag);
+		pthread_mutex_unlock(&a->lock);
+	} else {
+		ag->refs++;
+		pthread_mutex_unlock(&a->lock);
+		ret = enter(ag, rate);
+		if (ret)
+			agent_put(ag);
+	}
+	if (!ret)
+		*out = ag;
+	return ret;
+}
+
+/* ---- the consumer ---- */
+
+/* Keep beating while a session runs and idle_s after; then stop, and the
+ * agent disarms when its lease runs out. True when there is nothing more
+ * to do for this process. */
+static bool tend_locked(struct agent *ag, uint64_t now)
+{
+	uint64_t idle = (uint64_t)ag->a->o.idle_s * 1000000000ull;
+
+	if (!proc_alive(ag->pid) || !heap_ring_attached(ag->ring) ||
+	    heap_ring_broken(ag->ring))
+		return true;
+	if (ag->users || now - ag->last_used_ns < idle) {
+		if (now - ag->last_beat_ns >= BEAT_NS)
+			beat_locked(ag, now);
+		return false;
+	}
+	if (ag->wanted) {
+		ag->wanted = false;
+		pr_info("heap: pid %d: idle for %u s: letting the agent "
+			"disarm", (int)ag->pid, ag->a->o.idle_s);
+	}
+	return atomic_load(&ag->sh->state) == PH_DISARMED ||
+	       now - ag->last_beat_ns > 2 * PH_LEASE_MS * 1000000ull;
+}
+
+static void *consumer_main(void *arg)
+{
+	struct agent *ag = arg;
+	struct heap_agents *a = ag->a;
+	struct timespec nap = { 0, POLL_MS * 1000000l };
+	bool done = false;
+
+	while (!done && !atomic_load(&ag->quit)) {
+		pthread_mutex_lock(&ag->lock);
+		drain_locked(ag);
+		done = tend_locked(ag, now_ns());
+		pthread_mutex_unlock(&ag->lock);
+		if (!done)
+			nanosleep(&nap, NULL);
+	}
+	pthread_mutex_lock(&a->lock);
+	if (ag->state != AG_DEAD)
+		unlist_locked(a, ag);
+	a->consumers--;
+	pthread_cond_broadcast(&a->changed);
+	put_locked(ag);
+	pthread_mutex_unlock(&a->lock);
+	return NULL;
+}
+
+/* ---- sessions ---- */
+
+static int enter(struct agent *ag, uint64_t rate)
+{
+	pthread_mutex_lock(&ag->lock);
+	if (ag->users == MAX_USERS) {
+		pthread_mutex_unlock(&ag->lock);
+		return -EBUSY;
+	}
+	ag->rates[ag->users++] = rate;
+	set_rate_locked(ag);
+	beat_locked(ag, now_ns());
+	ag->wanted = true;
+	pthread_mutex_unlock(&ag->lock);
+	return 0;
+}
+
+static void leave(struct agent *ag, uint64_t rate)
+{
+	pthread_mutex_lock(&ag->lock);
+	for (unsigned i = 0; i < ag->users; i++)
+		if (ag->rates[i] == rate) {
+			ag->rates[i] = ag->rates[--ag->users];
+			break;
+		}
+	set_rate_locked(ag);
+	ag->last_used_ns = now_ns();
+	pthread_mutex_unlock(&ag->lock);
+}
+
+/* Wait out the window; false when the process exited first. */
+static int wait_window(struct agent *ag, const struct heap_opts *o,
+		       uint64_t ms, bool *exited)
+{
+	struct timespec nap = { 0, WAIT_MS * 1000000l };
+	uint64_t end = now_ns() + ms * 1000000ull;
+
+	while (now_ns() < end) {
+		if (o->stop && atomic_load(o->stop))
+			return -ECANCELED;
+		if (!proc_alive(ag->pid)) {
+			*exited = true;
+			return 0;
+		}
+		nanosleep(&nap, NULL);
+	}
+	return 0;
+}
+
+static int add_comments(struct profile *p, const struct agent *ag,
+			const struct heap_opts *o, uint64_t lost,
+			bool exited, uint64_t elapsed_ns)
+{
+	char text[200];
+	int ret = 0;
+
+	snprintf(text, sizeof(text), "proffs: sampled inside the process by "
+		 "libproffs-heap, one allocation per %llu bytes on average",
+		 (unsigned long long)ag->rate);
+	ret = profile_add_comment(p, text);
+	if (!ret && lost) {
+		snprintf(text, sizeof(text), "proffs: %llu samples were lost "
+			 "(the ring was full): counts are low",
+			 (unsigned long long)lost);
+		ret = profile_add_comment(p, text);
+	}
+	if (!ret && exited) {
+		snprintf(text, sizeof(text), "process %d exited after %.2f s "
+			 "of the %.2f s window; this profile is partial",
+			 (int)o->pid, elapsed_ns / 1e9, o->window_ms / 1e3);
+		ret = profile_add_comment(p, text);
+	}
+	return ret;
+}
+
+/* Measure: snapshots at the start (for a window) and at the end. */
+static int measure(struct agent *ag, const struct heap_opts *o,
+		   bool armed_now, struct profile **out, struct heap_stats *st)
+{
+	struct heap_profile_info info = { .allocs = o->allocs };
+	struct heap_snap *from = NULL, *to = NULL;
+	uint64_t t0 = now_ns(), lost0, samples0, frees0;
+	bool exited = false;
+	int ret = 0;
+
+	pthread_mutex_lock(&ag->lock);
+	drain_locked(ag);
+	if (o->has_window)
+		ret = heap_model_snapshot(ag->model, &from);
+	lost0 = atomic_load(&ag->sh->lost);
+	samples0 = o->has_window ? heap_model_samples(ag->model) : 0;
+	frees0 = o->has_window ? heap_model_frees(ag->model) : 0;
+	pthread_mutex_unlock(&ag->lock);
+	info.time_nanos = wall_ns();
+	if (!ret && (o->has_window || armed_now))
+		ret = wait_window(ag, o, o->window_ms, &exited);
+	if (ret)
+		goto out;
+	pthread_mutex_lock(&ag->lock);
+	drain_locked(ag);
+	if (!o->has_window && !armed_now)
+		info.time_nanos = wall_ns();
+	info.duration_nanos = o->has_window || armed_now ? now_ns() - t0 : 0;
+	info.period = ag->rate;
+	ret = heap_model_snapshot(ag->model, &to);
+	if (!ret)
+		ret = heap_model_profile(ag->model, from, to, &info, out);
+	st->samples = heap_model_samples(ag->model) - samples0;
+	st->frees = heap_model_frees(ag->model) - frees0;
+	st->lost = atomic_load(&ag->sh->lost) - lost0;
+	if (!ret)
+		ret = add_comments(*out, ag, o, st->lost, exited,
+				   now_ns() - t0);
+	pthread_mutex_unlock(&ag->lock);
+out:
+	heap_snap_free(from);
+	heap_snap_free(to);
+	return ret;
+}
+
+int heap_profile(struct heap_agents *a, const struct heap_opts *o,
+		 struct profile **out, struct heap_stats *st)
+{
+	uint64_t t0 = now_ns(), rate = o->rate ? o->rate : 1;
+	struct agent *ag;
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	if (o->pid <= 0 || !o->window_ms)
+		return -EINVAL;
+	if (a->o.method == HEAP_UPROBE)
+		return -ENOTSUP;
+	ret = get_agent(a, o->pid, rate, &ag, &st->armed_now);
+	if (ret)
+		return ret;
+	ret = measure(ag, o, st->armed_now, out, st);
+	leave(ag, rate);
+	agent_put(ag);
+	st->elapsed_ns = now_ns() - t0;
+	return ret;
+}

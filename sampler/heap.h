@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * heap.h - heap and allocs profiles of running processes (SPEC §3).
+ *
+ * The first heap or allocs request for a process loads the agent
+ * (libproffs-heap.so) into it - or arms an agent that is there already
+ * (preloaded, or disarmed after a quiet while) - with every thread held
+ * at a safe point (inject.h). From then on a consumer thread of the
+ * daemon drains the agent's ring every few milliseconds into a heap model
+ * (heap_model.h) and keeps the agent's lease alive while sessions use it
+ * and for idle_s seconds after the last one; then the agent disarms itself
+ * and the daemon forgets the process.
+ *
+ * heap_profile() answers one request:
+ *   - with a window: the difference over the window (Go's delta profile);
+ *   - without one: everything since the agent was armed, at once - except
+ *     when this very request armed it, which then waits window_ms (the
+ *     request's default 30 s) so there is something to see.
+ * While any session runs the agent samples at the smallest rate asked
+ * (finer sampling never biases: each sample carries its rate).
+ *
+ * Where the agent cannot go (no dlopen in the process: a static binary),
+ * or with method HEAP_UPROBE, the uprobe fallback measures the window
+ * instead (uprobe_heap.h) - root only.
+ *
+ * Thread-safe. Errors: -ESRCH (gone), -EPERM / -EACCES (ptrace refused),
+ * -EBUSY (traced by someone else), -EAGAIN (threads never all safe),
+ * -ENOTSUP (no way to load the agent and no fallback), -ENOMEM,
+ * -ECANCELED (stop was set).
+ */
+#ifndef PROFFS_HEAP_H
+#define PROFFS_HEAP_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct dso_cache;
+struct profile;
+struct heap_agents;
+
+enum heap_method {
+	HEAP_AUTO,	/* the agent; uprobes where it cannot load */
+	HEAP_AGENT,	/* the agent only */
+	HEAP_UPROBE,	/* uprobes only */
+};
+
+struct heap_agents_opts {
+	struct dso_cache *cache;	/* shared with other sessions */
+	const char *agent_path;		/* libproffs-heap.so; copied */
+	unsigned idle_s;		/* lease kept after the last session */
+	uint32_t max_stacks;		/* buckets per process (memory) */
+	enum heap_method method;
+};
+
+int heap_agents_new(const struct heap_agents_opts *o,
+		    struct heap_agents **out);
+
+/* Stop every consumer (their agents disarm by themselves once the lease
+ * runs out) and free. NULL is a no-op. */
+void heap_agents_free(struct heap_agents *a);
+
+struct heap_opts {
+	pid_t pid;
+	bool allocs;		/* allocs kind: alloc_space by default */
+	bool has_window;
+	uint64_t window_ms;
+	uint64_t rate;		/* mean bytes between samples; 1 = all */
+	const _Atomic bool *stop;	/* may be NULL */
+};
+
+struct heap_stats {
+	bool armed_now;		/* this request loaded or armed the agent */
+	bool uprobe;		/* measured by the uprobe fallback */
+	uint64_t samples;	/* allocation samples in the profile's span */
+	uint64_t frees;
+	uint64_t lost;		/* records the agent dropped, ever */
+	unsigned inject_rounds;
+	uint64_t hold_ns;	/* how long the threads were held */
+	uint64_t elapsed_ns;
+};
+
+int heap_profile(struct heap_agents *a, const struct heap_opts *o,
+		 struct profile **out, struct heap_stats *st);
+
+#endif

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * heap_model.h - sampled allocations of one process, aggregated the way
+ * Go's runtime keeps its memory profile, and turned into heap / allocs
+ * profiles (SPEC §3, §4).
+ *
+ * Each allocation sample (registers and a stack copy, address, size, the
+ * rate it was sampled at) is unwound, its leading frames inside the heap
+ * agent dropped, symbolized, and counted in the bucket of its (stack,
+ * size), as Go buckets by stack and size. It counts with Go's weight: an
+ * allocation of s bytes sampled at mean rate r stands for
+ * 1 / (1 - exp(-s / r)) allocations (1 when r <= 1). The sampled address
+ * is remembered with its bucket and weight until its free, which takes
+ * the same weight back: in use = allocated - freed, per bucket.
+ *
+ * Snapshots copy the per-bucket counters; a profile is made from one
+ * snapshot (everything since the model was reset) or the difference of
+ * two (a window, like Go's delta profiles). Sample types are Go's:
+ * alloc_objects/count, alloc_space/bytes, inuse_objects/count,
+ * inuse_space/bytes; period type space/bytes; numeric label "bytes" = the
+ * allocation size.
+ *
+ * Memory grows with distinct buckets and with sampled allocations still
+ * live. Not thread-safe: the caller serializes. Errors are negative errno
+ * values; a sample that cannot be unwound still counts, under an
+ * "[unknown]" frame.
+ */
+#ifndef PROFFS_HEAP_MODEL_H
+#define PROFFS_HEAP_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct proc_maps;
+struct profile;
+struct unwind_regs;
+struct heap_model;
+struct heap_snap;
+
+/* maps is borrowed and must outlive the model. max_buckets bounds memory:
+ * past it, new buckets count under one "[max_stacks reached]" frame
+ * (0 = no bound). */
+int heap_model_new(pid_t pid, struct proc_maps *maps, uint32_t max_buckets,
+		   struct heap_model **out);
+void heap_model_free(struct heap_model *m);
+
+/* Forget every count and live address; symbols stay. */
+void heap_model_reset(struct heap_model *m);
+
+struct heap_alloc_sample {
+	const struct unwind_regs *regs;
+	const void *stack;	/* copy of the stack from regs RSP */
+	size_t stack_len;
+	uint64_t addr;
+	uint64_t size;
+	uint64_t rate;
+	bool tracked;		/* its free will be reported */
+	unsigned drop_leaf;	/* frames to drop after the agent's */
+};
+
+int heap_model_alloc(struct heap_model *m, const struct heap_alloc_sample *s);
+
+/* A sampled address freed: its bucket's in-use counts go down by what its
+ * allocation added. Returns true if the address was known. */
+bool heap_model_free_addr(struct heap_model *m, uint64_t addr);
+
+/* Counters since the last reset. */
+int heap_model_snapshot(struct heap_model *m, struct heap_snap **out);
+void heap_snap_free(struct heap_snap *s);
+
+struct heap_profile_info {
+	bool allocs;		/* default sample type alloc_space, else
+				 * inuse_space */
+	int64_t period;		/* the rate, for pprof's period */
+	int64_t time_nanos;
+	int64_t duration_nanos;
+};
+
+/*
+ * The profile of `to` minus `from` (from may be NULL: everything in to).
+ * Buckets whose four values are all zero are left out. On success *out
+ * is a new profile the caller frees.
+ */
+int heap_model_profile(struct heap_model *m, const struct heap_snap *from,
+		       const struct heap_snap *to,
+		       const struct heap_profile_info *info,
+		       struct profile **out);
+
+/* Allocation samples counted since the last reset, frees matched. */
+uint64_t heap_model_samples(const struct heap_model *m);
+uint64_t heap_model_frees(const struct heap_model *m);
+
+#endif

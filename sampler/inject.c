@@ -1,0 +1,613 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * inject.c - hold a process's threads at a safe point and call functions
+ * in it. The safety rules and the calling convention are in inject.h.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <time.h>
+
+#include "dso.h"
+#include "inject.h"
+#include "log.h"
+#include "maps.h"
+#include "proc.h"
+#include "tracee.h"
+#include "unwind.h"
+
+#define STACK_MAX (64 * 1024)
+#define MAX_FRAMES 64
+#define DEFAULT_ROUNDS 200
+#define STOP_WAIT_NS 100000000ull	/* for every thread to stop */
+#define CALL_WAIT_NS 10000000000ull	/* for a call to come back */
+#define RED_ZONE 128
+#define SCRATCH 4096
+#define XSTATE_MAX 16384
+
+struct held {
+	pid_t tid;
+	bool stopped;		/* in a ptrace stop now */
+	bool gone;
+	int sig;		/* to hand back on release */
+	int event;		/* of the stop: 0 = signal-delivery stop */
+	const char *why;	/* unsafe: where it was found */
+};
+
+struct injector {
+	pid_t pid;
+	struct proc_maps *maps;
+	struct unwinder *unw;
+	unsigned max_rounds;
+	struct held *t;
+	size_t n, cap;
+	uint8_t *stack;
+	struct inject_stats *st;
+	uint64_t first_stop_ns;
+	/* the calling thread and its scratch space */
+	struct held *caller;
+	uint64_t scratch_top, scratch_used;
+	int fn_ret;
+	int (*fn)(struct injector *, void *);
+	void *fn_arg;
+};
+
+/*
+ * Functions that hold, or may wait for, a lock dlopen or the agent's
+ * arming needs: the allocator's arena locks, the loader's locks, the
+ * stack cache lock of thread creation, fork's allocator locks.
+ */
+static const char *const unsafe_fns[] = {
+	"malloc", "free", "calloc", "realloc", "reallocarray",
+	"posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
+	"malloc_trim", "malloc_stats", "malloc_info", "mallinfo",
+	"mallinfo2", "mallopt", "fork", "_Fork", "vfork",
+	"dlopen", "dlmopen", "dlclose", "dlsym", "dlvsym", "dladdr",
+	"dladdr1", "dlinfo", "dlerror", "dl_iterate_phdr",
+	"__libc_dlopen_mode", "__libc_dlsym", "__libc_dlclose",
+	"pthread_create", "pthread_join", "pthread_tryjoin_np",
+	"pthread_timedjoin_np", "pthread_clockjoin_np", "exit",
+	"__cxa_finalize", "__cxa_thread_atexit_impl",
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void nap(long ns)
+{
+	struct timespec ts = { 0, ns };
+
+	nanosleep(&ts, NULL);
+}
+
+/* ---- holding every thread ---- */
+
+static struct held *find_held(struct injector *in, pid_t tid)
+{
+	for (size_t i = 0; i < in->n; i++)
+		if (in->t[i].tid == tid)
+			return &in->t[i];
+	return NULL;
+}
+
+static int add_held(struct injector *in, pid_t tid, struct held **out)
+{
+	if (in->n == in->cap) {
+		size_t cap = in->cap ? 2 * in->cap : 64;
+		struct held *v = realloc(in->t, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		in->t = v;
+		in->cap = cap;
+	}
+	*out = &in->t[in->n++];
+	**out = (struct held){ .tid = tid };
+	return 0;
+}
+
+static int seize(struct injector *in, pid_t tid)
+{
+	struct held *h;
+	int ret;
+
+	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL)) {
+		ret = errno;
+		if (ret == ESRCH)
+			return 0;	/* gone already */
+		return ret == EPERM ? tracee_seize_refused(in->pid, tid) : -ret;
+	}
+	ret = add_held(in, tid, &h);
+	if (ret)
+		return ret;	/* released when the tracer thread ends */
+	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL))
+		h->gone = true;
+	if (!in->first_stop_ns)
+		in->first_stop_ns = now_ns();
+	return 0;
+}
+
+/* Wait (bounded) for every held thread to report its stop. Threads that
+ * do not (asleep in the kernel) stay interrupted: they cannot run user
+ * code before they are released. */
+static void wait_stops(struct injector *in)
+{
+	uint64_t start = now_ns();
+	bool waiting = true;
+
+	while (waiting && now_ns() - start < STOP_WAIT_NS) {
+		waiting = false;
+		for (size_t i = 0; i < in->n; i++) {
+			struct held *h = &in->t[i];
+			int ret;
+
+			if (h->gone || h->stopped)
+				continue;
+			ret = tracee_poll_stop(h->tid, &h->sig, &h->event);
+			if (ret == -EAGAIN)
+				waiting = true;
+			else if (ret)
+				h->gone = true;
+			else
+				h->stopped = true;
+		}
+		if (waiting)
+			nap(20000);
+	}
+}
+
+/* Seize every thread, again until no new one shows up: a thread being
+ * created while we seize its siblings appears in the list late. */
+static int seize_all(struct injector *in)
+{
+	for (int pass = 0; pass < 16; pass++) {
+		unsigned added = 0;
+		pid_t *tids;
+		size_t n;
+		int ret;
+
+		ret = proc_tasks(in->pid, &tids, &n);
+		if (ret)
+			return ret == -ENOENT ? -ESRCH : ret;
+		for (size_t i = 0; i < n && !ret; i++) {
+			if (find_held(in, tids[i]))
+				continue;
+			ret = seize(in, tids[i]);
+			added++;
+		}
+		free(tids);
+		if (ret)
+			return ret;
+		wait_stops(in);
+		if (!added)
+			return 0;
+	}
+	return -EAGAIN;
+}
+
+/* ---- is a thread somewhere a call could deadlock on? ---- */
+
+static bool is_loader(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strncmp(base, "ld-linux", 8) || !strncmp(base, "ld-musl", 7) ||
+	       !strncmp(base, "ld.so", 5);
+}
+
+static bool is_agent(const char *path)
+{
+	return strstr(path, "proffs-heap") != NULL;
+}
+
+static bool unsafe_name(const char *name)
+{
+	if (!name)
+		return false;
+	for (size_t i = 0; i < sizeof(unsafe_fns) / sizeof(unsafe_fns[0]);
+	     i++)
+		if (!strcmp(name, unsafe_fns[i]))
+			return true;
+	return false;
+}
+
+/* Where pc is, if it is somewhere unsafe; NULL otherwise. */
+static const char *unsafe_pc(struct injector *in, uint64_t pc)
+{
+	struct dso_frame f[8];
+	struct map_entry *e;
+	int n = 0;
+
+	e = maps_find(in->maps, pc);
+	if (!e && !maps_reload(in->maps))
+		e = maps_find(in->maps, pc);
+	if (!e)
+		return NULL;
+	if (is_loader(e->path))
+		return "the dynamic loader";
+	if (is_agent(e->path))
+		return "the heap agent";
+	if (!e->dso || dso_symbolize(e->dso, pc - e->bias, f, 8, &n))
+		return NULL;
+	for (int i = 0; i < n; i++)
+		if (unsafe_name(f[i].system_name))
+			return f[i].system_name;
+	return NULL;
+}
+
+static int thread_regs(struct injector *in, struct held *h,
+		       struct unwind_regs *r)
+{
+	struct user_regs_struct u;
+	long sysno;
+
+	if (!h->stopped)	/* asleep in the kernel, interrupt pending */
+		return tracee_syscall_regs(in->pid, h->tid, &sysno, r);
+	if (ptrace(PTRACE_GETREGS, h->tid, NULL, &u))
+		return -errno;
+	tracee_regs(&u, r);
+	return 0;
+}
+
+/* Unwind h and look at every frame. */
+static void classify(struct injector *in, struct held *h)
+{
+	uint64_t pcs[MAX_FRAMES];
+	struct unwind_regs r;
+	size_t len;
+	int n;
+
+	h->why = NULL;
+	if (thread_regs(in, h, &r)) {
+		h->why = h->stopped ? "registers unreadable" : NULL;
+		return;
+	}
+	len = tracee_copy_stack(in->pid, in->maps, r.r[UREG_RSP], in->stack,
+				STACK_MAX);
+	unwind_stack(in->unw, &r, in->stack, len, pcs, MAX_FRAMES, &n);
+	for (int i = 0; i < n && !h->why; i++)
+		h->why = unsafe_pc(in, pcs[i]);
+}
+
+/* Let the unsafe threads run a moment, then interrupt them again. */
+static void let_go(struct injector *in, unsigned round)
+{
+	for (size_t i = 0; i < in->n; i++) {
+		struct held *h = &in->t[i];
+
+		if (h->gone || !h->stopped || !h->why)
+			continue;
+		if (ptrace(PTRACE_CONT, h->tid, NULL, (void *)(long)h->sig)) {
+			h->gone = true;
+			continue;
+		}
+		h->stopped = false;
+		h->sig = 0;
+	}
+	nap(round < 20 ? 100000 : 1000000);
+	for (size_t i = 0; i < in->n; i++) {
+		struct held *h = &in->t[i];
+
+		if (!h->gone && !h->stopped && h->why &&
+		    ptrace(PTRACE_INTERRUPT, h->tid, NULL, NULL))
+			h->gone = true;
+	}
+	wait_stops(in);
+}
+
+static int make_safe(struct injector *in)
+{
+	for (unsigned round = 0; round < in->max_rounds; round++) {
+		unsigned unsafe = 0;
+		const char *why = NULL;
+		int ret;
+
+		for (size_t i = 0; i < in->n; i++) {
+			struct held *h = &in->t[i];
+
+			if (h->gone)
+				continue;
+			classify(in, h);
+			if (h->why) {
+				unsafe++;
+				why = h->why;
+			}
+		}
+		in->st->unsafe += unsafe;
+		if (!unsafe)
+			return 0;
+		pr_debug("inject: pid %d: %u threads unsafe (e.g. in %s), "
+			 "round %u", (int)in->pid, unsafe, why, round);
+		in->st->rounds++;
+		let_go(in, round);
+		ret = seize_all(in);	/* they may have made new threads */
+		if (ret)
+			return ret;
+	}
+	return -EAGAIN;
+}
+
+/* The thread calls run on: stopped by our interrupt, the main one if it
+ * can. */
+static struct held *pick_caller(struct injector *in)
+{
+	struct held *best = NULL;
+
+	for (size_t i = 0; i < in->n; i++) {
+		struct held *h = &in->t[i];
+
+		if (h->gone || !h->stopped || h->event != PTRACE_EVENT_STOP)
+			continue;
+		if (!best || h->tid == in->pid)
+			best = h;
+	}
+	return best;
+}
+
+static void release_all(struct injector *in)
+{
+	for (size_t i = 0; i < in->n; i++) {
+		struct held *h = &in->t[i];
+
+		/* Not stopped: the kernel detaches it when this thread
+		 * ends. */
+		if (!h->gone && h->stopped)
+			ptrace(PTRACE_DETACH, h->tid, NULL,
+			       (void *)(long)h->sig);
+	}
+	if (in->first_stop_ns)
+		in->st->hold_ns = now_ns() - in->first_stop_ns;
+}
+
+static void *tracer_main(void *arg)
+{
+	struct injector *in = arg;
+	int ret;
+
+	ret = seize_all(in);
+	if (!ret)
+		ret = make_safe(in);
+	if (!ret) {
+		in->caller = pick_caller(in);
+		ret = in->caller ? 0 : -EAGAIN;
+	}
+	for (size_t i = 0; i < in->n; i++)
+		in->st->threads += !in->t[i].gone;
+	if (!ret) {
+		in->scratch_top = 0;
+		ret = in->fn(in, in->fn_arg);
+	}
+	release_all(in);
+	in->fn_ret = ret;
+	return NULL;
+}
+
+int inject_run(const struct inject_opts *o, inject_fn fn, void *arg,
+	       struct inject_stats *st)
+{
+	struct injector in = {
+		.pid = o->pid, .maps = o->maps, .st = st, .fn = fn,
+		.fn_arg = arg,
+		.max_rounds = o->max_rounds ? o->max_rounds : DEFAULT_ROUNDS,
+	};
+	pid_t tracer;
+	pthread_t th;
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	ret = tracee_tracer_of(o->pid, ".", &tracer);
+	if (ret)
+		return ret == -ENOENT ? -ESRCH : ret;
+	if (tracer)
+		return -EBUSY;
+	in.stack = malloc(STACK_MAX);
+	ret = in.stack ? unwinder_new(o->maps, &in.unw) : -ENOMEM;
+	if (!ret)
+		ret = -pthread_create(&th, NULL, tracer_main, &in);
+	if (!ret) {
+		pthread_join(th, NULL);
+		ret = in.fn_ret;
+	}
+	unwinder_free(in.unw);
+	free(in.stack);
+	free(in.t);
+	return ret;
+}
+
+/* ---- calls ---- */
+
+/* Everything a call changes, to put back. */
+struct saved {
+	struct user_regs_struct regs;
+	uint8_t xstate[XSTATE_MAX];
+	struct iovec xiov;
+	uint64_t sigmask;
+};
+
+static int save(pid_t tid, struct saved *s)
+{
+	if (ptrace(PTRACE_GETREGS, tid, NULL, &s->regs))
+		return -errno;
+	s->xiov = (struct iovec){ s->xstate, sizeof(s->xstate) };
+	if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &s->xiov))
+		return -errno;
+	if (ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof(s->sigmask),
+		   &s->sigmask))
+		return -errno;
+	return 0;
+}
+
+static void restore(pid_t tid, struct saved *s)
+{
+	if (ptrace(PTRACE_SETREGS, tid, NULL, &s->regs) ||
+	    ptrace(PTRACE_SETREGSET, tid, (void *)NT_X86_XSTATE, &s->xiov) ||
+	    ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(s->sigmask),
+		   &s->sigmask))
+		pr_err("inject: pid %d thread %d: state not restored: %s",
+		       (int)tid, (int)tid, strerror(errno));
+}
+
+/* Where a call's stack starts: below the red zone and the scratch area,
+ * 16-byte aligned before the (zero) return address is pushed. */
+static uint64_t call_sp(const struct saved *s)
+{
+	uint64_t low = s->regs.rsp - RED_ZONE - SCRATCH;
+
+	return ((low - 64) & ~15ull) - 8;
+}
+
+/* A call that never came back: stop the thread where it is, so its
+ * state can at least be put back. */
+static int abandon(struct injector *in, pid_t tid)
+{
+	uint64_t start = now_ns();
+	int sig, event;
+
+	pr_err("inject: pid %d: call did not return in %llu s; abandoned",
+	       (int)in->pid, CALL_WAIT_NS / 1000000000ull);
+	ptrace(PTRACE_INTERRUPT, tid, NULL, NULL);
+	while (now_ns() - start < STOP_WAIT_NS) {
+		if (tracee_poll_stop(tid, &sig, &event) != -EAGAIN)
+			break;
+		nap(50000);
+	}
+	return -ETIMEDOUT;
+}
+
+/*
+ * Run the call to its end: the fault at address 0 when it returns.
+ * Other stops: an interrupt or group stop is resumed; any other fault is
+ * the function's own and ends the call with -EFAULT.
+ */
+static int wait_return(struct injector *in, pid_t tid, uint64_t *ret)
+{
+	uint64_t start = now_ns();
+	struct user_regs_struct u;
+	int sig, event, r;
+
+	for (;;) {
+		r = tracee_poll_stop(tid, &sig, &event);
+		if (r == -EAGAIN) {
+			if (now_ns() - start > CALL_WAIT_NS)
+				return abandon(in, tid);
+			nap(50000);
+			continue;
+		}
+		if (r)
+			return r;
+		if (event) {	/* not a signal: go on */
+			ptrace(PTRACE_CONT, tid, NULL, NULL);
+			continue;
+		}
+		if (ptrace(PTRACE_GETREGS, tid, NULL, &u))
+			return -errno;
+		if (sig == SIGSEGV && u.rip == 0) {
+			*ret = u.rax;
+			return 0;
+		}
+		pr_err("inject: pid %d: call stopped by signal %d at 0x%llx",
+		       (int)in->pid, sig, (unsigned long long)u.rip);
+		return -EFAULT;
+	}
+}
+
+int inject_call(struct injector *in, uint64_t fn, const uint64_t *args,
+		unsigned nargs, uint64_t *ret)
+{
+	pid_t tid = in->caller->tid;
+	uint64_t mask, zero = 0, sp;
+	struct user_regs_struct u;
+	struct saved *s;
+	struct iovec local, remote;
+	int r;
+
+	if (nargs > 6)
+		return -EINVAL;
+	s = malloc(sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	r = save(tid, s);
+	if (r)
+		goto out;
+	u = s->regs;
+	sp = call_sp(s);
+	local = (struct iovec){ &zero, sizeof(zero) };
+	remote = (struct iovec){ (void *)(uintptr_t)sp, sizeof(zero) };
+	if (process_vm_writev(in->pid, &local, 1, &remote, 1, 0) != 8) {
+		r = -EFAULT;
+		goto out;
+	}
+	u.rsp = sp;
+	u.rip = fn;
+	u.rax = 0;
+	u.orig_rax = -1;	/* no system call restart in our frame */
+	u.rdi = nargs > 0 ? args[0] : 0;
+	u.rsi = nargs > 1 ? args[1] : 0;
+	u.rdx = nargs > 2 ? args[2] : 0;
+	u.rcx = nargs > 3 ? args[3] : 0;
+	u.r8 = nargs > 4 ? args[4] : 0;
+	u.r9 = nargs > 5 ? args[5] : 0;
+	/* Asynchronous signals wait; faults stay deliverable (a blocked
+	 * fault would reset its handler). */
+	mask = ~0ull & ~((1ull << (SIGSEGV - 1)) | (1ull << (SIGBUS - 1)) |
+			 (1ull << (SIGILL - 1)) | (1ull << (SIGFPE - 1)) |
+			 (1ull << (SIGTRAP - 1)));
+	if (ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(mask), &mask) ||
+	    ptrace(PTRACE_SETREGS, tid, NULL, &u) ||
+	    ptrace(PTRACE_CONT, tid, NULL, NULL)) {
+		r = -errno;
+		restore(tid, s);
+		goto out;
+	}
+	in->caller->stopped = false;
+	r = wait_return(in, tid, ret);
+	in->caller->stopped = true;
+	restore(tid, s);
+	in->caller->sig = 0;	/* the fault at 0 is ours: not delivered */
+out:
+	free(s);
+	return r;
+}
+
+int inject_push(struct injector *in, const void *data, size_t len,
+		uint64_t *addr)
+{
+	struct user_regs_struct u;
+	struct iovec local, remote;
+	uint64_t a;
+
+	if (in->scratch_used + len > SCRATCH)
+		return -ENOSPC;
+	if (ptrace(PTRACE_GETREGS, in->caller->tid, NULL, &u))
+		return -errno;
+	in->scratch_used = (in->scratch_used + len + 15) & ~15ull;
+	a = u.rsp - RED_ZONE - in->scratch_used;
+	local = (struct iovec){ (void *)data, len };
+	remote = (struct iovec){ (void *)(uintptr_t)a, len };
+	if (process_vm_writev(in->pid, &local, 1, &remote, 1, 0) != (ssize_t)len)
+		return -EFAULT;
+	*addr = a;
+	return 0;
+}
+
+int inject_read(struct injector *in, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len };
+	struct iovec remote = { (void *)(uintptr_t)addr, len };
+
+	return process_vm_readv(in->pid, &local, 1, &remote, 1, 0) ==
+	       (ssize_t)len ? 0 : -EFAULT;
+}

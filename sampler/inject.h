@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * inject.h - call functions inside a running process, with every one of
+ * its threads held where calling them is safe (SPEC §3: loading the heap
+ * agent with dlopen).
+ *
+ * inject_run() starts a tracer thread that seizes and interrupts every
+ * thread (PTRACE_SEIZE + PTRACE_INTERRUPT, never SIGSTOP), then unwinds
+ * each one: a thread inside the allocator (malloc & co., fork), the
+ * dynamic loader (ld.so, dlopen, dl_iterate_phdr), thread creation or the
+ * agent itself may hold a lock the call would need, so it is let run a
+ * moment alone with the other unsafe ones and interrupted again, until
+ * none is left (or max_rounds pass: -EAGAIN). Then fn runs on the tracer
+ * thread and may call inject_call() any number of times; afterwards every
+ * thread is released. The kernel releases them too if the tracer thread
+ * (or the whole daemon) dies.
+ *
+ * A call runs on one interrupted thread: its registers, extended state
+ * and signal mask are saved, the function is entered with a return
+ * address of 0 and the arguments in registers, and the fault at 0 when it
+ * returns ends it; everything is then put back, and a system call the
+ * thread was interrupted in restarts as after any signal.
+ *
+ * Errors: -EBUSY when the process (or a thread) is traced already,
+ * -EPERM when ptrace is refused, -ESRCH when it is gone, -EAGAIN when the
+ * threads never were all safe at once, -ETIMEDOUT / -EFAULT when a call
+ * did not come back cleanly (logged), -ENOMEM.
+ */
+#ifndef PROFFS_INJECT_H
+#define PROFFS_INJECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct injector;
+struct proc_maps;
+
+struct inject_stats {
+	unsigned threads;	/* held */
+	unsigned rounds;	/* times unsafe threads were let go on */
+	unsigned unsafe;	/* unsafe findings, all rounds */
+	uint64_t hold_ns;	/* first stop to last release */
+};
+
+struct inject_opts {
+	pid_t pid;
+	struct proc_maps *maps;	/* borrowed; reloaded as needed */
+	unsigned max_rounds;	/* 0: the default, 200 */
+};
+
+typedef int (*inject_fn)(struct injector *in, void *arg);
+
+/* Hold pid's threads safe, run fn, release. fn's result is returned. */
+int inject_run(const struct inject_opts *o, inject_fn fn, void *arg,
+	       struct inject_stats *st);
+
+/*
+ * Call the function at fn in the target with up to 6 integer arguments;
+ * *ret is what it returned (rax). Only from inside fn.
+ */
+int inject_call(struct injector *in, uint64_t fn, const uint64_t *args,
+		unsigned nargs, uint64_t *ret);
+
+/* Copy len bytes onto the calling thread's stack, below its red zone and
+ * below earlier pushes; *addr is where they landed. At most 4 KiB in all. */
+int inject_push(struct injector *in, const void *data, size_t len,
+		uint64_t *addr);
+
+/* Read the target's memory (e.g. a string a call returned). */
+int inject_read(struct injector *in, uint64_t addr, void *buf, size_t len);
+
+#endif
