@@ -49,9 +49,6 @@ static struct {
 	void *(*pvalloc)(size_t);
 } real;
 
-/* Used by the dlopen trampolines below, hence not static. */
-PH_HIDDEN void *ph_real_dlopen, *ph_real_dlmopen;
-PH_HIDDEN _Atomic uint32_t ph_dlopen_calls;
 
 struct ph_tls {
 	int64_t left;		/* bytes until the next sample */
@@ -71,19 +68,12 @@ static uint32_t scanned_calls;	/* ph_dlopen_calls at the last rescan */
 static _Atomic uint64_t seen_hb, seen_hb_ns;
 
 void ph_capture(uint64_t *regs);
-void ph_dlopen_tramp(void);
-void ph_dlmopen_tramp(void);
 
 /*
  * ph_capture(regs): the registers of its caller as they are after the
  * call returns - callee-saved ones, rsp and rip - so the daemon can unwind
  * from there with the caller's CFI. Offsets are libunwind register
  * numbers * 8 (RBX 3, RBP 6, RSP 7, R12-R15 12-15, RIP 16).
- *
- * The dlopen trampolines count the call and jump on: dlopen must see its
- * real caller's return address, which decides the library search path
- * (the caller's RUNPATH, $ORIGIN) and namespace. New objects are redirected
- * at the next sample, once the loader is done with them.
  */
 __asm__(".text\n"
 	".globl ph_capture\n.hidden ph_capture\n"
@@ -102,23 +92,7 @@ __asm__(".text\n"
 	"	movq %rax, 128(%rdi)\n"
 	"	ret\n"
 	".cfi_endproc\n"
-	".size ph_capture, .-ph_capture\n"
-	".globl ph_dlopen_tramp\n.hidden ph_dlopen_tramp\n"
-	".type ph_dlopen_tramp,@function\n"
-	"ph_dlopen_tramp:\n"
-	".cfi_startproc\n"
-	"	lock incl ph_dlopen_calls(%rip)\n"
-	"	jmp *ph_real_dlopen(%rip)\n"
-	".cfi_endproc\n"
-	".size ph_dlopen_tramp, .-ph_dlopen_tramp\n"
-	".globl ph_dlmopen_tramp\n.hidden ph_dlmopen_tramp\n"
-	".type ph_dlmopen_tramp,@function\n"
-	"ph_dlmopen_tramp:\n"
-	".cfi_startproc\n"
-	"	lock incl ph_dlopen_calls(%rip)\n"
-	"	jmp *ph_real_dlmopen(%rip)\n"
-	".cfi_endproc\n"
-	".size ph_dlmopen_tramp, .-ph_dlmopen_tramp\n");
+	".size ph_capture, .-ph_capture\n");
 
 uint64_t agent_now_ns(void)
 {
@@ -288,14 +262,16 @@ static void disarm(void)
 	atomic_fetch_add(&sh->disarms, 1);
 }
 
-/* Objects loaded since the last look get the hooks too. */
-static void rescan(void)
+/* Objects loaded since the last look get the hooks too: right after a
+ * dlopen returns, and at the next sample after one that has not. */
+void agent_rescan(void)
 {
 	uint32_t calls = atomic_load(&ph_dlopen_calls);
 	unsigned pending = 0;
 	int n;
 
-	if (calls == scanned_calls)
+	if (!sh || forked || atomic_load(&sh->state) != PH_ARMED ||
+	    calls == scanned_calls)
 		return;
 	n = got_redirect(hooks, nhooks, (void *)h_malloc, false, &pending);
 	if (n < 0)
@@ -384,7 +360,7 @@ __attribute__((noinline, cold)) static void sample(void *p, size_t size,
 		disarm();
 		goto out;
 	}
-	rescan();
+	agent_rescan();
 	len = ph_align8(sizeof(*rec) + sh->stack_bytes);
 	rec = ring_reserve(sh, len, true);
 	if (!rec)
@@ -552,6 +528,7 @@ __attribute__((constructor)) static void agent_init(void)
 	resolve();
 	if (!real.malloc || !real.free)
 		return;
+	dlopen_init();
 	self_pid = getpid();
 	if (live_init())
 		return;

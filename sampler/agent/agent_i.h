@@ -4,6 +4,7 @@
  * runs inside a target process (SPEC §3, heap / allocs).
  *
  *   agent.c  the allocation hooks, Poisson sampling, arming and disarming
+ *   dlopen.c following objects loaded later (dlopen, dlmopen)
  *   got.c    redirecting GOT entries of every loaded object to the hooks
  *   live.c   the set of sampled addresses still live, probed by free()
  *   ring.c   the producer side of the ring shared with the daemon
@@ -100,7 +101,21 @@ PH_HIDDEN void *ring_reserve(struct ph_shared *sh, uint32_t len,
 PH_HIDDEN void ring_commit(void *rec, uint32_t len, uint16_t type,
 			   uint16_t flags);
 
+/* ---- dlopen.c ---- */
+
+/* The trampolines the GOT entries of dlopen and dlmopen point at. */
+PH_HIDDEN void ph_dlopen_tramp(void);
+PH_HIDDEN void ph_dlmopen_tramp(void);
+/* The real functions, set by agent.c; dlopen calls so far. */
+PH_HIDDEN extern void *ph_real_dlopen, *ph_real_dlmopen;
+PH_HIDDEN extern _Atomic uint32_t ph_dlopen_calls;
+/* Once, at load: may the trampolines return through the caller's code? */
+PH_HIDDEN void dlopen_init(void);
+
 /* ---- agent.c ---- */
+
+/* Redirect objects loaded since the last look (armed only). */
+PH_HIDDEN void agent_rescan(void);
 
 /* The one exported function (PH_ARM_SYMBOL): arm again after a disarm.
  * Returns the GOT entries redirected, or -1. */
