@@ -55,6 +55,7 @@ struct agent {
 	unsigned users;
 	uint64_t rate;			/* what the agent samples at now */
 	uint64_t last_used_ns, last_beat_ns;
+	uint64_t lost_at_start;		/* sh->lost when our count began */
 	bool wanted;			/* heartbeat still going */
 	uint64_t alloc_errors;
 	pthread_t consumer;
@@ -274,6 +275,10 @@ static int configure(void *arg)
 		ag->sh = heap_ring_shared(ag->ring);
 	}
 	ag->rate = 0;
+	/* A preloaded agent's losses since the start count: we report on
+	 * everything since then. */
+	ag->lost_at_start = atomic_load(&ag->sh->daemon_pid) ?
+			    atomic_load(&ag->sh->lost) : 0;
 	set_rate_locked(ag);
 	atomic_store(&ag->sh->daemon_pid, getpid());
 	beat_locked(ag, now_ns());
@@ -595,11 +600,13 @@ static int measure(struct agent *ag, const struct heap_opts *o,
 
 	pthread_mutex_lock(&ag->lock);
 	drain_locked(ag);
-	if (o->has_window)
+	/* Armed by this request: its window began when the threads went
+	 * on, and some may have allocated already. */
+	if (o->has_window && !armed_now)
 		ret = heap_model_snapshot(ag->model, &from);
-	lost0 = atomic_load(&ag->sh->lost);
-	samples0 = o->has_window ? heap_model_samples(ag->model) : 0;
-	frees0 = o->has_window ? heap_model_frees(ag->model) : 0;
+	lost0 = o->has_window ? atomic_load(&ag->sh->lost) : ag->lost_at_start;
+	samples0 = from ? heap_model_samples(ag->model) : 0;
+	frees0 = from ? heap_model_frees(ag->model) : 0;
 	pthread_mutex_unlock(&ag->lock);
 	info.time_nanos = wall_ns();
 	if (!ret && (o->has_window || armed_now))

@@ -38,12 +38,15 @@ static int mapped_ok(struct heap_ring *r, int fd)
 
 	if (seals < 0 || !(seals & F_SEAL_SHRINK))
 		return -EPROTO;	/* it could be shrunk under our mapping */
+	uint64_t ring = sh->ring_size;
+
 	if (__atomic_load_n(&sh->magic, __ATOMIC_ACQUIRE) != PH_MAGIC ||
 	    sh->version != PH_VERSION || sh->header_size != PH_HEADER_SIZE ||
-	    sh->ring_size != PH_RING_SIZE || sh->pid != r->pid ||
+	    ring < PH_RING_MIN || ring > PH_RING_MAX || (ring & (ring - 1)) ||
+	    ring + PH_HEADER_SIZE > r->map_size || sh->pid != r->pid ||
 	    sh->stack_bytes > PH_STACK_BYTES)
 		return -EPROTO;
-	r->ring_size = sh->ring_size;
+	r->ring_size = ring;
 	r->stack_bytes = sh->stack_bytes;
 	return 0;
 }
@@ -60,11 +63,13 @@ static int try_fd(struct heap_ring *r, int n)
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	r->map_size = PH_HEADER_SIZE + PH_RING_SIZE;
-	if (fstat(fd, &st) || (size_t)st.st_size < r->map_size) {
+	/* The file's size, sealed: the ring size inside it must agree. */
+	if (fstat(fd, &st) || st.st_size < PH_HEADER_SIZE + PH_RING_MIN ||
+	    st.st_size > PH_HEADER_SIZE + (off_t)PH_RING_MAX) {
 		close(fd);
 		return -EPROTO;
 	}
+	r->map_size = st.st_size;
 	m = mmap(NULL, r->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED) {
 		ret = -errno;

@@ -35,6 +35,8 @@
 #define PH_AGENT_NAME "proffs-heap"	/* memfd of the injected agent */
 #define PH_HEADER_SIZE 4096		/* ring data starts here */
 #define PH_RING_SIZE (4u << 20)		/* bytes of records, power of two */
+#define PH_RING_MIN (1u << 20)		/* PROFFS_HEAP_RING_MB may choose */
+#define PH_RING_MAX (1u << 30)		/* between these */
 #define PH_STACK_BYTES 8192		/* stack copied per sample (perf's) */
 #define PH_LEASE_MS 3000		/* no heartbeat this long: disarm */
 #define PH_DEFAULT_RATE 524288		/* Go's MemProfileRate */

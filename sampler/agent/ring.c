@@ -5,17 +5,39 @@
  * sampler/heap_ring.c).
  */
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "agent_i.h"
 
-#define WAIT_NS 100000000ull	/* longest wait for room, per record */
+#define WAIT_NS 1000000000ull	/* longest wait for room, per record */
+
+/*
+ * The ring holds what is sampled until a daemon reads it: a process
+ * started with the agent preloaded and read only much later may want
+ * more than the default (PROFFS_HEAP_RING_MB, a power of two).
+ */
+static uint64_t ring_bytes(void)
+{
+	const char *s = getenv("PROFFS_HEAP_RING_MB");
+	unsigned long long mb;
+	char *end;
+
+	if (!s || !*s)
+		return PH_RING_SIZE;
+	mb = strtoull(s, &end, 10);
+	if (*end || !mb || (mb & (mb - 1)) || mb > PH_RING_MAX >> 20 ||
+	    mb < PH_RING_MIN >> 20)
+		return PH_RING_SIZE;
+	return mb << 20;
+}
 
 struct ph_shared *ring_create(void)
 {
-	size_t size = PH_HEADER_SIZE + PH_RING_SIZE;
+	uint64_t ring = ring_bytes();
+	size_t size = PH_HEADER_SIZE + ring;
 	struct ph_shared *sh;
 	int fd;
 
@@ -38,7 +60,7 @@ struct ph_shared *ring_create(void)
 	}
 	sh->version = PH_VERSION;
 	sh->header_size = PH_HEADER_SIZE;
-	sh->ring_size = PH_RING_SIZE;
+	sh->ring_size = ring;
 	sh->pid = getpid();
 	sh->stack_bytes = PH_STACK_BYTES;
 	atomic_store(&sh->rate, PH_DEFAULT_RATE);

@@ -1,0 +1,398 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Heap and allocs profiles of running processes (issue 5, SPEC §3-4):
+the agent is loaded into a target that never heard of proffs, and what
+it reports per allocation site is compared with what the target knows it
+allocated."""
+import json
+import math
+import os
+import re
+import select
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+import util
+
+TYPES = ['alloc_objects/count', 'alloc_space/bytes', 'inuse_objects/count',
+         'inuse_space/bytes']
+
+
+class Reader(threading.Thread):
+    """Reads a file of the mount in the background (a windowed profile
+    blocks for its window)."""
+
+    def __init__(self, path):
+        super().__init__(daemon=True)
+        self.path, self.data, self.error = path, None, None
+        self.start()
+
+    def run(self):
+        try:
+            with open(self.path, 'rb') as f:
+                self.data = f.read()
+        except OSError as e:
+            self.error = e
+
+    def result(self, timeout=60):
+        self.join(timeout)
+        assert not self.is_alive(), f'{self.path}: read did not return'
+        if self.error:
+            raise self.error
+        return self.data
+
+
+def agent_loaded(pid):
+    with open(f'/proc/{pid}/maps') as f:
+        return 'proffs-heap' in f.read()
+
+
+def wait_agent(pid, timeout=20):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if agent_loaded(pid):
+            return
+        time.sleep(0.02)
+    pytest.fail(f'the heap agent never appeared in {pid}')
+
+
+def workload(t, sig=signal.SIGUSR1):
+    """Run the target's sites once; what it says it allocated."""
+    os.kill(t.pid, sig)
+    line = t.proc.stdout.readline()
+    truth = json.loads(line)
+    assert 'error' not in truth, truth
+    return truth
+
+
+def holds(s, site):
+    """The sample's stack has function site (C++: any signature)."""
+    return any(f == site or f.startswith(site + '(') for f in s.frames)
+
+
+def site_values(p, site):
+    """The four values of the samples whose stack holds site."""
+    idx = [p.index(t) for t in TYPES]
+    tot = [0, 0, 0, 0]
+    for s in p.samples:
+        if holds(s, site):
+            for k, i in enumerate(idx):
+                tot[k] += s.values[i]
+    return tot
+
+
+def default_type(path):
+    text = util.pprof('-raw', path)
+    types = text.split('Samples:\n', 1)[1].splitlines()[0].split()
+    dflt = [t for t in types if t.endswith('[dflt]')]
+    return dflt[0].replace('[dflt]', '') if dflt else types[-1]
+
+
+def check_header(p, path, kind):
+    assert p.sample_types == TYPES
+    assert p.period_type == 'space bytes'
+    assert default_type(path) == ('alloc_space/bytes' if kind == 'allocs'
+                                  else 'inuse_space/bytes')
+
+
+def assert_exact(p, truth, tolerance=0.02):
+    """Every site within 2% of what it allocated and still holds."""
+    for site, want in truth.items():
+        got = site_values(p, site)
+        for name, g, w in zip(TYPES, got, want[:4]):
+            assert abs(g - w) <= tolerance * w, \
+                f'{site} {name}: {g}, truth {w}'
+
+
+def read_windowed(proffs, t, name, sig=signal.SIGUSR1):
+    """Start a windowed read (it loads the agent), run the workload once
+    the agent is in, and return (truth, profile path)."""
+    r = Reader(proffs.path(t.pid, name))
+    wait_agent(t.pid)
+    truth = workload(t, sig)
+    data = r.result()
+    path = util.save(data, f'{name.replace("?", "_")}-{t.pid}.pb.gz')
+    return truth, path
+
+
+def test_rate1_every_site_exact(proffs, target):
+    """With rate=1 every allocation is sampled: in-use and allocated
+    objects and bytes per site match the truth within 2%, and blocks
+    freed elsewhere show nothing in use at the site that made them."""
+    t = target('allocs')
+    truth, path = read_windowed(proffs, t, 'heap?rate=1&seconds=3.pb.gz')
+    p = util.validate_pprof(path)
+    check_header(p, path, 'heap')
+    assert_exact(p, truth)
+    assert site_values(p, 'site_large')[2:] == [0, 0]
+    assert site_values(p, 'release_large') == [0, 0, 0, 0]
+    # strdup allocates inside libc: the stack goes through it.
+    assert any(s.frames[0] in ('strdup', '__strdup') and
+               s.frames[1] == 'site_strdup'
+               for s in p.samples if 'site_strdup' in s.frames), \
+        [s.frames[:3] for s in p.samples if 'site_strdup' in s.frames]
+    # Go's bucket label: the size of each allocation.
+    small = [s for s in p.samples if 'site_small' in s.frames]
+    assert small and all(s.labels.get('bytes') == '48 bytes'
+                         for s in small), [s.labels for s in small]
+    # No frame of the agent itself in any stack.
+    assert not [s for s in p.samples for loc in s.locations
+                if loc.mapping and 'proffs-heap' in loc.mapping.file]
+
+
+def test_since_loading_without_window(proffs, target):
+    """After the first read loaded the agent, heap.pb.gz answers at once
+    with everything since loading; allocs.pb.gz defaults to
+    alloc_space; pprof's sample flags and -base work on them."""
+    t = target('allocs')
+    truth, _ = read_windowed(proffs, t, 'heap?rate=1&seconds=2.pb.gz')
+    start = time.monotonic()
+    heap = util.save(proffs.read(t.pid, 'heap.pb.gz'), 'heap-now.pb.gz')
+    assert time.monotonic() - start < 2, 'heap.pb.gz waited'
+    p = util.validate_pprof(heap)
+    check_header(p, heap, 'heap')
+    for site in ('site_small', 'site_calloc', 'site_strdup'):
+        got = site_values(p, site)
+        assert abs(got[3] - truth[site][3]) <= 0.02 * truth[site][3], \
+            (site, got)
+    allocs = util.save(proffs.read(t.pid, 'allocs.pb.gz'), 'allocs.pb.gz')
+    check_header(util.validate_pprof(allocs), allocs, 'allocs')
+    top = util.pprof('-top', '-alloc_space', allocs)
+    assert 'site_large' in top, top
+    top = util.pprof('-top', '-inuse_space', heap)
+    assert 'site_realloc' in top and 'site_large' not in top, top
+    objs = util.pprof('-top', '-sample_index=alloc_objects', allocs)
+    assert 'site_small' in objs, objs
+    # A second workload, then -base: only what happened in between. A
+    # session asking rate=1 runs meanwhile: with none, the agent goes
+    # back to the default rate.
+    r = Reader(proffs.path(t.pid, 'heap?rate=1&seconds=3.pb.gz'))
+    time.sleep(0.5)
+    truth2 = workload(t)
+    later = util.save(proffs.read(t.pid, 'heap?rate=1.pb.gz'),
+                      'heap-later.pb.gz')
+    r.result()
+    d = util.parse_raw(util.pprof('-raw', '-base', heap, later))
+    got = site_values(d, 'site_small')
+    want = truth2['site_small']
+    assert abs(got[3] - want[3]) <= 0.02 * want[3], (got, want)
+    assert abs(got[1] - want[1]) <= 0.02 * want[1], (got, want)
+
+
+def poisson_sd(n, size, rate):
+    """Relative standard deviation of Go's estimate of n allocations of
+    size bytes sampled at mean rate: each is sampled with probability
+    1 - exp(-size / rate) and counted 1 / that."""
+    p = -math.expm1(-size / rate)
+    return math.sqrt((1 - p) / (n * p))
+
+
+def test_default_rate_within_sampling_error(proffs, target):
+    """At Go's default rate (512 KiB) each site's estimate is within four
+    standard deviations of the truth, the error Go's sampling predicts."""
+    t = target('allocs', 1000)
+    truth, path = read_windowed(proffs, t, 'heap_8s.pb.gz')
+    p = util.validate_pprof(path)
+    check_header(p, path, 'heap')
+    assert p.period == 524288
+    checked = 0
+    for site, (n, nbytes, in_n, in_bytes, size) in truth.items():
+        if not size:
+            continue
+        sd = poisson_sd(n, size, 524288)
+        if sd > 0.1:     # too few samples expected to say anything
+            continue
+        got = site_values(p, site)
+        for k, want in ((0, n), (1, nbytes), (2, in_n), (3, in_bytes)):
+            if want == 0:
+                assert abs(got[k]) <= 4 * sd * nbytes / size, (site, got)
+            else:
+                assert abs(got[k] - want) <= 4 * sd * want, \
+                    f'{site} {TYPES[k]}: {got[k]} vs {want} (sd {sd:.3f})'
+        checked += 1
+    assert checked >= 3, truth
+
+
+def test_cxx_operator_new(proffs, target):
+    """A C++ target allocating through operator new (objects, arrays,
+    std::string buffers made inside libstdc++) is profiled the same way."""
+    t = target('allocs_cxx')
+    truth, path = read_windowed(proffs, t, 'heap?rate=1&seconds=3.pb.gz')
+    p = util.validate_pprof(path)
+    assert_exact(p, truth)
+    node = [s for s in p.samples if holds(s, 'site_new_node')]
+    assert any(f.startswith('operator new') for s in node
+               for f in s.frames[:2]), [s.frames[:3] for s in node]
+
+
+def test_library_loaded_later(proffs, target):
+    """A library dlopen'd after the agent armed has its allocations
+    sampled from its first one."""
+    t = target('allocs')
+    read_windowed(proffs, t, 'heap?rate=1&seconds=2.pb.gz')
+    r = Reader(proffs.path(t.pid, 'heap?rate=1&seconds=3.pb.gz'))
+    time.sleep(0.5)
+    truth = workload(t, signal.SIGUSR2)
+    path = util.save(r.result(), 'heap-plugin.pb.gz')
+    p = util.validate_pprof(path)
+    assert_exact(p, truth)
+    loc = [l for s in p.samples if 'plugin_alloc' in s.frames
+           for l in s.locations if l.lines and l.lines[0][0] ==
+           'plugin_alloc']
+    assert loc and loc[0].mapping.file.endswith('libplugin.so')
+
+
+def test_preloaded_agent_sees_allocations_from_the_start(proffs, target):
+    """Started with LD_PRELOAD, the agent records before any read: the
+    first heap.pb.gz answers at once with allocations made before it
+    (every one of them: the ring is made big enough to hold them all)."""
+    agent = os.path.join(util.BUILD, 'sampler', 'agent',
+                         'libproffs-heap.so')
+    env = dict(os.environ, LD_PRELOAD=agent, PROFFS_HEAP_RATE='1',
+               PROFFS_HEAP_RING_MB='64')
+    proc = subprocess.Popen([os.path.join(util.TARGETS, 'allocs')],
+                            stdout=subprocess.PIPE, env=env)
+    try:
+        assert proc.stdout.readline().strip() == b'ready'
+        os.kill(proc.pid, signal.SIGUSR1)
+        truth = json.loads(proc.stdout.readline())
+        start = time.monotonic()
+        data = proffs.read(proc.pid, 'heap.pb.gz')
+        assert time.monotonic() - start < 3
+        path = util.save(data, 'heap-preload.pb.gz')
+        p = util.validate_pprof(path)
+        assert_exact(p, truth)
+        assert not [c for c in p.comments if 'lost' in c], p.comments
+        assert 'preloaded' in '\n'.join(proffs.log_lines('heap: pid'))
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_human_formats(proffs, target):
+    """heap.svg (green flame graph), .folded and .txt come from the same
+    samples as the pprof file; ?sample= picks the value shown."""
+    t = target('allocs')
+    truth, path = read_windowed(proffs, t, 'heap?rate=1&seconds=2.pb.gz')
+    p = util.raw(path)
+    folded = proffs.read(t.pid, 'heap?rate=1&seconds=2.folded').decode()
+    total = sum(int(l.rsplit(' ', 1)[1]) for l in folded.splitlines())
+    assert total == p.total('inuse_space/bytes')
+    assert any('site_small' in l for l in folded.splitlines())
+    alloc = proffs.read(
+        t.pid, 'heap?rate=1&seconds=2&sample=alloc_space.folded').decode()
+    assert sum(int(l.rsplit(' ', 1)[1]) for l in alloc.splitlines()) == \
+        p.total('alloc_space/bytes')
+    txt = proffs.read(t.pid, 'heap?rate=1&seconds=2.txt').decode()
+    assert 'site_calloc' in txt and 'flat%' in txt
+    svg = proffs.read(t.pid, 'heap?rate=1&seconds=2.svg')
+    svg_path = util.save(svg, 'heap.svg')
+    assert b'site_realloc' in svg and b'inuse_space' in svg
+    r = subprocess.run(['xmllint', '--noout', svg_path],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    # The memory palette: every frame green (green the largest part).
+    fills = [f for f in re.findall(rb'<rect[^>]* fill="#([0-9a-f]{6})"', svg)
+             if f != b'f6f6f0']
+    assert fills
+    for f in fills:
+        r, g, b = (int(f[i:i + 2], 16) for i in (0, 2, 4))
+        assert g > r and g > b, f
+
+
+def ops_now(t, timeout=3.0):
+    """The count of blocks the mallocs target reports next: what was
+    printed so far is skipped, the next "ops N" line is waited for."""
+    fd = t.proc.stdout.fileno()
+    while select.select([fd], [], [], 0)[0]:
+        if not os.read(fd, 65536):
+            pytest.fail('target closed its output')
+    buf = b''
+    end = time.monotonic() + timeout
+    while b'\n' not in buf:
+        left = end - time.monotonic()
+        assert left > 0 and select.select([fd], [], [], left)[0], \
+            'target printed nothing'
+        buf += os.read(fd, 65536)
+    line = buf.split(b'\n')[0]
+    assert line.startswith(b'ops '), line
+    return int(line.split()[1]), time.monotonic()
+
+
+def rate(t, seconds=2.0):
+    """Blocks per second the mallocs target allocates and frees."""
+    a, ta = ops_now(t)
+    time.sleep(seconds)
+    b, tb = ops_now(t)
+    return (b - a) / (tb - ta)
+
+
+def test_loads_into_busy_allocators(proffs, target):
+    """The agent loads into processes allocating on 8 threads: 100
+    loads into fresh processes, none deadlocks, each target keeps
+    running and is profiled."""
+    for i in range(100):
+        t = target('mallocs', 8)
+        data = proffs.read(t.pid, 'heap_200ms.pb.gz')
+        assert data[:2] == b'\x1f\x8b'
+        a, _ = ops_now(t)
+        b, _ = ops_now(t)
+        assert b > a, f'attempt {i}: target stopped after the load'
+        if i % 20 == 0:
+            p = util.validate_pprof(util.save(data, f'busy-{i}.pb.gz'))
+            assert any('batch' in s.frames for s in p.samples)
+        t.kill()
+    loads = proffs.log_lines(r'heap: pid \d+: agent loaded')
+    assert len(loads) == 100, len(loads)
+
+
+def test_agent_disarms_when_the_daemon_dies(tmp_path, target):
+    """SIGKILL of the daemon while the agent samples every allocation:
+    within a few seconds the target is back at its unprofiled speed."""
+    d = util.Daemon(str(tmp_path))
+    t = target('mallocs', 1)
+    try:
+        base = rate(t)
+        r = Reader(d.path(t.pid, 'heap?rate=1&seconds=30.pb.gz'))
+        wait_agent(t.pid)
+        time.sleep(1)
+        slowed = rate(t)
+        assert slowed < 0.5 * base, (slowed, base)
+        d.proc.kill()
+        d.proc.wait()
+        time.sleep(5)
+        after = rate(t)
+        assert after > 0.7 * base, (after, base, slowed)
+        r.join(5)
+    finally:
+        d.cleanup()
+
+
+def test_idle_agent_disarms_and_arms_again(tmp_path, target):
+    """With heap_idle=1 the agent disarms itself once no session used it
+    for a second (plus its lease), which gives the target its speed back;
+    the next read arms it again."""
+    d = util.Daemon(str(tmp_path), ('heap_idle=1',))
+    t = target('mallocs', 1)
+    try:
+        base = rate(t)
+        r = Reader(d.path(t.pid, 'heap?rate=1&seconds=2.pb.gz'))
+        wait_agent(t.pid)
+        time.sleep(0.5)
+        assert rate(t, 1) < 0.5 * base
+        r.result()
+        assert d.wait_log('letting the agent disarm', timeout=10)
+        time.sleep(4)
+        assert rate(t) > 0.7 * base
+        data = d.read(t.pid, 'heap?rate=1&seconds=1.pb.gz')
+        p = util.validate_pprof(util.save(data, 'rearmed.pb.gz'))
+        assert any('batch' in s.frames for s in p.samples)
+        assert d.log_lines(r'heap: pid \d+: agent armed')
+    except BaseException:
+        d.cleanup()
+        print(d.log_text())
+        raise
+    d.unmount()
