@@ -73,9 +73,25 @@ def test_target_execs_mid_window(proffs, target):
     assert share(samples, 'hot') > 0.2, 'the new image is missing'
 
 
+def churn_ended(t):
+    """(threads the churn target has created and ended, when), asked by
+    SIGUSR1 (tests/targets/churn.c answers "ended N" on stdout)."""
+    t.proc.send_signal(signal.SIGUSR1)
+    line = t.proc.stdout.readline().split()
+    assert len(line) == 2 and line[0] == b'ended', line
+    return int(line[1]), time.monotonic()
+
+
 def test_thread_churn(proffs, target):
     t = target('churn')
+    n0, t0 = churn_ended(t)
     path = save(proffs.read(t.pid, 'cpu_3s.pb.gz'), 'churn.pb.gz')
+    n1, t1 = churn_ended(t)
+    # the fault asked for: 1,000 threads created and ended per second,
+    # while (and although) the session follows every one of them
+    rate = (n1 - n0) / (t1 - t0)
+    print(f'churn: {rate:.0f} threads/s while profiled')
+    assert 900 <= rate <= 1100, f'{rate:.0f} threads created and ended/s'
     validate_pprof(path)
     samples = traces(path)
     # Threads that live 20 us never reach a 10 ms sampling period (each
