@@ -126,6 +126,31 @@ def test_unmount_while_reader_waits(tmp_path, target):
     assert_running(t.pid)
 
 
+def perf_fds(pid):
+    """How many perf events pid holds open."""
+    n = 0
+    for fd in os.listdir(f'/proc/{pid}/fd'):
+        try:
+            n += os.readlink(f'/proc/{pid}/fd/{fd}') == \
+                'anon_inode:[perf_event]'
+        except FileNotFoundError:
+            pass
+    return n
+
+
+def tracers(pid):
+    """{tid: TracerPid} of every thread of pid."""
+    out = {}
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        try:
+            with open(f'/proc/{pid}/task/{tid}/status') as f:
+                out[int(tid)] = int(next(l.split()[1] for l in f
+                                         if l.startswith('TracerPid:')))
+        except FileNotFoundError:
+            pass
+    return out
+
+
 def test_daemon_sigkill_mid_session(tmp_path, target):
     d = util.Daemon(str(tmp_path))
     t = target('burn')
@@ -133,14 +158,21 @@ def test_daemon_sigkill_mid_session(tmp_path, target):
                            stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
     assert d.wait_log(r'session \d+ start')
+    # the session's probes: perf events the daemon holds on the target
+    end = time.monotonic() + 5
+    while not perf_fds(d.proc.pid) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert perf_fds(d.proc.pid) > 0, 'no perf event open mid-session'
     time.sleep(0.5)
     d.proc.kill()
-    d.proc.wait(timeout=5)
+    assert d.proc.wait(timeout=5) == -signal.SIGKILL
     assert cat.wait(timeout=10) != 0
+    # The events lived only as the daemon's fds: with the daemon reaped,
+    # its fd table, and every probe in it, is gone.
+    assert not os.path.exists(f'/proc/{d.proc.pid}'), 'daemon still there'
+    # the target is neither traced nor stopped, and burns on
+    assert set(tracers(t.pid).values()) == {0}, tracers(t.pid)
     assert_running(t.pid)
-    # nothing of the dead daemon stays attached to the target
-    assert not any('perf_event' in os.readlink(f'/proc/{t.pid}/fd/{fd}')
-                   for fd in os.listdir(f'/proc/{t.pid}/fd'))
     d.cleanup()
     # a new mount works
     (tmp_path / 'again').mkdir()
