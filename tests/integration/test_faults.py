@@ -184,25 +184,54 @@ def test_daemon_sigkill_mid_session(tmp_path, target):
         d2.unmount()
 
 
+def folded_total(data):
+    return sum(int(l.rsplit(' ', 1)[1]) for l in data.decode().splitlines())
+
+
 @pytest.mark.parametrize('proffs_options', [('cache_ms=0',)], indirect=True)
 def test_thousand_sequential_reads_stay_flat(proffs, target):
-    t = target('burn')
+    """1,000 sessions, each doing real work: 20 ms CPU windows of a busy
+    target at 1000 Hz (samples taken, unwound, aggregated, symbolized,
+    rendered) alternating with thread dumps of 9 threads; daemon memory
+    and fds must not grow."""
+    burn = target('burn')
+    parked = target('manythreads', 8)
+    cpu = 'cpu_20ms?hz=1000.folded'
+    stack = 'main;level1;level2;'
+
     # Warm the shared ELF cache first: it grows with the files profiled,
     # once; after that, sessions must leave nothing behind.
-    assert proffs.read(t.pid, 'cpu_1s.pb.gz')[:2] == b'\x1f\x8b'
-    usage = []
+    assert stack in proffs.read(burn.pid, cpu).decode()
+    assert proffs.read(parked.pid, 'goroutine.txt')
+    usage, empty, ns = [], 0, 0
+    start = time.monotonic()
     for i in range(1000):
-        data = proffs.read(t.pid, 'cpu_1ms.pb.gz')
-        assert data[:2] == b'\x1f\x8b'
+        if i % 2:
+            text = proffs.read(parked.pid, 'goroutine.txt').decode()
+            assert text.startswith('threads profile: total 9\n'), text
+            assert '\tpark_many\t' in text, text
+        else:
+            data = proffs.read(burn.pid, cpu)
+            total = folded_total(data)
+            empty += total == 0
+            ns += total
+            assert not data or stack in data.decode(), data
         if i in (99, 999):
             usage.append(daemon_usage(proffs.proc.pid))
+    took = time.monotonic() - start
+    print(f'1000 reads in {took:.1f} s; {ns / 1e6:.0f} ms of CPU sampled, '
+          f'{empty} empty windows')
+    # 500 windows of 20 ms of a thread that never sleeps: nearly all of
+    # them hold samples, and the samples add up to most of the time
+    assert empty <= 25, f'{empty} of 500 CPU windows took no sample'
+    assert ns >= 500 * 20e6 * 0.3, f'only {ns / 1e6:.0f} ms sampled'
     (rss0, fds0), (rss1, fds1) = usage
     assert fds1 == fds0, usage
     # AddressSanitizer keeps freed memory in quarantine on purpose: memory
     # is measured on the plain build, which test.sh runs first.
     if not sanitized(proffs.proc.pid):
         assert rss1 <= rss0 * 1.10 + 1024, usage
-    assert len(proffs.log_lines(r'session \d+ done')) == 1001
+    assert len(proffs.log_lines(r'session \d+ done')) == 1002
 
 
 def test_64_concurrent_mixed_readers(proffs, target):
