@@ -6,6 +6,7 @@ import errno
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 
@@ -136,3 +137,89 @@ def test_thousand_threads_in_under_a_second(proffs, target):
     line = proffs.wait_log(r'session \d+ done: .*threads=1001')
     assert line, proffs.log_text()
     assert_nothing_stopped(t.pid, spinning=False)
+
+
+def task_tracers(pid):
+    """{tid: (state letter, utime, TracerPid)} of every thread of pid."""
+    out = {}
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        try:
+            with open(f'/proc/{pid}/task/{tid}/stat') as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+            with open(f'/proc/{pid}/task/{tid}/status') as f:
+                tracer = int(re.search(r'^TracerPid:\s+(\d+)', f.read(),
+                                       re.M).group(1))
+        except FileNotFoundError:
+            continue
+        out[int(tid)] = (fields[0], int(fields[11]), tracer)
+    return out
+
+
+def caught_mid_dump(pid, daemon_pid, reader):
+    """Scan pid's threads until one is traced by a thread of the daemon
+    (the dump is under way), or the reader ends. Returns the (tid, state)
+    seen, or None."""
+    daemon_tasks = f'/proc/{daemon_pid}/task'
+    while reader.poll() is None:
+        for tid in os.listdir(f'/proc/{pid}/task'):
+            try:
+                with open(f'/proc/{pid}/task/{tid}/status') as f:
+                    status = f.read()
+            except FileNotFoundError:
+                continue
+            tracer = int(re.search(r'^TracerPid:\s+(\d+)', status,
+                                   re.M).group(1))
+            if tracer and os.path.exists(f'{daemon_tasks}/{tracer}'):
+                state = re.search(r'^State:\s+(\S)', status, re.M).group(1)
+                return int(tid), state
+    return None
+
+
+def test_daemon_sigkill_mid_dump_leaves_target_running(tmp_path, target):
+    """SIGKILL of the mounted daemon while it dumps 1,000 threads: the
+    kernel must release every thread it held, and the busy one runs on."""
+    t = target('manythreads', 1000, 'spin')
+    caught = None
+    for attempt in range(5):
+        logdir = tmp_path / f'try{attempt}'
+        logdir.mkdir()
+        d = util.Daemon(str(logdir), ('cache_ms=0',))
+        reader = subprocess.Popen(['cat', d.path(t.pid, 'goroutine.txt')],
+                                  stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL)
+        caught = caught_mid_dump(t.pid, d.proc.pid, reader)
+        if caught:
+            d.proc.kill()
+            break
+        # the dump ended before a traced thread was seen: try again
+        out = reader.communicate(timeout=10)[0]
+        assert out.startswith(b'threads profile: total 1001\n'), out[:80]
+        d.unmount()
+    try:
+        assert caught, 'never saw a thread traced by the daemon mid-dump'
+        assert d.proc.wait(timeout=10) == -signal.SIGKILL
+        out = reader.communicate(timeout=10)[0]
+        assert reader.returncode != 0 and not out, 'the dump finished'
+        assert not d.log_lines(r'session \d+ done'), d.log_text()
+        print(f'killed while thread {caught[0]} was traced '
+              f'(state {caught[1]}), attempt {attempt + 1}')
+        # every thread released at once, and none stopped a moment later
+        for pause in (0, 0.3):
+            time.sleep(pause)
+            for tid, (state, _, tracer) in task_tracers(t.pid).items():
+                assert tracer == 0, f'thread {tid} still traced by {tracer}'
+                assert state not in 'tT', f'thread {tid} left in {state}'
+        # the busy thread (the main one) keeps burning CPU
+        before = task_tracers(t.pid)[t.pid][1]
+        end = time.monotonic() + 0.5
+        while time.monotonic() < end:
+            assert task_tracers(t.pid)[t.pid][0] not in 'tT'
+            time.sleep(0.05)
+        assert task_tracers(t.pid)[t.pid][1] > before, 'the spinner stopped'
+        assert len(os.listdir(f'/proc/{t.pid}/task')) == 1001
+    finally:
+        if reader.poll() is None:
+            reader.kill()
+            reader.wait()
+        d.cleanup()     # fusermount3 -u -z of the dead mount, rmdir
+    assert not os.path.exists(d.mnt), 'the dead mount stayed'

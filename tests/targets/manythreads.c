@@ -1,16 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * manythreads - N threads (argv[1], default 1000) asleep in park_many;
- * prints "ready" once all of them are started.
+ * prints "ready" once all of them are started. With "spin" as argv[2] the
+ * main thread then burns CPU in spin_forever (its utime shows it running)
+ * instead of sleeping in pause().
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 static _Atomic int started;
+static volatile unsigned long spins;
+
+__attribute__((noinline)) void spin_forever(void)
+{
+	for (;;)
+		spins++;
+}
 
 __attribute__((noinline)) void park_many(void)
 {
@@ -46,6 +56,8 @@ int main(int argc, char **argv)
 	nanosleep(&tick, NULL);
 	printf("ready\n");
 	fflush(stdout);
+	if (argc > 2 && !strcmp(argv[2], "spin"))
+		spin_forever();
 	for (;;)
 		pause();
 }
