@@ -345,14 +345,15 @@ static void save_svg(const char *name, const char *buf, size_t len)
 {
 	const char *dir = getenv("TEST_BUILD_DIR");
 	char path[4096], cmd[4200];
+	bool xmllint;
 
 	snprintf(path, sizeof(path), "%s/%s", dir ? dir : ".", name);
 	write_file(path, buf, len);
-	if (!have_xmllint()) {
-		fprintf(stderr, "note: xmllint not installed, %s unchecked\n",
-			path);
+	/* Well-formedness is a requirement: no xmllint, no pass. */
+	xmllint = have_xmllint();
+	CHECK(xmllint, "xmllint is not installed (libxml2-utils)");
+	if (!xmllint)
 		return;
-	}
 	snprintf(cmd, sizeof(cmd), "xmllint --noout '%s'", path);
 	CHECK(system(cmd) == 0, "%s is not well-formed XML", path);
 }

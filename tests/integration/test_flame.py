@@ -59,10 +59,10 @@ def test_flame_svg_is_well_formed_and_offline(proffs, target):
     t = target('qsorter')
     data = proffs.read(t.pid, 'flame_2s.svg')
     path = save(data, 'qsorter.svg')
-    if shutil.which('xmllint'):
-        r = subprocess.run(['xmllint', '--noout', path], capture_output=True,
-                           text=True)
-        assert r.returncode == 0, r.stderr
+    assert shutil.which('xmllint'), 'xmllint is not installed (libxml2-utils)'
+    r = subprocess.run(['xmllint', '--noout', path], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
     text = data.decode()
     assert 'cmp_ints' in text and 'qsorter' in text
     urls = set(re.findall(r'https?://[^"\s<>]+', text))
