@@ -7,11 +7,11 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
 
 import pytest
 
 import util
+from reaper import Reaper
 
 
 @pytest.fixture(scope='module')
@@ -103,29 +103,36 @@ def test_mount_t_fuse_proffs_and_umount(destdir, target):
     os.chmod(real, 0o755)
     mnt = tempfile.mkdtemp(prefix='proffs-mount-')
     t = target('burn')
+    r = None
     try:
-        r = subprocess.run(['mount', '-t', 'fuse.proffs', 'proffs', mnt,
-                            '-o', 'allow_other'],
-                           capture_output=True, text=True, timeout=30)
-        assert r.returncode == 0, r.stderr
+        # The helper daemonizes proffs: under a subreaper its exit status
+        # is ours to see.
+        work = tempfile.mkdtemp(prefix='proffs-reap-')
+        with open(os.path.join(work, 'mount.log'), 'w') as log:
+            r = Reaper(os.path.join(work, 'reaped'),
+                       ['mount', '-t', 'fuse.proffs', 'proffs', mnt, '-o',
+                        'allow_other'], stdout=log, stderr=subprocess.STDOUT)
+        code = r.wait_cmd(timeout=30)
+        with open(os.path.join(work, 'mount.log')) as log:
+            assert code == 0, f'mount exited {code}: {log.read()}'
         assert os.path.ismount(mnt)
+        daemons = [pid for pid, comm in r.adopted() if comm == 'proffs']
+        assert len(daemons) == 1, r.adopted()
         assert str(t.pid) in os.listdir(mnt)
         with open(os.path.join(mnt, str(t.pid), 'cpu_1s.pb.gz'), 'rb') as f:
             assert f.read(2) == b'\x1f\x8b'
-        r = subprocess.run(['umount', mnt], capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
+        u = subprocess.run(['umount', mnt], capture_output=True, text=True)
+        assert u.returncode == 0, u.stderr
         assert not os.path.ismount(mnt)
-        # the daemon went away with the mount
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if subprocess.run(['pgrep', '-f', f'proffs {mnt}'],
-                              capture_output=True).returncode:
-                break
-            time.sleep(0.1)
-        else:
-            pytest.fail('daemon still running after umount')
+        # the daemon went away with the mount, and exited 0
+        reaped = r.wait(timeout=30)
+        assert reaped.get(daemons[0]) == ('proffs', 0), reaped
+        assert not os.path.exists(f'/proc/{daemons[0]}')
     finally:
         if os.path.ismount(mnt):
             subprocess.run(['umount', '-l', mnt])
+        if r is not None:
+            r.kill_all()
+            shutil.rmtree(work)
         os.unlink(real)
         os.rmdir(mnt)
