@@ -3,12 +3,14 @@
 browser straight from /prof, collapsed stacks and top tables checked
 against go tool pprof on the same samples."""
 
+import html.parser
 import os
 import re
 import shutil
 import subprocess
 import threading
 import time
+import urllib.parse
 
 import pytest
 
@@ -43,7 +45,7 @@ def driver():
 
 def test_flame_svg_opened_from_the_mount_in_chromium(proffs, target, driver):
     t = target('burn')
-    url = 'file://' + proffs.path(t.pid, 'cpu_3s.svg')
+    url = 'file://' + proffs.path(t.pid, 'flame_3s.svg')
     os.makedirs(util.OUT_DIR, exist_ok=True)
     shot = os.path.join(util.OUT_DIR, 'flame-mount.png')
     m = browser.check_flame_svg(driver, url, ['hot', 'sibling', 'level2'],
@@ -53,6 +55,8 @@ def test_flame_svg_opened_from_the_mount_in_chromium(proffs, target, driver):
     assert os.path.getsize(shot) > 10000
     # the browser's stat waited for the result; one session served both
     assert len(proffs.log_lines(r'session \d+ start')) == 1
+    assert proffs.log_lines(r'session \d+ start: pid=%d kind=cpu '
+                            r'window_ms=3000 ' % t.pid)
 
 
 def test_flame_svg_is_well_formed_and_offline(proffs, target):
@@ -129,3 +133,107 @@ def test_txt_matches_go_tool_pprof_top(proffs, target):
     theirs = table_rows(pprof('-top', path))
     assert ours and ours == theirs
     assert ours[0][5] == 'cmp_ints'
+
+
+class IndexPage(html.parser.HTMLParser):
+    """Title, h1 text and links (href, text) of an HTML page; fails on
+    markup that is not balanced."""
+
+    VOID = {'meta', 'br', 'hr', 'img', 'link', 'input'}
+
+    def __init__(self, text):
+        super().__init__(convert_charrefs=True)
+        self.open, self.text = [], {'title': '', 'h1': ''}
+        self.links = []
+        self.feed(text)
+        self.close()
+        assert not self.open, f'unclosed elements {self.open}'
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in self.VOID:
+            self.open.append(tag)
+        if tag == 'a':
+            self.links.append([dict(attrs)['href'], ''])
+
+    def handle_endtag(self, tag):
+        assert self.open and self.open[-1] == tag, (self.open, tag)
+        self.open.pop()
+
+    def handle_data(self, data):
+        for tag in ('title', 'h1'):
+            if tag in self.open:
+                self.text[tag] += data
+        if 'a' in self.open:
+            self.links[-1][1] += data
+
+
+# Links index.html must offer today (SPEC §1, issue 4); more may come
+# with new kinds (heap, allocs), and each must be served.
+INDEX_LINKS = {'flame.svg', 'cpu_30s.pb.gz', 'goroutine.txt',
+               'goroutine.txt?debug=2', 'goroutine.pb.gz', 'cmdline'}
+
+
+def test_index_html_links_and_command_line(proffs, target):
+    args = ['a<1>', 'b&c', '"q"']
+    t = target('burn', *args)
+    path = proffs.path(t.pid, 'index.html')
+    data = proffs.read(t.pid, 'index.html')
+    assert os.stat(path).st_size == len(data)   # a browser reads st_size
+    save(data, 'index.html')
+    text = data.decode('utf-8')
+    assert text.startswith('<!DOCTYPE html>')
+    assert '<meta charset="utf-8">' in text
+    page = IndexPage(text)
+    assert page.text['title'] == f'proffs: {t.pid}'
+    # the command line, every argument escaped
+    assert page.text['h1'] == f'{t.pid}: ' + ' '.join(t.argv)
+    assert 'a&lt;1&gt; b&amp;c &quot;q&quot;' in text
+    # libxml2's HTML parser finds nothing to complain about
+    assert shutil.which('xmllint'), 'xmllint is not installed (libxml2-utils)'
+    r = subprocess.run(['xmllint', '--html', '--noout', path],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and not r.stderr, r.stderr
+    # relative links, '?' escaped so a browser keeps it in the path,
+    # each shown by its file name
+    names = {}
+    for href, label in page.links:
+        assert '/' not in href and '?' not in href, href
+        names[urllib.parse.unquote(href)] = label
+    assert INDEX_LINKS <= set(names), names
+    for name, label in names.items():
+        assert label == name, (name, label)
+    # every link is served: a snapshot reads, a windowed profile opens
+    # (closing it at once stops the session it started; os.open, as
+    # Python's open() would fstat, which waits for an SVG's result)
+    for name in sorted(names):
+        if name.startswith(('goroutine', 'threads', 'cmdline')):
+            assert proffs.read(t.pid, name), name
+        else:
+            os.close(os.open(proffs.path(t.pid, name), os.O_RDONLY))
+    assert proffs.read(t.pid, 'cmdline') == \
+        b'\0'.join(a.encode() for a in t.argv) + b'\0'
+    assert proffs.read(t.pid, 'goroutine.txt').startswith(
+        b'threads profile: total 1\n')
+
+
+def test_index_html_in_chromium_leads_to_a_flame_graph(proffs, target,
+                                                      driver):
+    from selenium.webdriver.common.by import By
+
+    t = target('burn', 'x<y')
+    driver.get('file://' + proffs.path(t.pid, 'index.html'))
+    assert driver.title == f'proffs: {t.pid}'
+    h1 = driver.find_element(By.TAG_NAME, 'h1').text
+    assert h1 == f'{t.pid}: {t.argv[0]} x<y', h1
+    hrefs = {a.text: a.get_attribute('href')
+             for a in driver.find_elements(By.TAG_NAME, 'a')}
+    base = 'file://' + proffs.path(t.pid, '')
+    assert hrefs['goroutine.txt?debug=2'] == base + 'goroutine.txt%3Fdebug=2'
+    assert hrefs['flame.svg'] == base + 'flame.svg'
+    # follow the 5 s flame graph's link: the browser shows the graph
+    link = driver.find_element(By.LINK_TEXT, 'cpu_5s.svg')
+    link.click()
+    assert driver.current_url == base + 'cpu_5s.svg'
+    names = {f[0] for f in browser.frames(driver)}
+    assert {'main', 'level1', 'level2', 'hot', 'sibling'} <= names, names
+    driver.save_screenshot(os.path.join(util.OUT_DIR, 'index-flame.png'))
