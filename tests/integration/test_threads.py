@@ -223,3 +223,25 @@ def test_daemon_sigkill_mid_dump_leaves_target_running(tmp_path, target):
             reader.wait()
         d.cleanup()     # fusermount3 -u -z of the dead mount, rmdir
     assert not os.path.exists(d.mnt), 'the dead mount stayed'
+
+
+def test_dump_after_an_abandoned_one_is_not_ebusy(proffs, target):
+    """A reader that gives up on goroutine.txt (Ctrl-C, a browser tab
+    closed) and asks again at once must get its dump: the daemon's own
+    unfinished dump of the same process is no debugger."""
+    t = target('manythreads', 1000)
+    path = proffs.path(t.pid, 'goroutine.txt')
+    failures = []
+    for i in range(5):
+        os.close(os.open(path, os.O_RDONLY))     # started, then abandoned
+        try:
+            text = proffs.read(t.pid, 'goroutine.txt')
+            assert text.startswith(b'threads profile: total 1001\n'), \
+                text[:60]
+        except OSError as e:
+            failures.append(f'read {i + 1}: {e}')
+        # let the abandoned dump end before the next round
+        time.sleep(1)
+    assert not failures, '\n'.join(failures) + '\n' + proffs.log_text()
+    assert not proffs.log_lines('EBUSY')
+    assert_nothing_stopped(t.pid, spinning=False)
