@@ -56,17 +56,6 @@ harness_args()
 	esac
 }
 
-# fuzz-dso has no corpus in the tree (ELF files are build products):
-# seed it with a small object and executable carrying DWARF.
-seed_dso()
-{
-	printf 'static int twice(int x) { return 2 * x; }\n%s\n' \
-		'int main(int c, char **v) { (void)v; return twice(c); }' \
-		>"$work/seed.c"
-	"$cc" -g -O1 -c "$work/seed.c" -o "$1/seed.o" &&
-	"$cc" -g -O1 "$work/seed.c" -o "$1/seed"
-}
-
 run_one()
 {
 	local name=$1 exe=$work/fuzz-$1 corpus=$work/corpus-$1
@@ -85,12 +74,14 @@ run_one()
 		echo "run.sh: fuzz-$name: build failed" >&2
 		return 1
 	fi
-	mkdir -p "$corpus"
-	if [ -d "$src/tests/fuzz/corpus-$name" ]; then
-		cp -r "$src/tests/fuzz/corpus-$name/." "$corpus/"
-	elif [ "$name" = dso ]; then
-		seed_dso "$corpus" || return 1
+	# Every harness has its seeds in the tree (corpus-dso: made by
+	# corpus-dso.sh): none may start from nothing unnoticed.
+	if [ -z "$(ls -A "$src/tests/fuzz/corpus-$name" 2>/dev/null)" ]; then
+		echo "run.sh: tests/fuzz/corpus-$name: no seeds" >&2
+		return 1
 	fi
+	mkdir -p "$corpus"
+	cp -r "$src/tests/fuzz/corpus-$name/." "$corpus/"
 	[ -f "$dict" ] && opts+=("-dict=$dict")
 	echo "== fuzz-$name: ${seconds} s on $(ls "$corpus" | wc -l) seeds"
 	if ! (cd "$work" && "$exe" -max_total_time="$seconds" \
