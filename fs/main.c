@@ -285,8 +285,9 @@ int main(int argc, char *argv[])
 	if (fuse_opt_parse(&args, &fs.opts, proffs_opt_spec, NULL) == -1 ||
 	    check_opts(&fs.opts, &heap_method))
 		goto err_out2;
-	/* Profiles are read-only: the kernel answers writes with EROFS. */
-	fuse_opt_add_arg(&args, "-oro,fsname=proffs,subtype=proffs");
+	/* Read-write, though nothing can be written: so that refusals reach
+	 * the daemon, which logs each one (refuse.c). */
+	fuse_opt_add_arg(&args, "-ofsname=proffs,subtype=proffs");
 	if (cl.debug)
 		proffs_log_set_level(PROFFS_LOG_DEBUG);
 	raise_fd_limit();

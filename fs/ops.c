@@ -25,6 +25,7 @@
 #include "output.h"
 #include "proc.h"
 #include "proffs_i.h"
+#include "refuse.h"
 #include "registry.h"
 #include "status.h"
 
@@ -232,6 +233,9 @@ static void proffs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		strcpy(n.name, name);
 	} else if (dir.type == NODE_ROOT) {
 		if (!proc_parse_pid(name, &n.pid) || !pid_exists(n.pid, &owner)) {
+			pr_info("fs: lookup %s: ENOENT: %s", name,
+				proc_parse_pid(name, &n.pid) ?
+				"no such process" : "not a process id");
 			fuse_reply_err(req, ENOENT);
 			return;
 		}
@@ -586,4 +590,16 @@ const struct fuse_lowlevel_ops proffs_ops = {
 	.open = proffs_open,
 	.read = proffs_read,
 	.release = proffs_release,
+	/* The rest would change the tree: refuse.c says no, and logs. */
+	.setattr = refuse_setattr,
+	.mknod = refuse_mknod,
+	.mkdir = refuse_mkdir,
+	.unlink = refuse_unlink,
+	.rmdir = refuse_rmdir,
+	.symlink = refuse_symlink,
+	.rename = refuse_rename,
+	.link = refuse_link,
+	.create = refuse_create,
+	.setxattr = refuse_setxattr,
+	.removexattr = refuse_removexattr,
 };

@@ -645,9 +645,14 @@ static void release_locked(struct registry *r, struct reg_handle *h)
 		r->handles = h->next;
 	if (h->next)
 		h->next->prev = h->prev;
-	if (--s->nhandles == 0 && !s->done) {
-		/* Nobody wants it any more: stop sampling now, and make sure
-		 * a new reader starts afresh instead of joining a dying one. */
+	/* Nobody wants it any more: stop sampling now, and make sure a new
+	 * reader starts afresh instead of joining a dying one. A thread
+	 * dump cannot stop halfway (its threads are being held) and takes
+	 * well under a second: it runs on, and a new reader joins it
+	 * rather than start a second dump that would find the first one
+	 * tracing the process. */
+	if (--s->nhandles == 0 && !s->done &&
+	    s->key.kind != PROFFS_KIND_GOROUTINE) {
 		atomic_store(&s->stop, true);
 		unlist_locked(r, s);
 	}

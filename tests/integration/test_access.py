@@ -110,6 +110,8 @@ KIND_NAMES = {      # a valid name, and one with a bad value, per kind
     'flame': ('flame_1s.svg', 'flame?hz=100000'),
     'goroutine': ('goroutine.txt', 'goroutine.txt?debug=3'),
     'threads': ('threads.pb.gz', 'threads?debug=7.pb.gz'),
+    'heap': ('heap_1s.pb.gz', 'heap?rate=0.pb.gz'),
+    'allocs': ('allocs?seconds=1.txt', 'allocs_1s?seconds=2.pb.gz'),
 }
 
 
