@@ -7,6 +7,7 @@
 
 #include "flame.h"
 #include "folded.h"
+#include "heap_text.h"
 #include "output.h"
 #include "pprof.h"
 #include "profile.h"
@@ -57,6 +58,16 @@ static int render_txt(const struct profile *p,
 	return text_top_render(p, si, (char **)buf, len);
 }
 
+/* heap.txt and allocs.txt: the top table; ?debug=1 Go's legacy text. */
+static int render_heap_txt(const struct profile *p,
+			   const struct proffs_request *req, uint8_t **buf,
+			   size_t *len)
+{
+	if (req->debug >= 1)
+		return heap_text_render(p, (char **)buf, len);
+	return render_txt(p, req, buf, len);
+}
+
 static int render_folded(const struct profile *p,
 			 const struct proffs_request *req, uint8_t **buf,
 			 size_t *len)
@@ -78,8 +89,11 @@ static void flame_titles(const struct profile *p, int si, char *title,
 	time_t t = h->time_nanos / 1000000000;
 	struct tm tm;
 
-	if (si < 0)
-		si = profile_nsample_types(p) - 1;
+	if (si < 0) {
+		size_t def;
+
+		si = folded_sample_index(p, -1, &def) ? 0 : (int)def;
+	}
 	vt = profile_sample_type(p, si);
 	snprintf(title, tsize, "%s profile of pid %d: %s",
 		 profile_str(p, h->kind), h->pid, profile_str(p, h->command));
@@ -168,14 +182,14 @@ static const render_fn renderers[PROFFS_KIND__COUNT][PROFFS_FMT__COUNT] = {
 		[PROFFS_FMT_PB_GZ] = render_pb_gz,
 		[PROFFS_FMT_PB] = render_pb,
 		[PROFFS_FMT_SVG] = render_svg,
-		[PROFFS_FMT_TXT] = render_txt,
+		[PROFFS_FMT_TXT] = render_heap_txt,
 		[PROFFS_FMT_FOLDED] = render_folded,
 	},
 	[PROFFS_KIND_ALLOCS] = {
 		[PROFFS_FMT_PB_GZ] = render_pb_gz,
 		[PROFFS_FMT_PB] = render_pb,
 		[PROFFS_FMT_SVG] = render_svg,
-		[PROFFS_FMT_TXT] = render_txt,
+		[PROFFS_FMT_TXT] = render_heap_txt,
 		[PROFFS_FMT_FOLDED] = render_folded,
 	},
 	[PROFFS_KIND_GOROUTINE] = {

@@ -323,3 +323,35 @@ out_walk:
 	folded_walk_fini(&w);
 	return ret;
 }
+
+const char *folded_mapping_file(const struct profile *p,
+				const struct pf_location *loc)
+{
+	const struct pf_mapping *m = profile_mapping(p, loc->mapping_id);
+	const char *f = m ? profile_str(p, m->filename) : NULL;
+
+	return f && *f ? f : "?";
+}
+
+void folded_put_hash_frames(struct folded_buf *b, const struct profile *p,
+			    const struct pf_location *loc)
+{
+	if (!loc->nlines) {
+		folded_buf_printf(b, "#\t0x%" PRIx64 "\t%s\n", loc->address,
+				  folded_mapping_file(p, loc));
+		return;
+	}
+	for (uint32_t i = 0; i < loc->nlines; i++) {
+		const struct pf_function *f =
+			profile_function(p, loc->lines[i].function_id);
+		const char *name = f ? profile_str(p, f->name) : "?";
+		const char *file = f ? profile_str(p, f->filename) : "";
+
+		folded_buf_printf(b, "#\t0x%" PRIx64 "\t%s", loc->address,
+				  name);
+		if (file && *file)
+			folded_buf_printf(b, "\t%s:%" PRId64, file,
+					  loc->lines[i].line);
+		folded_buf_puts(b, "\n");
+	}
+}

@@ -77,4 +77,20 @@ void folded_buf_printf(struct folded_buf *b, const char *fmt, ...)
 /* Hand the text to *buf and *len (0), or free it; b->err. */
 int folded_buf_finish(struct folded_buf *b, char **buf, size_t *len);
 
+struct pf_location;
+
+/* The file of the mapping holding loc, "?" when unknown. */
+const char *folded_mapping_file(const struct profile *p,
+				const struct pf_location *loc);
+
+/*
+ * The "#\t0xPC\tfunction\tfile:line" lines Go's legacy text profiles
+ * (goroutine?debug=1, heap?debug=1) print under a record: one per line of
+ * the location, inlined functions first; the object's file when the
+ * location has no lines. Go adds "+0xOFF" to the function; the model
+ * knows no function entry address, so there is none.
+ */
+void folded_put_hash_frames(struct folded_buf *b, const struct profile *p,
+			    const struct pf_location *loc);
+
 #endif

@@ -167,39 +167,6 @@ static void put_label_set(struct folded_buf *b, const struct profile *p,
 	folded_buf_puts(b, "}");
 }
 
-static const char *mapping_file(const struct profile *p,
-				const struct pf_location *loc)
-{
-	const struct pf_mapping *m = profile_mapping(p, loc->mapping_id);
-	const char *f = m ? profile_str(p, m->filename) : NULL;
-
-	return f && *f ? f : "?";
-}
-
-/* Go's "#\t0xPC\tfunction\tfile:line" lines of one location. */
-static void put_hash_frames(struct folded_buf *b, const struct profile *p,
-			    const struct pf_location *loc)
-{
-	if (!loc->nlines) {
-		folded_buf_printf(b, "#\t0x%" PRIx64 "\t%s\n", loc->address,
-				  mapping_file(p, loc));
-		return;
-	}
-	for (uint32_t i = 0; i < loc->nlines; i++) {
-		const struct pf_function *f =
-			profile_function(p, loc->lines[i].function_id);
-		const char *name = f ? profile_str(p, f->name) : "?";
-		const char *file = f ? profile_str(p, f->filename) : "";
-
-		folded_buf_printf(b, "#\t0x%" PRIx64 "\t%s", loc->address,
-				  name);
-		if (file && *file)
-			folded_buf_printf(b, "\t%s:%" PRId64, file,
-					  loc->lines[i].line);
-		folded_buf_puts(b, "\n");
-	}
-}
-
 static void put_group(struct folded_buf *b, const struct profile *p,
 		      const size_t *idx, const struct run *g)
 {
@@ -226,7 +193,7 @@ static void put_group(struct folded_buf *b, const struct profile *p,
 	}
 	free(sets);
 	for (uint32_t i = 0; i < s->nlocs; i++)
-		put_hash_frames(b, p, profile_location(p, s->loc_ids[i]));
+		folded_put_hash_frames(b, p, profile_location(p, s->loc_ids[i]));
 	folded_buf_puts(b, "\n");
 }
 
@@ -273,7 +240,7 @@ static void put_go_frames(struct folded_buf *b, const struct profile *p,
 {
 	if (!loc->nlines) {
 		folded_buf_printf(b, "?(...)\n\t%s 0x%" PRIx64 "\n",
-				  mapping_file(p, loc), loc->address);
+				  folded_mapping_file(p, loc), loc->address);
 		return;
 	}
 	for (uint32_t i = 0; i < loc->nlines; i++) {
@@ -288,7 +255,7 @@ static void put_go_frames(struct folded_buf *b, const struct profile *p,
 					  loc->lines[i].line);
 		else
 			folded_buf_printf(b, "%s 0x%" PRIx64 "\n",
-					  mapping_file(p, loc), loc->address);
+					  folded_mapping_file(p, loc), loc->address);
 	}
 }
 

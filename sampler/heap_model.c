@@ -37,6 +37,7 @@ struct bucket {
 
 struct live {
 	uint64_t addr;		/* LIVE_EMPTY, LIVE_TOMB or an address */
+	uint64_t size;		/* a bucket past max_buckets mixes sizes */
 	uint32_t bucket;
 	double w;		/* the objects its allocation counted for */
 };
@@ -321,8 +322,8 @@ static struct live *live_find(struct heap_model *m, uint64_t addr)
 	}
 }
 
-static int live_add(struct heap_model *m, uint64_t addr, uint32_t bucket,
-		    double w)
+static int live_add(struct heap_model *m, uint64_t addr, uint64_t size,
+		    uint32_t bucket, double w)
 {
 	struct live *l = live_find(m, addr);
 	size_t k;
@@ -337,7 +338,8 @@ static int live_add(struct heap_model *m, uint64_t addr, uint32_t bucket,
 		;
 	if (m->live[k].addr == LIVE_TOMB)
 		m->ntomb--;
-	m->live[k] = (struct live){ .addr = addr, .bucket = bucket, .w = w };
+	m->live[k] = (struct live){ .addr = addr, .size = size,
+				    .bucket = bucket, .w = w };
 	m->nlive++;
 	return 0;
 }
@@ -351,7 +353,7 @@ bool heap_model_free_addr(struct heap_model *m, uint64_t addr)
 		return false;
 	b = &m->b[l->bucket];
 	b->v[V_FREE_OBJ] += l->w;
-	b->v[V_FREE_BYTES] += l->w * (double)b->size;
+	b->v[V_FREE_BYTES] += l->w * (double)l->size;
 	l->addr = LIVE_TOMB;
 	m->nlive--;
 	m->ntomb++;
@@ -422,7 +424,7 @@ int heap_model_alloc(struct heap_model *m, const struct heap_alloc_sample *s)
 	m->samples++;
 	if (!s->tracked)
 		return 0;
-	return live_add(m, s->addr, idx, w);
+	return live_add(m, s->addr, s->size, idx, w);
 }
 
 /* ---- snapshots and profiles ---- */

@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 
 #include "flame.h"
 #include "folded.h"
+#include "heap_text.h"
 #include "profile.h"
 #include "text.h"
 
@@ -180,6 +182,55 @@ static struct profile *heap_profile(void)
 	return p;
 }
 
+/*
+ * Go's four heap types, scaled as heap_model.c scales them at period
+ * (the rate): 1000 sampled 64-byte objects (weight 8192.5 each at the
+ * default rate) of which 400 are freed; 2 sampled 1 MiB blocks, both
+ * live; a stack with nothing left.
+ */
+static struct profile *heap4_profile(int64_t rate)
+{
+	struct profile *p;
+	uint64_t f_main, f_small, f_big, l_main, l_small, l_big;
+	double w_small = rate > 1 ? 1 / -expm1(-64.0 / rate) : 1;
+	double w_big = rate > 1 ? 1 / -expm1(-1048576.0 / rate) : 1;
+
+	MUST(profile_new(&p));
+	MUST(profile_add_sample_type(p, "alloc_objects", "count"));
+	MUST(profile_add_sample_type(p, "alloc_space", "bytes"));
+	MUST(profile_add_sample_type(p, "inuse_objects", "count"));
+	MUST(profile_add_sample_type(p, "inuse_space", "bytes"));
+	MUST(profile_set_period(p, "space", "bytes", rate));
+	profile_header(p)->default_sample_type =
+		profile_intern(p, "inuse_space");
+	f_main = fn(p, "main");
+	f_small = fn(p, "small_site");
+	f_big = fn(p, "big_site");
+	l_main = loc(p, 0, f_main, 0);
+	l_small = loc(p, 0, f_small, 0);
+	l_big = loc(p, 0, f_big, 0);
+
+	uint64_t a[] = { l_small, l_main }, b[] = { l_big, l_main };
+	uint64_t m[] = { l_main };
+	int64_t va[4] = {
+		llround(1000 * w_small), llround(64000 * w_small),
+		llround(600 * w_small), llround(38400 * w_small),
+	};
+	int64_t vb[4] = {
+		llround(2 * w_big), llround(2097152 * w_big),
+		llround(2 * w_big), llround(2097152 * w_big),
+	};
+	int64_t vm[4] = { 0, 0, 0, 0 };
+
+	struct pf_label la = { .key = profile_intern(p, "bytes"), .num = 64 };
+	struct pf_label lb = { .key = la.key, .num = 1048576 };
+
+	MUST(profile_add_sample(p, a, 2, &la, 1, va));
+	MUST(profile_add_sample(p, b, 2, &lb, 1, vb));
+	MUST(profile_add_sample(p, m, 1, NULL, 0, vm));
+	return p;
+}
+
 static char *read_file(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
@@ -293,6 +344,35 @@ static void test_folded_text(void)
 	CHECK(!strcmp(buf, "untouched"), "buf untouched on failure");
 	profile_free(cpu);
 	profile_free(heap);
+}
+
+/* heap?debug=1: the sampled counts back (unscaled), largest in use
+ * first, twice the rate in the header; golden at the default rate. */
+#define HEAP_HEAD "heap profile: 602: 2135552 [1002: 2161152] @ "
+static void test_heap_text(void)
+{
+	struct profile *p = heap4_profile(524288), *exact = heap4_profile(1);
+	struct profile *two = heap_profile();
+	char *buf = NULL;
+	size_t len = 0;
+
+	MUST(heap_text_render(p, &buf, &len));
+	CHECK(strlen(buf) == len, "NUL-terminated at len");
+	CHECK(!strncmp(buf, HEAP_HEAD "heap/1048576\n",
+		       strlen(HEAP_HEAD "heap/1048576\n")), "header: %.80s", buf);
+	check_golden("heap-legacy.txt", buf, len);
+	free(buf);
+	/* rate 1: nothing was scaled, nothing to unscale */
+	MUST(heap_text_render(exact, &buf, &len));
+	CHECK(!strncmp(buf, HEAP_HEAD "heap/2\n", strlen(HEAP_HEAD "heap/2\n")),
+	      "header: %.80s", buf);
+	free(buf);
+	buf = (char *)"untouched";
+	CHECK(heap_text_render(two, &buf, &len) == -EINVAL, "2 types");
+	CHECK(!strcmp(buf, "untouched"), "buf untouched on failure");
+	profile_free(p);
+	profile_free(exact);
+	profile_free(two);
 }
 
 static void test_units(void)
@@ -488,6 +568,7 @@ int main(void)
 {
 	test_units();
 	test_folded_text();
+	test_heap_text();
 	test_flame_small();
 	test_flame_big();
 	if (failures) {

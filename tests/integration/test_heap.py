@@ -214,6 +214,17 @@ def test_default_rate_within_sampling_error(proffs, target):
                     f'{site} {TYPES[k]}: {got[k]} vs {want} (sd {sd:.3f})'
         checked += 1
     assert checked >= 3, truth
+    # Go's legacy text carries the sampled counts; pprof scales them back
+    # to what the .pb.gz says, within the rounding of the unscaling.
+    legacy = proffs.read(t.pid, 'heap_8s?debug=1.txt')
+    assert re.match(rb'heap profile: \d+: \d+ \[\d+: \d+\] @ heap/1048576\n',
+                    legacy), legacy[:100]
+    lp = util.raw(util.save(legacy, 'heap-legacy.txt'))
+    for typ in TYPES:
+        want = p.total(typ)
+        assert abs(lp.total(typ) - want) <= 0.01 * want, (typ, want,
+                                                         lp.total(typ))
+    assert site_values(lp, 'site_calloc')[3] > 0, 'not symbolized'
 
 
 def test_cxx_operator_new(proffs, target):
@@ -288,6 +299,14 @@ def test_human_formats(proffs, target):
         p.total('alloc_space/bytes')
     txt = proffs.read(t.pid, 'heap?rate=1&seconds=2.txt').decode()
     assert 'site_calloc' in txt and 'flat%' in txt
+    # Go's heap?debug=1 text: exact at rate=1, read back by pprof.
+    legacy = proffs.read(t.pid, 'heap?rate=1&seconds=2&debug=1.txt')
+    assert legacy.startswith(b'heap profile: ') and b' @ heap/2\n' in \
+        legacy.split(b'\n')[0] + b'\n', legacy[:100]
+    lp = util.raw(util.save(legacy, 'heap-legacy-rate1.txt'))
+    for typ in TYPES:
+        assert lp.total(typ) == p.total(typ), typ
+    assert site_values(lp, 'site_small') == site_values(p, 'site_small')
     svg = proffs.read(t.pid, 'heap?rate=1&seconds=2.svg')
     svg_path = util.save(svg, 'heap.svg')
     assert b'site_realloc' in svg and b'inuse_space' in svg
