@@ -14,17 +14,21 @@ static const struct {
 	const char *name;
 	const char *what;
 } links[] = {
+	/* Names readdir does not list: their stat gives the exact size, so
+	 * a browser shows all of them (it reads exactly st_size bytes). */
 	{ "flame.svg", "CPU flame graph, 30 s" },
 	{ "cpu_5s.svg", "CPU flame graph, 5 s" },
 	{ "cpu_30s.pb.gz", "CPU profile for go tool pprof, 30 s" },
 	{ "cpu_5s.txt", "top functions, 5 s" },
 	{ "cpu_5s.folded", "collapsed stacks, 5 s" },
 	{ "heap.svg", "heap in use, flame graph" },
-	{ "heap.pb.gz", "heap profile" },
+	{ "heap.txt", "heap in use, top functions" },
+	{ "heap?debug=1.txt", "heap, Go's legacy text" },
+	{ "heap_30s.pb.gz", "heap profile, change over 30 s" },
 	{ "allocs.svg", "allocations, flame graph" },
-	{ "allocs.pb.gz", "allocation profile" },
-	{ "goroutine.txt", "every thread's stack, grouped" },
-	{ "goroutine.txt?debug=2", "every thread's stack, one by one" },
+	{ "allocs.txt", "allocations, top functions" },
+	{ "goroutine?debug=1.txt", "every thread's stack, grouped" },
+	{ "goroutine?debug=2.txt", "every thread's stack, one by one" },
 	{ "goroutine.pb.gz", "thread stacks, pprof" },
 	{ "cmdline", "command line" },
 };

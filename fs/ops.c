@@ -130,11 +130,23 @@ static int attr_of(struct proffs *fs, const struct node_info *n,
 	return 0;
 }
 
+static bool listed(const char *name)
+{
+	for (size_t i = 0; i < sizeof(listed_names) / sizeof(listed_names[0]);
+	     i++)
+		if (!strcmp(name, listed_names[i]))
+			return true;
+	return false;
+}
+
 /*
- * Browsers read exactly st_size bytes of a file:// URL, so a stat of an SVG
- * profile waits for the result (SPEC §2). Only when the caller may open it
- * and the name is valid: else the open will fail, and the stat need not
- * wait. No SVG is listed by readdir, so `ls -l` never waits.
+ * Browsers read exactly st_size bytes of a file:// URL, and cp, curl and
+ * others trust st_size too, so a stat of a profile name waits for the
+ * result and gives its exact size (SPEC §2 asks it of SVGs; every format
+ * a link of index.html opens needs it). Not the names readdir lists:
+ * `ls -l` stats those and must never wait. Only when the caller may open
+ * the file and the name is valid: else the open will fail, and the stat
+ * need not wait.
  */
 static bool stat_must_wait(struct proffs *fs, fuse_req_t req,
 			   const struct node_info *n)
@@ -142,7 +154,7 @@ static bool stat_must_wait(struct proffs *fs, fuse_req_t req,
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	size_t size;
 
-	if (n->type != NODE_PROFILE || n->req.format != PROFFS_FMT_SVG ||
+	if (n->type != NODE_PROFILE || listed(n->name) ||
 	    n->parse_ret || n->req.hz > fs->opts.max_hz ||
 	    n->req.window_ms > fs->opts.max_window_s * 1000ull)
 		return false;

@@ -455,9 +455,15 @@ static void restore(pid_t tid, struct saved *s)
 	if (ptrace(PTRACE_SETREGS, tid, NULL, &s->regs) ||
 	    ptrace(PTRACE_SETREGSET, tid, (void *)NT_X86_XSTATE, &s->xiov) ||
 	    ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(s->sigmask),
-		   &s->sigmask))
-		pr_err("inject: pid %d thread %d: state not restored: %s",
-		       (int)tid, (int)tid, strerror(errno));
+		   &s->sigmask)) {
+		/* Killed meanwhile: nothing left to restore. */
+		if (errno == ESRCH)
+			pr_info("inject: thread %d died during a call",
+				(int)tid);
+		else
+			pr_err("inject: thread %d: state not restored: %s",
+			       (int)tid, strerror(errno));
+	}
 }
 
 /* Where a call's stack starts: below the red zone and the scratch area,

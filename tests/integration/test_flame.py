@@ -96,6 +96,20 @@ def test_stat_of_svg_waits_but_listing_does_not(proffs, target):
     cat.wait(timeout=20)
 
 
+@pytest.mark.parametrize('name', ['cpu_2s.txt', 'cpu_2s.folded',
+                                  'cpu_2s.pb.gz', 'goroutine?debug=2.txt'])
+def test_stat_of_any_unlisted_name_gives_the_exact_size(proffs, target,
+                                                         name):
+    """Not only browsers trust st_size: the stat of every profile name
+    readdir does not list waits for the result and gives its exact size
+    (the listed names answer at once: test_listing_and_cmdline)."""
+    t = target('burn')
+    st = os.stat(proffs.path(t.pid, name))
+    assert st.st_size > 0
+    data = proffs.read(t.pid, name)
+    assert len(data) == st.st_size
+
+
 def test_folded_sums_equal_pprof_totals(proffs, target):
     t = target('burn')
     got = read_together(proffs, t.pid, ['cpu_2s.folded', 'cpu_2s.pb.gz',
@@ -167,10 +181,12 @@ class IndexPage(html.parser.HTMLParser):
             self.links[-1][1] += data
 
 
-# Links index.html must offer today (SPEC §1, issue 4); more may come
-# with new kinds (heap, allocs), and each must be served.
-INDEX_LINKS = {'flame.svg', 'cpu_30s.pb.gz', 'goroutine.txt',
-               'goroutine.txt?debug=2', 'goroutine.pb.gz', 'cmdline'}
+# Links index.html must offer (SPEC §1, issues 4 and 5), each served.
+# None is a name readdir lists: a browser reads st_size bytes, and only
+# unlisted names wait in stat for their exact size.
+INDEX_LINKS = {'flame.svg', 'cpu_30s.pb.gz', 'goroutine?debug=1.txt',
+               'goroutine?debug=2.txt', 'goroutine.pb.gz', 'cmdline',
+               'heap.svg', 'heap?debug=1.txt', 'allocs.svg'}
 
 
 def test_index_html_links_and_command_line(proffs, target):
@@ -212,7 +228,7 @@ def test_index_html_links_and_command_line(proffs, target):
             os.close(os.open(proffs.path(t.pid, name), os.O_RDONLY))
     assert proffs.read(t.pid, 'cmdline') == \
         b'\0'.join(a.encode() for a in t.argv) + b'\0'
-    assert proffs.read(t.pid, 'goroutine.txt').startswith(
+    assert proffs.read(t.pid, 'goroutine?debug=1.txt').startswith(
         b'threads profile: total 1\n')
 
 
@@ -228,8 +244,14 @@ def test_index_html_in_chromium_leads_to_a_flame_graph(proffs, target,
     hrefs = {a.text: a.get_attribute('href')
              for a in driver.find_elements(By.TAG_NAME, 'a')}
     base = 'file://' + proffs.path(t.pid, '')
-    assert hrefs['goroutine.txt?debug=2'] == base + 'goroutine.txt%3Fdebug=2'
+    assert hrefs['goroutine?debug=2.txt'] == base + 'goroutine%3Fdebug=2.txt'
     assert hrefs['flame.svg'] == base + 'flame.svg'
+    # a text link shows its text, whole: its stat gave the exact size
+    driver.find_element(By.LINK_TEXT, 'goroutine?debug=2.txt').click()
+    body = driver.find_element(By.TAG_NAME, 'body').text
+    assert body.startswith(f'thread {t.pid} ['), body[:200]
+    assert 'main' in body, body
+    driver.back()
     # follow the 5 s flame graph's link: the browser shows the graph
     link = driver.find_element(By.LINK_TEXT, 'cpu_5s.svg')
     link.click()
