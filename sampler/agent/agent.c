@@ -24,7 +24,6 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,7 +31,6 @@
 
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define PAGE 4096
 #define REG_RSP 7		/* libunwind's x86-64 numbering */
 
 /* The functions the hooks stand in front of. */
@@ -62,7 +60,6 @@ struct ph_tls {
 static __thread struct ph_tls tls __attribute__((tls_model("initial-exec")));
 
 static struct ph_shared *sh;
-static pid_t self_pid;
 static bool forked;
 static uint32_t scanned_calls;	/* ph_dlopen_calls at the last rescan */
 static _Atomic uint64_t seen_hb, seen_hb_ns;
@@ -314,30 +311,6 @@ int proffs_heap_arm(void)
 
 /* ---- recording ---- */
 
-/* Copy the stack from sp: one iovec per page, so a copy that runs off
- * the end of the stack mapping stops there instead of failing. */
-static uint32_t copy_stack(uint8_t *dst, uint64_t sp, uint32_t max)
-{
-	struct iovec local = { dst, max };
-	struct iovec remote[PH_STACK_BYTES / PAGE + 1];
-	uint64_t a = sp, end = sp + max;
-	unsigned n = 0;
-	ssize_t got;
-
-	while (a < end && n < sizeof(remote) / sizeof(remote[0])) {
-		uint64_t next = (a & ~(uint64_t)(PAGE - 1)) + PAGE;
-
-		if (next > end)
-			next = end;
-		remote[n].iov_base = (void *)(uintptr_t)a;
-		remote[n].iov_len = next - a;
-		n++;
-		a = next;
-	}
-	got = process_vm_readv(self_pid, &local, 1, remote, n, 0);
-	return got > 0 ? (uint32_t)got : 0;
-}
-
 static uint32_t my_tid(struct ph_tls *t)
 {
 	if (!t->tid)
@@ -349,9 +322,10 @@ __attribute__((noinline, cold)) static void sample(void *p, size_t size,
 						  uint64_t rate)
 {
 	struct ph_tls *t = &tls;
+	uint64_t regs[PH_NREGS];
 	struct ph_alloc *rec;
 	uint16_t flags = 0;
-	uint32_t len;
+	uint32_t len, room;
 
 	if (t->in_hook || forked)
 		return;
@@ -361,7 +335,11 @@ __attribute__((noinline, cold)) static void sample(void *p, size_t size,
 		goto out;
 	}
 	agent_rescan();
-	len = ph_align8(sizeof(*rec) + sh->stack_bytes);
+	memset(regs, 0, sizeof(regs));
+	ph_capture(regs);
+	/* Only as much stack as there is: records are as long as needed. */
+	room = stack_room(regs[REG_RSP], sh->stack_bytes);
+	len = ph_align8(sizeof(*rec) + (room ? room : sh->stack_bytes));
 	rec = ring_reserve(sh, len, true);
 	if (!rec)
 		goto out;
@@ -370,10 +348,14 @@ __attribute__((noinline, cold)) static void sample(void *p, size_t size,
 		atomic_fetch_add_explicit(&sh->untracked, 1,
 					  memory_order_relaxed);
 	}
-	memset(rec->regs, 0, sizeof(rec->regs));
-	ph_capture(rec->regs);
-	rec->stack_len = copy_stack(rec->stack, rec->regs[REG_RSP],
-				    sh->stack_bytes);
+	memcpy(rec->regs, regs, sizeof(regs));
+	if (room)
+		memcpy(rec->stack, (const void *)(uintptr_t)regs[REG_RSP],
+		       room);
+	else
+		room = stack_copy_syscall(rec->stack, regs[REG_RSP],
+					  sh->stack_bytes);
+	rec->stack_len = room;
 	rec->tid = my_tid(t);
 	rec->addr = (uintptr_t)p;
 	rec->size = size;
@@ -529,7 +511,6 @@ __attribute__((constructor)) static void agent_init(void)
 	if (!real.malloc || !real.free)
 		return;
 	dlopen_init();
-	self_pid = getpid();
 	if (live_init())
 		return;
 	sh = ring_create();

@@ -8,6 +8,7 @@
  *   got.c    redirecting GOT entries of every loaded object to the hooks
  *   live.c   the set of sampled addresses still live, probed by free()
  *   ring.c   the producer side of the ring shared with the daemon
+ *   stack.c  copying the top of the calling thread's stack
  *
  * Everything here may run inside malloc, in any thread, in a signal handler:
  * no allocation, no blocking lock on the allocation path, no unwinding, no
@@ -111,6 +112,16 @@ PH_HIDDEN extern void *ph_real_dlopen, *ph_real_dlmopen;
 PH_HIDDEN extern _Atomic uint32_t ph_dlopen_calls;
 /* Once, at load: may the trampolines return through the caller's code? */
 PH_HIDDEN void dlopen_init(void);
+
+/* ---- stack.c ---- */
+
+/* Bytes from sp up to at most max that memcpy may copy (the end of this
+ * thread's stack mapping); 0 when unknown: use stack_copy_syscall(). */
+PH_HIDDEN uint32_t stack_room(uintptr_t sp, uint32_t max);
+/* Copy up to max bytes from sp, stopping at the first unmapped page;
+ * returns the bytes copied. A system call. */
+PH_HIDDEN uint32_t stack_copy_syscall(uint8_t *dst, uintptr_t sp,
+				      uint32_t max);
 
 /* ---- agent.c ---- */
 
