@@ -18,19 +18,7 @@
 #include <unistd.h>
 
 #include "dso.h"
-
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "FAIL %s:%d: %s: ", __func__,	\
-				__LINE__, #cond);			\
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-			failures++;					\
-		}							\
-	} while (0)
+#include "check.h"
 
 #define STREQ(a, b) ((a) && (b) && !strcmp((a), (b)))
 

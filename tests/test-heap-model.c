@@ -17,24 +17,12 @@
 #include <unistd.h>
 
 #include "dso.h"
+#include "check.h"
 #include "heap_model.h"
 #include "maps.h"
 #include "profile.h"
 #include "sane-profile.h"
 #include "unwind.h"
-
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "FAIL %s:%d: %s: ", __func__,	\
-				__LINE__, #cond);			\
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-			failures++;					\
-		}							\
-	} while (0)
 
 #define MUST(call)							\
 	do {								\

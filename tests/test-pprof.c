@@ -17,22 +17,10 @@
 #include <zlib.h>
 
 #include "pprof.h"
+#include "check.h"
 #include "profile.h"
 #include "profile.pb-c.h"
 #include "sane-profile.h"
-
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "FAIL %s:%d: %s: ", __func__,	\
-				__LINE__, #cond);			\
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-			failures++;					\
-		}							\
-	} while (0)
 
 #define SANE(p) CHECK(assert_sane_profile((p), __func__), "see above")
 

@@ -14,20 +14,8 @@
 #include <time.h>
 
 #include "profile.h"
+#include "check.h"
 #include "sane-profile.h"
-
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "FAIL %s:%d: %s: ", __func__,	\
-				__LINE__, #cond);			\
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-			failures++;					\
-		}							\
-	} while (0)
 
 static bool streq(const char *a, const char *b)
 {

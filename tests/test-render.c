@@ -21,23 +21,11 @@
 #include <time.h>
 
 #include "flame.h"
+#include "check.h"
 #include "folded.h"
 #include "heap_text.h"
 #include "profile.h"
 #include "text.h"
-
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "FAIL %s:%d: %s: ", __func__,	\
-				__LINE__, #cond);			\
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-			failures++;					\
-		}							\
-	} while (0)
 
 static void die(const char *what, int ret)
 {

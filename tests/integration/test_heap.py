@@ -390,28 +390,23 @@ def test_agent_disarms_when_the_daemon_dies(tmp_path, target):
         d.cleanup()
 
 
-def test_idle_agent_disarms_and_arms_again(tmp_path, target):
+@pytest.mark.parametrize('proffs_options', [('heap_idle=1',)],
+                         indirect=True)
+def test_idle_agent_disarms_and_arms_again(proffs, target):
     """With heap_idle=1 the agent disarms itself once no session used it
     for a second (plus its lease), which gives the target its speed back;
     the next read arms it again."""
-    d = util.Daemon(str(tmp_path), ('heap_idle=1',))
     t = target('mallocs', 1)
-    try:
-        base = rate(t)
-        r = Reader(d.path(t.pid, 'heap?rate=1&seconds=2.pb.gz'))
-        wait_agent(t.pid)
-        time.sleep(0.5)
-        assert rate(t, 1) < 0.5 * base
-        r.result()
-        assert d.wait_log('letting the agent disarm', timeout=10)
-        time.sleep(4)
-        assert rate(t) > 0.7 * base
-        data = d.read(t.pid, 'heap?rate=1&seconds=1.pb.gz')
-        p = util.validate_pprof(util.save(data, 'rearmed.pb.gz'))
-        assert any('batch' in s.frames for s in p.samples)
-        assert d.log_lines(r'heap: pid \d+: agent armed')
-    except BaseException:
-        d.cleanup()
-        print(d.log_text())
-        raise
-    d.unmount()
+    base = rate(t)
+    r = Reader(proffs.path(t.pid, 'heap?rate=1&seconds=2.pb.gz'))
+    wait_agent(t.pid)
+    time.sleep(0.5)
+    assert rate(t, 1) < 0.5 * base
+    r.result()
+    assert proffs.wait_log('letting the agent disarm', timeout=10)
+    time.sleep(4)
+    assert rate(t) > 0.7 * base
+    data = proffs.read(t.pid, 'heap?rate=1&seconds=1.pb.gz')
+    p = util.validate_pprof(util.save(data, 'rearmed.pb.gz'))
+    assert any('batch' in s.frames for s in p.samples)
+    assert proffs.log_lines(r'heap: pid \d+: agent armed')

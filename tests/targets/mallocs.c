@@ -11,7 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+
+#include "ops.h"
 
 #define BATCH 64
 
@@ -42,16 +43,9 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 8;
-	struct timespec tick = { 0, 200000000 };
 	pthread_t t;
 
 	for (int i = 0; i < n; i++)
 		pthread_create(&t, NULL, worker, (void *)(uintptr_t)i);
-	printf("ready\n");
-	fflush(stdout);
-	for (;;) {
-		nanosleep(&tick, NULL);
-		printf("ops %lu\n", atomic_load(&ops));
-		fflush(stdout);
-	}
+	report_ops(&ops);
 }

@@ -8,7 +8,8 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+
+#include "ops.h"
 
 static _Atomic unsigned long ops;
 
@@ -38,16 +39,9 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 1;
-	struct timespec tick = { 0, 200000000 };
 	pthread_t t;
 
 	for (int i = 0; i < n; i++)
 		pthread_create(&t, NULL, worker, (void *)(long)i);
-	printf("ready\n");
-	fflush(stdout);
-	for (;;) {
-		nanosleep(&tick, NULL);
-		printf("ops %lu\n", atomic_load(&ops));
-		fflush(stdout);
-	}
+	report_ops(&ops);
 }
