@@ -18,9 +18,11 @@ def pytest_runtest_makereport(item, call):
 
 
 @pytest.fixture
-def proffs_options():
-    """Mount options for the proffs fixture; override per test module."""
-    return ()
+def proffs_options(request):
+    """Mount options for the proffs fixture: () unless a test asks for
+    others (@pytest.mark.parametrize('proffs_options', [(...)],
+    indirect=True)) or a module overrides this fixture."""
+    return getattr(request, 'param', ())
 
 
 @pytest.fixture

@@ -16,11 +16,6 @@ import util
 from util import pprof, save, share, traces, validate_pprof
 
 
-@pytest.fixture
-def proffs_options(request):
-    return getattr(request, 'param', ())
-
-
 def proc_stat(pid):
     """(state, utime ticks) of a process."""
     with open(f'/proc/{pid}/stat') as f:
