@@ -34,6 +34,7 @@ static const struct fuse_opt proffs_opt_spec[] = {
 	OPT("max_sessions=%u", max_sessions, 0),
 	OPT("cache_ms=%u", cache_ms, 0),
 	OPT("max_stacks=%u", max_stacks, 0),
+	OPT("max_name=%u", max_name, 0),
 	OPT("debug_roots=%s", debug_roots, 0),
 	OPT("agent=%s", agent, 0),
 	OPT("heap=%s", heap_method, 0),
@@ -52,6 +53,8 @@ static void usage(const char *prog)
 	       "    -o cache_ms=N          finished results stay N ms (10000)\n"
 	       "    -o max_stacks=N        distinct stacks kept per session,\n"
 	       "                           a bound on its memory (100000)\n"
+	       "    -o max_name=N          longest file name (with its query)\n"
+	       "                           a profile may have (255)\n"
 	       "    -o debug_roots=DIRS    ':'-separated roots of separate\n"
 	       "                           debug files (/usr/lib/debug)\n"
 	       "    -o heap=METHOD         how heap profiles are taken: auto\n"
@@ -167,6 +170,10 @@ static int check_opts(struct proffs_opts *o, enum heap_method *method)
 				"must be positive\n");
 		return -EINVAL;
 	}
+	if (o->max_name < 4 || o->max_name > 255) {
+		fprintf(stderr, "proffs: max_name must be 4 to 255\n");
+		return -EINVAL;
+	}
 	if (parse_heap_method(o->heap_method ? o->heap_method : "auto",
 			      method)) {
 		fprintf(stderr, "proffs: heap= takes auto, agent or uprobe\n");
@@ -255,6 +262,7 @@ int main(int argc, char *argv[])
 			.max_sessions = 16,
 			.cache_ms = 10000,
 			.max_stacks = 100000,
+			.max_name = 255,
 			.heap_idle_s = 300,
 		},
 	};

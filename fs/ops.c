@@ -254,6 +254,13 @@ static void proffs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		n.type = NODE_PID_DIR;
 	} else if (dir.type == NODE_PID_DIR) {
 		n.pid = dir.pid;
+		if (strlen(name) > fs->opts.max_name) {
+			pr_info("fs: lookup %d/%.40s...: ENAMETOOLONG: longer "
+				"than max_name (%u)", (int)dir.pid, name,
+				fs->opts.max_name);
+			fuse_reply_err(req, ENAMETOOLONG);
+			return;
+		}
 		if (strlen(name) >= sizeof(n.name) || classify(name, &n)) {
 			pr_info("fs: lookup %d/%s: ENOENT: not a file proffs "
 				"serves", (int)dir.pid, name);

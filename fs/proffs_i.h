@@ -19,6 +19,7 @@ struct proffs_opts {
 	unsigned max_sessions;
 	unsigned cache_ms;		/* finished results stay this long */
 	unsigned max_stacks;		/* distinct stacks per session */
+	unsigned max_name;		/* longest profile file name */
 	char *debug_roots;		/* where separate debug files live */
 	char *agent;			/* libproffs-heap.so to load */
 	char *heap_method;		/* "auto", "agent" or "uprobe" */

@@ -214,3 +214,19 @@ def test_session_limit_is_ebusy_for_every_kind(proffs, target, kind):
     assert out[:2] == b'\x1f\x8b'
     # the slot is free again: the same name now works
     assert proffs.read(t.pid, good)
+
+
+@pytest.mark.parametrize('proffs_options', [('max_name=40',)], indirect=True)
+def test_name_length_bound(proffs, target):
+    """-o max_name bounds a file name with its query: longer is
+    ENAMETOOLONG with a log line, exactly that long still works."""
+    t = target('parked')
+    fits = 'goroutine?debug=1.txt'
+    fits = fits.replace('?', '?' + 'sample=' + 'x' * (40 - len(fits) - 8)
+                        + '&', 1)
+    assert len(fits) == 40, fits
+    assert proffs.read(t.pid, fits).startswith(b'threads profile:')
+    long = fits.replace('sample=', 'sample=y', 1)
+    util.expect_errno(lambda: open(proffs.path(t.pid, long), 'rb'),
+                      errno.ENAMETOOLONG)
+    assert proffs.log_lines(r'lookup %d/.*ENAMETOOLONG' % t.pid)
