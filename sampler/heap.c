@@ -29,7 +29,8 @@
 #include "profile.h"
 #include "unwind.h"
 
-#define POLL_MS 10		/* ring drains */
+#define POLL_MS 10		/* ring drains, when the last found none */
+#define BUSY_POLL_MS 1		/* when it found some: keep up */
 #define BEAT_NS 100000000ull	/* heartbeats, while wanted */
 #define WAIT_MS 50		/* window checks */
 #define MAX_USERS 64
@@ -233,11 +234,12 @@ static void on_record(const struct ph_rec *rec, void *arg)
 			(int)ag->pid);
 }
 
-/* Called with agent.lock held. */
-static void drain_locked(struct agent *ag)
+/* Called with agent.lock held; the records read. */
+static size_t drain_locked(struct agent *ag)
 {
 	if (ag->ring && ag->model)
-		heap_ring_drain(ag->ring, on_record, ag);
+		return heap_ring_drain(ag->ring, on_record, ag);
+	return 0;
 }
 
 static void beat_locked(struct agent *ag, uint64_t now)
@@ -493,15 +495,17 @@ static void *consumer_main(void *arg)
 	struct agent *ag = arg;
 	struct heap_agents *a = ag->a;
 	struct timespec nap = { 0, POLL_MS * 1000000l };
+	struct timespec busy = { 0, BUSY_POLL_MS * 1000000l };
 	bool done = false;
+	size_t n;
 
 	while (!done && !atomic_load(&ag->quit)) {
 		pthread_mutex_lock(&ag->lock);
-		drain_locked(ag);
+		n = drain_locked(ag);
 		done = tend_locked(ag, now_ns());
 		pthread_mutex_unlock(&ag->lock);
 		if (!done)
-			nanosleep(&nap, NULL);
+			nanosleep(n ? &busy : &nap, NULL);
 	}
 	pthread_mutex_lock(&a->lock);
 	if (ag->state != AG_DEAD)
@@ -564,7 +568,7 @@ static int wait_window(struct agent *ag, const struct heap_opts *o,
 
 static int add_comments(struct profile *p, const struct agent *ag,
 			const struct heap_opts *o, uint64_t lost,
-			bool exited, uint64_t elapsed_ns)
+			uint64_t samples, bool exited, uint64_t elapsed_ns)
 {
 	char text[200];
 	int ret = 0;
@@ -574,9 +578,11 @@ static int add_comments(struct profile *p, const struct agent *ag,
 		 (unsigned long long)ag->rate);
 	ret = profile_add_comment(p, text);
 	if (!ret && lost) {
-		snprintf(text, sizeof(text), "proffs: %llu samples were lost "
-			 "(the ring was full): counts are low",
-			 (unsigned long long)lost);
+		snprintf(text, sizeof(text), "proffs: %llu samples were dropped "
+			 "(%.1f%%): the daemon fell behind, or the ring filled "
+			 "before the first read; totals are low by as much",
+			 (unsigned long long)lost,
+			 100.0 * lost / (lost + samples));
 		ret = profile_add_comment(p, text);
 	}
 	if (!ret && exited) {
@@ -626,7 +632,7 @@ static int measure(struct agent *ag, const struct heap_opts *o,
 	st->frees = heap_model_frees(ag->model) - frees0;
 	st->lost = atomic_load(&ag->sh->lost) - lost0;
 	if (!ret)
-		ret = add_comments(*out, ag, o, st->lost, exited,
+		ret = add_comments(*out, ag, o, st->lost, st->samples, exited,
 				   now_ns() - t0);
 	pthread_mutex_unlock(&ag->lock);
 out:

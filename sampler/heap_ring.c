@@ -215,10 +215,11 @@ size_t heap_ring_drain(struct heap_ring *r, heap_ring_cb cb, void *arg)
 	while (r->tail != head) {
 		uint64_t off = r->tail & (size - 1);
 		struct ph_rec *rec = (struct ph_rec *)(data + off);
-		uint32_t len = atomic_load_explicit(&rec->len,
-						    memory_order_acquire);
+		uint64_t commit = atomic_load_explicit(&rec->commit,
+						       memory_order_acquire);
+		uint32_t len = ph_commit_len(commit);
 
-		if (!len)
+		if (commit != ph_commit(r->tail, len) || !len)
 			break;	/* reserved, not yet written */
 		if (len % 8 || off + len > size || len > head - r->tail) {
 			breaks(r, "bad record length");
@@ -237,8 +238,6 @@ size_t heap_ring_drain(struct heap_ring *r, heap_ring_cb cb, void *arg)
 			cb((struct ph_rec *)r->copy, arg);
 			n++;
 		}
-		/* Zero: the next producer here must read as uncommitted. */
-		memset(rec, 0, len);
 		r->tail += len;
 	}
 	atomic_store_explicit(&r->sh->tail, r->tail, memory_order_release);

@@ -326,6 +326,7 @@ __attribute__((noinline, cold)) static void sample(void *p, size_t size,
 	struct ph_alloc *rec;
 	uint16_t flags = 0;
 	uint32_t len, room;
+	uint64_t pos;
 
 	if (t->in_hook || forked)
 		return;
@@ -340,7 +341,11 @@ __attribute__((noinline, cold)) static void sample(void *p, size_t size,
 	/* Only as much stack as there is: records are as long as needed. */
 	room = stack_room(regs[REG_RSP], sh->stack_bytes);
 	len = ph_align8(sizeof(*rec) + (room ? room : sh->stack_bytes));
-	rec = ring_reserve(sh, len, true);
+	/* A full ring means the daemon is behind. Sampling at rate 1 the
+	 * user asked for every allocation: wait for room. Otherwise drop
+	 * the sample (counted as lost, said in the profile) rather than
+	 * slow the program down to the daemon's pace. */
+	rec = ring_reserve(sh, len, rate <= 1, &pos);
 	if (!rec)
 		goto out;
 	if (!live_insert((uintptr_t)p)) {
@@ -360,7 +365,7 @@ __attribute__((noinline, cold)) static void sample(void *p, size_t size,
 	rec->addr = (uintptr_t)p;
 	rec->size = size;
 	rec->rate = rate;
-	ring_commit(rec, len, PH_REC_ALLOC, flags);
+	ring_commit(rec, pos, len, PH_REC_ALLOC, flags);
 	atomic_fetch_add_explicit(&sh->samples, 1, memory_order_relaxed);
 out:
 	t->in_hook = 0;
@@ -371,18 +376,19 @@ __attribute__((noinline, cold)) static void unsample(void *p)
 {
 	struct ph_tls *t = &tls;
 	struct ph_free *rec;
+	uint64_t pos;
 
 	if (forked || !live_remove((uintptr_t)p))
 		return;
 	/* Nested inside a sample (a signal handler): waiting for room could
 	 * wait on our own uncommitted record. */
-	rec = ring_reserve(sh, sizeof(*rec), !t->in_hook);
+	rec = ring_reserve(sh, sizeof(*rec), !t->in_hook, &pos);
 	if (!rec)
 		return;
 	rec->tid = my_tid(t);
 	rec->pad = 0;
 	rec->addr = (uintptr_t)p;
-	ring_commit(rec, sizeof(*rec), PH_REC_FREE, 0);
+	ring_commit(rec, pos, sizeof(*rec), PH_REC_FREE, 0);
 	atomic_fetch_add_explicit(&sh->frees, 1, memory_order_relaxed);
 }
 

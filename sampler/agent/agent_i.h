@@ -92,15 +92,16 @@ PH_HIDDEN bool live_remove(uintptr_t p);
 /* Create and map the shared memfd; NULL on failure. */
 PH_HIDDEN struct ph_shared *ring_create(void);
 /*
- * Reserve len bytes (8-aligned) for one record. When the ring is full and
- * may_wait, waits up to 100 ms for the daemon as long as daemon_alive()
- * holds; else (or then) counts the record as lost and returns NULL.
+ * Reserve len bytes (8-aligned) for one record at *pos. When the ring is
+ * full and may_wait, waits up to a second for the daemon as long as
+ * daemon_alive() holds; else (or then) counts the record as lost and
+ * returns NULL.
  */
 PH_HIDDEN void *ring_reserve(struct ph_shared *sh, uint32_t len,
-			     bool may_wait);
-/* Publish a reserved record: type and flags, then its length. */
-PH_HIDDEN void ring_commit(void *rec, uint32_t len, uint16_t type,
-			   uint16_t flags);
+			     bool may_wait, uint64_t *pos);
+/* Publish a reserved record: type and flags, then its commit word. */
+PH_HIDDEN void ring_commit(void *rec, uint64_t pos, uint32_t len,
+			   uint16_t type, uint16_t flags);
 
 /* ---- dlopen.c ---- */
 

@@ -9,11 +9,13 @@
  *
  * The ring: many producers (the target's threads), one consumer (the
  * daemon). A producer reserves bytes by a compare-and-swap on head, writes
- * its record, and commits it by storing the record's length last (release).
- * A record never wraps: one that would is preceded by a PH_REC_PAD record
- * filling the end of the buffer, in the same reservation. The consumer
- * reads committed records in order from tail, zeroes what it consumed (so
- * a zero length always means "not yet committed"), then advances tail.
+ * its record, and commits it by storing its commit word last (release):
+ * the record's length and its own position (ph_commit()). A record never
+ * wraps: one that would is preceded by a PH_REC_PAD record filling the
+ * end of the buffer, in the same reservation. The consumer reads records
+ * in order from tail while the word at tail names tail's position - what
+ * an earlier lap left there names another - then advances tail. Nothing
+ * is zeroed: each record's bytes cross between the cores once.
  * Positions are byte counts that only grow; offset = position % ring_size.
  *
  * Who writes what: fields under "agent" only by the agent, under "daemon"
@@ -30,7 +32,7 @@
 #include <stdint.h>
 
 #define PH_MAGIC 0x70686666666f7270ull	/* "proffhph" little-endian-ish */
-#define PH_VERSION 1
+#define PH_VERSION 2
 #define PH_RING_NAME "proffs-heap-ring"	/* memfd: /memfd:proffs-heap-ring */
 #define PH_AGENT_NAME "proffs-heap"	/* memfd of the injected agent */
 #define PH_HEADER_SIZE 4096		/* ring data starts here */
@@ -63,10 +65,26 @@ enum ph_rec_type {
 #define PH_NREGS 17
 
 struct ph_rec {
-	_Atomic uint32_t len;	/* whole record, 8-aligned; 0 = uncommitted */
+	_Atomic uint64_t commit;	/* ph_commit(position, length) */
 	uint16_t type;		/* enum ph_rec_type */
 	uint16_t flags;
+	uint32_t pad;
 };
+
+/*
+ * The commit word of a record of len bytes (8-aligned, < 2^24) at
+ * position pos: 40 bits of pos / 8 - a tag that repeats only after 8 TiB
+ * of records - above the length.
+ */
+static inline uint64_t ph_commit(uint64_t pos, uint32_t len)
+{
+	return ((pos >> 3) & ((1ull << 40) - 1)) << 24 | len;
+}
+
+static inline uint32_t ph_commit_len(uint64_t commit)
+{
+	return (uint32_t)(commit & ((1u << 24) - 1));
+}
 
 struct ph_alloc {
 	struct ph_rec h;

@@ -96,11 +96,11 @@ static bool wait_room(bool may_wait, uint64_t *since)
 	return true;
 }
 
-void *ring_reserve(struct ph_shared *sh, uint32_t len, bool may_wait)
+void *ring_reserve(struct ph_shared *sh, uint32_t len, bool may_wait,
+		   uint64_t *pos)
 {
 	uint64_t size = sh->ring_size, h, off, pad, tail, since = 0;
 	uint8_t *data = ring_data(sh);
-	struct ph_rec *p;
 
 	h = atomic_load_explicit(&sh->head, memory_order_relaxed);
 	for (;;) {
@@ -123,21 +123,19 @@ void *ring_reserve(struct ph_shared *sh, uint32_t len, bool may_wait)
 			    memory_order_relaxed, memory_order_relaxed))
 			break;
 	}
-	if (pad) {
-		p = (struct ph_rec *)(data + off);
-		p->type = PH_REC_PAD;
-		p->flags = 0;
-		atomic_store_explicit(&p->len, (uint32_t)pad,
-				      memory_order_release);
-	}
+	if (pad)
+		ring_commit(data + off, h, (uint32_t)pad, PH_REC_PAD, 0);
+	*pos = h + pad;
 	return data + ((h + pad) & (size - 1));
 }
 
-void ring_commit(void *rec, uint32_t len, uint16_t type, uint16_t flags)
+void ring_commit(void *rec, uint64_t pos, uint32_t len, uint16_t type,
+		 uint16_t flags)
 {
 	struct ph_rec *r = rec;
 
 	r->type = type;
 	r->flags = flags;
-	atomic_store_explicit(&r->len, len, memory_order_release);
+	atomic_store_explicit(&r->commit, ph_commit(pos, len),
+			      memory_order_release);
 }

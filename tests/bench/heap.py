@@ -104,9 +104,15 @@ class Mallocs(Target):
         return (b[1] - a[1]) / (c1 - c0) * (seconds / (b[0] - a[0]))
 
 
+WORKLOADS = [
+    ('malloc and free only', []),
+    ('malloc, fill the block, free', ['fill']),
+]
+
+
 def target(args):
     return Mallocs([os.path.join(args.build, 'tests', 'targets', 'mallocs'),
-                    str(args.threads)])
+                    str(args.threads)] + args.workload)
 
 
 def unprofiled(args, t):
@@ -234,24 +240,27 @@ def run(args):
     return rows
 
 
-def report(rows, args):
-    base = rows['unprofiled']
+def report(results, args):
     lines = [f'mallocs target, {args.threads} thread(s), malloc+free of '
-             f'16-256 byte blocks; {args.rounds} rounds of {args.seconds}'
-             f' s per condition, each on a fresh process; blocks per '
-             f'second of the target\'s own CPU time; median of the '
-             f'per-round ratios to the unprofiled rate of the same round.',
-             '', '| condition | blocks per CPU second (median) | '
+             f'16-256 byte blocks in batches of 64; {args.rounds} rounds of '
+             f'{args.seconds} s per condition, each on a fresh process; '
+             f'blocks per second of the target\'s own CPU time; median of '
+             f'the per-round ratios to the unprofiled rate of the same '
+             f'round.', '',
+             '| workload | condition | blocks per CPU second (median) | '
              'vs unprofiled |',
-             '| --- | --- | --- |']
-    for name, _ in CONDITIONS:
-        v = rows[name]
-        if not v:
-            continue
-        ratios = [x / b for x, b in zip(v, base)]
-        r = statistics.median(ratios)
-        lines.append(f'| {name} | {statistics.median(v):,.0f} | '
-                     f'{r:.3f} ({(r - 1) * 100:+.1f}%) |')
+             '| --- | --- | --- | --- |']
+    for workload, rows in results:
+        base = rows['unprofiled']
+        for name, _ in CONDITIONS:
+            v = rows[name]
+            if not v:
+                continue
+            ratios = [x / b for x, b in zip(v, base)]
+            r = statistics.median(ratios)
+            lines.append(f'| {workload} | {name} | '
+                         f'{statistics.median(v):,.0f} | '
+                         f'{r:.3f} ({(r - 1) * 100:+.1f}%) |')
     us = getattr(armed_in_session, 'us_per_sample', None)
     if us is not None:
         lines += ['', f'Daemon CPU per allocation sample (unwind, symbolize,'
@@ -277,7 +286,12 @@ def main():
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit('run as root (the uprobe fallback and heaptrack -p)')
-    report(run(args), args)
+    results = []
+    for workload, argv in WORKLOADS:
+        args.workload = argv
+        print(f'== {workload}', flush=True)
+        results.append((workload, run(args)))
+    report(results, args)
 
 
 if __name__ == '__main__':
