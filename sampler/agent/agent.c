@@ -342,10 +342,12 @@ __attribute__((noinline, cold)) static void sample(void *p, size_t size,
 	room = stack_room(regs[REG_RSP], sh->stack_bytes);
 	len = ph_align8(sizeof(*rec) + (room ? room : sh->stack_bytes));
 	/* A full ring means the daemon is behind. Sampling at rate 1 the
-	 * user asked for every allocation: wait for room. Otherwise drop
-	 * the sample (counted as lost, said in the profile) rather than
-	 * slow the program down to the daemon's pace. */
-	rec = ring_reserve(sh, len, rate <= 1, &pos);
+	 * user asked for every allocation: wait for room. Otherwise wait
+	 * within a budget, then drop the sample (counted as lost, said in
+	 * the profile) rather than slow the program down to the daemon's
+	 * pace. */
+	rec = ring_reserve(sh, len, rate <= 1 ? PH_WAIT : PH_WAIT_BUDGET,
+			   &pos);
 	if (!rec)
 		goto out;
 	if (!live_insert((uintptr_t)p)) {
@@ -382,7 +384,8 @@ __attribute__((noinline, cold)) static void unsample(void *p)
 		return;
 	/* Nested inside a sample (a signal handler): waiting for room could
 	 * wait on our own uncommitted record. */
-	rec = ring_reserve(sh, sizeof(*rec), !t->in_hook, &pos);
+	rec = ring_reserve(sh, sizeof(*rec), t->in_hook ? PH_NO_WAIT : PH_WAIT,
+			   &pos);
 	if (!rec)
 		return;
 	rec->tid = my_tid(t);

@@ -91,14 +91,21 @@ PH_HIDDEN bool live_remove(uintptr_t p);
 
 /* Create and map the shared memfd; NULL on failure. */
 PH_HIDDEN struct ph_shared *ring_create(void);
+/* What a record may do when the ring is full. */
+enum ph_wait {
+	PH_NO_WAIT,	/* drop it (nested in a sample: we might wait on
+			 * our own uncommitted record) */
+	PH_WAIT,	/* wait for the daemon, up to a second */
+	PH_WAIT_BUDGET,	/* likewise, out of a budget of 10% of the time */
+};
+
 /*
  * Reserve len bytes (8-aligned) for one record at *pos. When the ring is
- * full and may_wait, waits up to a second for the daemon as long as
- * daemon_alive() holds; else (or then) counts the record as lost and
- * returns NULL.
+ * full, waits as wait allows while daemon_alive() holds; else (or then)
+ * counts the record as lost and returns NULL.
  */
 PH_HIDDEN void *ring_reserve(struct ph_shared *sh, uint32_t len,
-			     bool may_wait, uint64_t *pos);
+			     enum ph_wait wait, uint64_t *pos);
 /* Publish a reserved record: type and flags, then its commit word. */
 PH_HIDDEN void ring_commit(void *rec, uint64_t pos, uint32_t len,
 			   uint16_t type, uint16_t flags);

@@ -76,27 +76,61 @@ static uint8_t *ring_data(struct ph_shared *sh)
 }
 
 /*
- * The ring is full. Wait a moment for the daemon to make room, if waiting
- * is allowed and a live daemon is consuming, and not for longer than
- * WAIT_NS in all; false when the record must be dropped.
+ * Waiting for a daemon that fell behind slows the program down, so a
+ * sample that may be dropped waits only out of a budget shared by all
+ * threads: BUDGET_SHARE of the time that passes, at most BUDGET_MAX_NS
+ * saved up. A burst is absorbed whole; a program that allocates faster
+ * than the daemon can ever follow loses samples instead of more than
+ * that share of its speed.
  */
-static bool wait_room(bool may_wait, uint64_t *since)
+#define NAP_NS 50000
+#define BUDGET_SHARE 10		/* percent */
+#define BUDGET_MAX_NS 1000000000ll
+
+static _Atomic int64_t budget_ns = BUDGET_MAX_NS;
+static _Atomic uint64_t budget_at;
+
+static bool spend_budget(uint64_t now)
 {
-	struct timespec nap = { 0, 50000 };
+	uint64_t at = atomic_load_explicit(&budget_at, memory_order_relaxed);
+	int64_t b;
+
+	if (!at) {
+		atomic_compare_exchange_strong(&budget_at, &at, now);
+	} else if (now > at && atomic_compare_exchange_strong(&budget_at, &at,
+							      now)) {
+		b = atomic_fetch_add(&budget_ns,
+				     (int64_t)(now - at) * BUDGET_SHARE / 100);
+		if (b > BUDGET_MAX_NS)
+			atomic_store(&budget_ns, BUDGET_MAX_NS);
+	}
+	return atomic_fetch_sub(&budget_ns, NAP_NS) > NAP_NS;
+}
+
+/*
+ * The ring is full. Wait a moment for the daemon to make room, if this
+ * record may wait, a live daemon is consuming, and (PH_WAIT_BUDGET) the
+ * budget allows; never more than WAIT_NS for one record. False when the
+ * record must be dropped.
+ */
+static bool wait_room(enum ph_wait wait, uint64_t *since)
+{
+	struct timespec nap = { 0, NAP_NS };
 	uint64_t now;
 
-	if (!may_wait || !daemon_alive())
+	if (wait == PH_NO_WAIT || !daemon_alive())
 		return false;
 	now = agent_now_ns();
 	if (!*since)
 		*since = now;
-	if (now - *since > WAIT_NS)
+	if (now - *since > WAIT_NS ||
+	    (wait == PH_WAIT_BUDGET && !spend_budget(now)))
 		return false;
 	nanosleep(&nap, NULL);
 	return true;
 }
 
-void *ring_reserve(struct ph_shared *sh, uint32_t len, bool may_wait,
+void *ring_reserve(struct ph_shared *sh, uint32_t len, enum ph_wait wait,
 		   uint64_t *pos)
 {
 	uint64_t size = sh->ring_size, h, off, pad, tail, since = 0;
@@ -109,7 +143,7 @@ void *ring_reserve(struct ph_shared *sh, uint32_t len, bool may_wait,
 		pad = off + len > size ? size - off : 0;
 		tail = atomic_load_explicit(&sh->tail, memory_order_acquire);
 		if (h + pad + len - tail > size) {
-			if (!wait_room(may_wait, &since)) {
+			if (!wait_room(wait, &since)) {
 				atomic_fetch_add_explicit(&sh->lost, 1,
 							  memory_order_relaxed);
 				return NULL;
