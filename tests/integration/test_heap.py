@@ -468,3 +468,61 @@ def test_unprivileged_daemon_profiles_its_users_heap(tmp_path):
             assert not [l for l in text.splitlines()
                         if util.BAD_LOG.search(l)], text
         os.rmdir(mnt)
+
+
+def test_forked_child_starts_disarmed(proffs, target):
+    """A child forked while the agent samples every allocation starts
+    disarmed: it shares the parent's ring, yet writes nothing into it;
+    and the child can be profiled on its own."""
+    t = target('forker')
+    r = Reader(proffs.path(t.pid, 'heap?rate=1&seconds=3.pb.gz'))
+    wait_agent(t.pid)
+    os.kill(t.pid, signal.SIGUSR1)
+    line = t.proc.stdout.readline()
+    assert line.startswith(b'child '), line
+    child = int(line.split()[1])
+    try:
+        truth = json.loads(t.proc.stdout.readline())
+        p = util.validate_pprof(util.save(r.result(), 'heap-forker.pb.gz'))
+        assert_exact(p, truth)
+        assert site_values(p, 'site_child') == [0, 0, 0, 0]
+        # its own profile: another agent goes in, the parent's ring (which
+        # the child holds too) is left alone
+        data = proffs.read(child, 'heap_500ms.pb.gz')
+        util.validate_pprof(util.save(data, 'heap-forked-child.pb.gz'))
+        assert proffs.log_lines(r'heap: pid %d: agent loaded' % child)
+    finally:
+        os.kill(child, signal.SIGKILL)
+
+
+def test_agent_reaches_another_mount_namespace(proffs):
+    """The agent goes in through a memfd, so a process whose mount
+    namespace has no libproffs-heap.so (a container) gets it too."""
+    agent_dir = os.path.join(util.BUILD, 'sampler', 'agent')
+    script = (f'mount -t tmpfs none {agent_dir} && '
+              f'exec {os.path.join(util.TARGETS, "allocs")}')
+    # --kill-child: the namespace, with its copy of our mount, must go
+    # when the test ends, or the daemon could not end with the unmount.
+    proc = subprocess.Popen(['unshare', '--mount', '--propagation',
+                             'private', '--fork', '--kill-child', 'sh',
+                             '-c', script], stdout=subprocess.PIPE)
+    pid = None
+    try:
+        assert proc.stdout.readline().strip() == b'ready'
+        with open(f'/proc/{proc.pid}/task/{proc.pid}/children') as f:
+            pid = int(f.read().split()[0])
+        agent = os.path.join(agent_dir, 'libproffs-heap.so')
+        assert os.path.exists(agent)
+        assert not os.path.exists(f'/proc/{pid}/root{agent}'), \
+            'the target still sees the agent file'
+        r = Reader(proffs.path(pid, 'heap?rate=1&seconds=3.pb.gz'))
+        wait_agent(pid)
+        os.kill(pid, signal.SIGUSR1)
+        truth = json.loads(proc.stdout.readline())
+        p = util.validate_pprof(util.save(r.result(), 'heap-mntns.pb.gz'))
+        assert_exact(p, truth)
+    finally:
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+        proc.kill()
+        proc.wait()
