@@ -43,9 +43,11 @@ static int mapped_ok(struct heap_ring *r, int fd)
 	if (__atomic_load_n(&sh->magic, __ATOMIC_ACQUIRE) != PH_MAGIC ||
 	    sh->version != PH_VERSION || sh->header_size != PH_HEADER_SIZE ||
 	    ring < PH_RING_MIN || ring > PH_RING_MAX || (ring & (ring - 1)) ||
-	    ring + PH_HEADER_SIZE > r->map_size || sh->pid != r->pid ||
+	    ring + PH_HEADER_SIZE > r->map_size ||
 	    sh->stack_bytes > PH_STACK_BYTES)
 		return -EPROTO;
+	if (sh->pid != r->pid)
+		return -ENOENT;	/* its parent's, inherited by fork */
 	r->ring_size = ring;
 	r->stack_bytes = sh->stack_bytes;
 	return 0;
