@@ -365,3 +365,71 @@ void perf_close(struct perf_rec *r)
 	free(r->pfds);
 	free(r);
 }
+
+uint64_t perf_user_regs_mask(void)
+{
+	return PERF_REGS_MASK;
+}
+
+/* The kernel's order of the fields (perf_output_sample()); kept apart
+ * from parse_sample(), which knows its one layout and is on the hot path
+ * of cpu profiles. */
+int perf_parse_sample(uint64_t sample_type, const void *body, size_t len,
+		      struct perf_sample *s, uint64_t *id)
+{
+	const uint64_t known = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP |
+			       PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			       PERF_SAMPLE_ID | PERF_SAMPLE_PERIOD |
+			       PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	const uint8_t *p = body, *end = p + len;
+	uint64_t skip, size;
+
+	if (sample_type & ~known)
+		return -EINVAL;
+	memset(s, 0, sizeof(*s));
+	*id = 0;
+#define TAKE(dst) do { \
+		if (p + sizeof(dst) > end) \
+			return -EINVAL; \
+		memcpy(&(dst), p, sizeof(dst)); \
+		p += sizeof(dst); \
+	} while (0)
+	if (sample_type & PERF_SAMPLE_IDENTIFIER)
+		TAKE(*id);
+	if (sample_type & PERF_SAMPLE_IP)
+		TAKE(skip);
+	if (sample_type & PERF_SAMPLE_TID) {
+		TAKE(s->pid);
+		TAKE(s->tid);
+	}
+	if (sample_type & PERF_SAMPLE_TIME)
+		TAKE(s->time);
+	if (sample_type & PERF_SAMPLE_ID)
+		TAKE(*id);
+	if (sample_type & PERF_SAMPLE_PERIOD)
+		TAKE(s->period);
+	if (sample_type & PERF_SAMPLE_REGS_USER) {
+		uint64_t abi;
+
+		TAKE(abi);
+		if (abi == PERF_SAMPLE_REGS_ABI_NONE)
+			return -ENODATA;
+		for (size_t i = 0; i < NREGS; i++)
+			TAKE(s->regs.r[perf_reg_order[i]]);
+	}
+	if (sample_type & PERF_SAMPLE_STACK_USER) {
+		TAKE(size);
+		if (size > (size_t)(end - p))
+			return -EINVAL;
+		s->stack = p;
+		p += size;
+		if (size) {
+			uint64_t dyn;
+
+			TAKE(dyn);
+			s->stack_len = dyn < size ? dyn : size;
+		}
+	}
+#undef TAKE
+	return 0;
+}
