@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "access.h"
+#include "heap.h"
 #include "index.h"
 #include "log.h"
 #include "name.h"
@@ -490,6 +491,11 @@ static int check_open(fuse_req_t req, struct proffs *fs,
 	} else if (n->req.hz > fs->opts.max_hz) {
 		ret = -EINVAL;
 		why = "hz above max_hz";
+	} else if ((n->req.kind == PROFFS_KIND_HEAP ||
+		    n->req.kind == PROFFS_KIND_ALLOCS) &&
+		   (ret = heap_agents_check(fs->heap))) {
+		why = "heap=uprobe needs root (CAP_SYS_ADMIN) to place "
+		      "uprobes";
 	}
 	if (ret)
 		pr_notice("fs: open %d/%s by uid %u: %s: %s", (int)n->pid,

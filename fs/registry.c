@@ -352,14 +352,17 @@ static int run_heap(struct session *s, struct profile **prof)
 	ret = heap_profile(s->r->o.heap, &ho, prof, &st);
 	if (!ret)
 		pr_info("session %u done: pid=%d kind=%s window_ms=%llu "
-			"samples=%llu frees=%llu lost=%llu%s elapsed_ms=%llu",
+			"samples=%llu frees=%llu lost=%llu%s%s%s "
+			"elapsed_ms=%llu",
 			s->id, (int)s->key.pid, name_kind_str(s->key.kind),
-			ho.has_window || st.armed_now ?
+			ho.has_window || st.armed_now || st.uprobe ?
 			(unsigned long long)ho.window_ms : 0ull,
 			(unsigned long long)st.samples,
 			(unsigned long long)st.frees,
 			(unsigned long long)st.lost,
 			st.armed_now ? " armed_now" : "",
+			st.uprobe ? " uprobe" : "",
+			st.tripped ? " breaker" : "",
 			(unsigned long long)(st.elapsed_ns / 1000000));
 	return ret;
 }

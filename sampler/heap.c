@@ -22,6 +22,7 @@
 #include "heap_load.h"
 #include "heap_model.h"
 #include "heap_ring.h"
+#include "heap_uprobe.h"
 #include "inject.h"
 #include "log.h"
 #include "maps.h"
@@ -641,6 +642,35 @@ out:
 	return ret;
 }
 
+/* ---- the uprobe fallback ---- */
+
+int heap_agents_check(const struct heap_agents *a)
+{
+	return a->o.method == HEAP_UPROBE ? heap_uprobe_allowed() : 0;
+}
+
+/* Always windowed: without a window, the request's default one. */
+static int uprobe_profile(struct heap_agents *a, const struct heap_opts *o,
+			  const char *why, struct profile **out,
+			  struct heap_stats *st)
+{
+	struct heap_uprobe_opts uo = {
+		.pid = o->pid, .window_ms = o->window_ms, .stop = o->stop,
+		.cache = a->o.cache, .max_stacks = a->o.max_stacks,
+		.allocs = o->allocs, .why = why,
+	};
+	struct heap_uprobe_stats us;
+	int ret;
+
+	st->uprobe = true;
+	ret = heap_uprobe_profile(&uo, out, &us);
+	st->samples = us.samples;
+	st->frees = us.frees;
+	st->lost = us.lost;
+	st->tripped = us.tripped;
+	return ret;
+}
+
 int heap_profile(struct heap_agents *a, const struct heap_opts *o,
 		 struct profile **out, struct heap_stats *st)
 {
@@ -651,14 +681,25 @@ int heap_profile(struct heap_agents *a, const struct heap_opts *o,
 	memset(st, 0, sizeof(*st));
 	if (o->pid <= 0 || !o->window_ms)
 		return -EINVAL;
-	if (a->o.method == HEAP_UPROBE)
-		return -ENOTSUP;
+	if (a->o.method == HEAP_UPROBE) {
+		ret = uprobe_profile(a, o, "heap=uprobe", out, st);
+		goto out;
+	}
 	ret = get_agent(a, o->pid, rate, &ag, &st->armed_now);
+	if (ret == -ENOTSUP && a->o.method == HEAP_AUTO) {
+		pr_info("heap: pid %d: the agent cannot be loaded: uprobes "
+			"for %llu ms instead", (int)o->pid,
+			(unsigned long long)o->window_ms);
+		ret = uprobe_profile(a, o, "the agent cannot be loaded", out,
+				     st);
+		goto out;
+	}
 	if (ret)
 		return ret;
 	ret = measure(ag, o, st->armed_now, out, st);
 	leave(ag, rate);
 	agent_put(ag);
+out:
 	st->elapsed_ns = now_ns() - t0;
 	return ret;
 }

@@ -19,14 +19,21 @@
  * While any session runs the agent samples at the smallest rate asked
  * (finer sampling never biases: each sample carries its rate).
  *
- * Where the agent cannot go (no dlopen in the process: a static binary),
- * or with method HEAP_UPROBE, the uprobe fallback measures the window
- * instead (uprobe_heap.h) - root only.
+ * The uprobe fallback (heap_uprobe.h) answers instead with method
+ * HEAP_UPROBE, and with HEAP_AUTO where the agent cannot be loaded (no
+ * dlopen in the process: a static binary; no agent file): uprobes and
+ * uretprobes on the allocator count every call of a window - always a
+ * window, the request's default (30 s) when it names none - until the
+ * breaker (heap_breaker.h) ends it early because the probes would slow
+ * the process by more than a few percent. Nothing is kept between
+ * requests: each one places its probes and takes them out. Its profiles
+ * say so in a comment, and heap_stats.uprobe is set. Root only (-EPERM,
+ * with a log line, otherwise; heap_agents_check() tells at open).
  *
- * Thread-safe. Errors: -ESRCH (gone), -EPERM / -EACCES (ptrace refused),
- * -EBUSY (traced by someone else), -EAGAIN (threads never all safe),
- * -ENOTSUP (no way to load the agent and no fallback), -ENOMEM,
- * -ECANCELED (stop was set).
+ * Thread-safe. Errors: -ESRCH (gone), -EPERM / -EACCES (ptrace refused,
+ * or uprobes without root), -EBUSY (traced by someone else), -EAGAIN
+ * (threads never all safe), -ENOTSUP (no way to load the agent and no
+ * fallback), -ENOMEM, -ECANCELED (stop was set).
  */
 #ifndef PROFFS_HEAP_H
 #define PROFFS_HEAP_H
@@ -61,6 +68,11 @@ int heap_agents_new(const struct heap_agents_opts *o,
  * runs out) and free. NULL is a no-op. */
 void heap_agents_free(struct heap_agents *a);
 
+/* Whether heap requests can be answered at all, known before any is
+ * made: -EPERM when the method is HEAP_UPROBE and the daemon may not
+ * place uprobes (not root), else 0. Logs nothing. */
+int heap_agents_check(const struct heap_agents *a);
+
 struct heap_opts {
 	pid_t pid;
 	bool allocs;		/* allocs kind: alloc_space by default */
@@ -73,6 +85,7 @@ struct heap_opts {
 struct heap_stats {
 	bool armed_now;		/* this request loaded or armed the agent */
 	bool uprobe;		/* measured by the uprobe fallback */
+	bool tripped;		/* its breaker ended the window early */
 	uint64_t samples;	/* allocation samples in the profile's span */
 	uint64_t frees;
 	uint64_t lost;		/* records the agent dropped, ever */
