@@ -2,7 +2,7 @@
 /*
  * allocs - allocation sites whose heap profile is known by construction.
  *
- *   allocs [SCALE]
+ *   allocs [SCALE [thread]]
  *
  * Prints "ready", then waits for signals. On each SIGUSR1 it runs the
  * workload once and prints one JSON line: per site (a function that calls
@@ -11,15 +11,25 @@
  *                   inuse_bytes, size], ...}
  * size is the size of every allocation of the site, 0 when they differ.
  * SCALE multiplies the counts of the sites made of many equal blocks, for
- * tests of the default sampling rate. On SIGUSR2 it dlopens libplugin.so
+ * tests of the default sampling rate. With "thread", each workload runs
+ * on a thread created for it (a profiler must follow new threads). On
+ * SIGUSR2 it dlopens libplugin.so
  * (beside it) and allocates through it, printing that site's line.
  *
  * The sites: small blocks kept; large blocks allocated and freed by
  * another function; calloc'd blocks kept; one buffer grown with realloc;
  * posix_memalign and aligned_alloc blocks kept; strdup (malloc called
  * inside libc) kept.
+ *
+ * Built twice: allocs, and allocs_static (-static -DALLOCS_STATIC) for
+ * the uprobe fallback - a static binary has no dlopen, so the heap agent
+ * cannot be loaded into it; that build has no plugin either (a static
+ * program's dlopen would give the agent loader one to call).
  */
+#ifndef ALLOCS_STATIC
 #include <dlfcn.h>
+#endif
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,6 +173,14 @@ static void run_sites(void)
 	fflush(stdout);
 }
 
+#ifdef ALLOCS_STATIC
+static void run_plugin(const char *self)
+{
+	(void)self;
+	printf("{\"error\": \"no plugin in a static build\"}\n");
+	fflush(stdout);
+}
+#else
 static void run_plugin(const char *self)
 {
 	char path[4096], *slash;
@@ -185,10 +203,19 @@ static void run_plugin(const char *self)
 	}
 	fflush(stdout);
 }
+#endif
+
+static void *sites_thread(void *arg)
+{
+	run_sites();
+	return arg;
+}
 
 int main(int argc, char **argv)
 {
+	int threaded = argc > 2 && !strcmp(argv[2], "thread");
 	sigset_t set;
+	pthread_t t;
 	int sig;
 
 	if (argc > 1)
@@ -203,9 +230,14 @@ int main(int argc, char **argv)
 	for (;;) {
 		if (sigwait(&set, &sig))
 			return 1;
-		if (sig == SIGUSR1)
+		if (sig == SIGUSR1 && threaded) {
+			if (pthread_create(&t, NULL, sites_thread, NULL) ||
+			    pthread_join(t, NULL))
+				return 1;
+		} else if (sig == SIGUSR1) {
 			run_sites();
-		else
+		} else {
 			run_plugin(argv[0]);
+		}
 	}
 }
