@@ -342,12 +342,29 @@ def ops_now(t, timeout=3.0):
     return int(line.split()[1]), time.monotonic()
 
 
-def rate(t, seconds=2.0):
-    """Blocks per second the mallocs target allocates and frees."""
-    a, ta = ops_now(t)
+def cpu_seconds(pid):
+    """utime + stime of the process, from /proc/PID/stat."""
+    with open(f'/proc/{pid}/stat') as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def cpu_rate(t, seconds=2.0):
+    """Blocks the mallocs target allocates and frees per second of its
+    own CPU time: what the profiler costs it, whatever else the machine
+    runs (two CPUs, shared)."""
+    a, _ = ops_now(t)
+    c0 = cpu_seconds(t.pid)
     time.sleep(seconds)
-    b, tb = ops_now(t)
-    return (b - a) / (tb - ta)
+    b, _ = ops_now(t)
+    return (b - a) / (cpu_seconds(t.pid) - c0)
+
+
+def best_cpu_rate(t, tries=3):
+    """The best of a few one-second cpu_rate()s: other work on the
+    machine (its cache, its memory bandwidth) only ever slows a
+    measurement down, so the best one is the target's own speed."""
+    return max(cpu_rate(t, 1.0) for _ in range(tries))
 
 
 def test_loads_into_busy_allocators(proffs, target):
@@ -375,16 +392,16 @@ def test_agent_disarms_when_the_daemon_dies(tmp_path, target):
     d = util.Daemon(str(tmp_path))
     t = target('mallocs', 1)
     try:
-        base = rate(t)
+        base = best_cpu_rate(t)
         r = Reader(d.path(t.pid, 'heap?rate=1&seconds=30.pb.gz'))
         wait_agent(t.pid)
         time.sleep(1)
-        slowed = rate(t)
+        slowed = cpu_rate(t, 1.0)
         assert slowed < 0.5 * base, (slowed, base)
         d.proc.kill()
         d.proc.wait()
         time.sleep(5)
-        after = rate(t)
+        after = best_cpu_rate(t)
         assert after > 0.7 * base, (after, base, slowed)
         r.join(5)
     finally:
@@ -398,15 +415,15 @@ def test_idle_agent_disarms_and_arms_again(proffs, target):
     for a second (plus its lease), which gives the target its speed back;
     the next read arms it again."""
     t = target('mallocs', 1)
-    base = rate(t)
-    r = Reader(proffs.path(t.pid, 'heap?rate=1&seconds=2.pb.gz'))
+    base = best_cpu_rate(t)
+    r = Reader(proffs.path(t.pid, 'heap?rate=1&seconds=3.pb.gz'))
     wait_agent(t.pid)
     time.sleep(0.5)
-    assert rate(t, 1) < 0.5 * base
+    assert cpu_rate(t, 1.0) < 0.5 * base
     r.result()
     assert proffs.wait_log('letting the agent disarm', timeout=10)
     time.sleep(4)
-    assert rate(t) > 0.7 * base
+    assert best_cpu_rate(t) > 0.7 * base
     data = proffs.read(t.pid, 'heap?rate=1&seconds=1.pb.gz')
     p = util.validate_pprof(util.save(data, 'rearmed.pb.gz'))
     assert any('batch' in s.frames for s in p.samples)

@@ -17,17 +17,11 @@ import pytest
 
 import util
 from util import NOBODY, as_user
-from test_heap import (Reader, assert_exact, check_header, ops_now,
+from test_heap import (Reader, assert_exact, best_cpu_rate, check_header,
                        site_values, workload)
 
 UPROBE_EVENTS = '/sys/kernel/tracing/uprobe_events'
 MS_NOSUID, MS_NODEV = 2, 4
-
-
-@pytest.fixture
-def proffs_options(request):
-    """Mount options: the default daemon, or a test's parameter."""
-    return getattr(request, 'param', ())
 
 
 def read_uprobe_window(proffs, t, name):
@@ -40,24 +34,6 @@ def read_uprobe_window(proffs, t, name):
     path = util.save(r.result(), f'uprobe-{name.replace("?", "_")}'
                                  f'-{t.pid}.pb.gz')
     return truth, path
-
-
-def cpu_seconds(pid):
-    """utime + stime of the process, from /proc/PID/stat."""
-    with open(f'/proc/{pid}/stat') as f:
-        fields = f.read().rsplit(')', 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
-
-
-def cpu_rate(t, seconds=2.0):
-    """Blocks the mallocs target allocates and frees per second of its
-    own CPU time: what a probe costs it, whatever else the machine runs
-    (two CPUs, shared)."""
-    a, _ = ops_now(t)
-    c0 = cpu_seconds(t.pid)
-    time.sleep(seconds)
-    b, _ = ops_now(t)
-    return (b - a) / (cpu_seconds(t.pid) - c0)
 
 
 def our_uprobe_events():
@@ -207,7 +183,7 @@ def test_breaker_ends_the_window_and_removes_the_probes(proffs, target,
     a second, with a partial profile that says so; afterwards the target
     runs at its unprofiled speed (every probe is gone)."""
     t = target('mallocs', 1)
-    base = cpu_rate(t)
+    base = best_cpu_rate(t)
     start = time.monotonic()
     data = proffs.read(t.pid, 'heap_20s.pb.gz')
     took = time.monotonic() - start
@@ -224,7 +200,7 @@ def test_breaker_ends_the_window_and_removes_the_probes(proffs, target,
     assert proffs.log_lines(r'session \d+ done: pid=%d .* uprobe breaker'
                             % t.pid)
     assert not our_uprobe_events()
-    after = cpu_rate(t)
+    after = best_cpu_rate(t)
     assert after > 0.8 * base, (after, base)
     # What a hit cost the target: its CPU time over the hits, the real
     # work (a few ns an operation) included.
