@@ -299,14 +299,26 @@ static void proffs_getattr(fuse_req_t req, fuse_ino_t ino,
 	struct stat st;
 	int ret;
 
-	(void)fi;
 	ret = nodes_get(fs->nodes, ino, &n);
 	if (!ret)
 		ret = attr_of(fs, &n, &st);
-	if (ret)
+	if (ret) {
 		fuse_reply_err(req, -ret);
-	else
-		reply_stat(req, fs, &n, &st, false);
+		return;
+	}
+	/* fstat of an open profile: the size of the handle's own result,
+	 * whatever its name (Python's open() and cat ask at once). */
+	if (fi && fi->fh && n.type == NODE_PROFILE) {
+		struct stat_wait *sw = calloc(1, sizeof(*sw));
+
+		if (sw) {
+			sw->st = st;
+			registry_handle_size((struct reg_handle *)(uintptr_t)
+					     fi->fh, req, stat_done, sw);
+			return;
+		}
+	}
+	reply_stat(req, fs, &n, &st, false);
 }
 
 /*
@@ -470,16 +482,13 @@ static int open_page(struct proffs *fs, const struct node_info *n,
 
 /* Check an open of a profile file; a log line for every refusal. */
 static int check_open(fuse_req_t req, struct proffs *fs,
-		      const struct node_info *n, int flags)
+		      const struct node_info *n)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	const char *why = NULL;
 	int ret;
 
-	if ((flags & O_ACCMODE) != O_RDONLY) {
-		ret = -EROFS;
-		why = "profiles are read-only";
-	} else if ((ret = access_check(ctx->pid, ctx->uid, n->pid))) {
+	if ((ret = access_check(ctx->pid, ctx->uid, n->pid))) {
 		why = ret == -ENOENT ? "no such process"
 				     : "caller may not ptrace the target";
 	} else if (n->parse_ret) {
@@ -513,12 +522,19 @@ static void proffs_open(fuse_req_t req, fuse_ino_t ino,
 	int ret;
 
 	ret = nodes_get(fs->nodes, ino, &n);
+	if (!ret && (fi->flags & O_ACCMODE) != O_RDONLY) {
+		/* Writes reach the daemon (refuse.c): refuse them here too. */
+		pr_notice("fs: open %d/%s for writing by uid %u: EROFS: "
+			  "profiles are read-only", (int)n.pid, n.name,
+			  (unsigned)fuse_req_ctx(req)->uid);
+		ret = -EROFS;
+	}
 	if (!ret && (n.type == NODE_ROOT || n.type == NODE_PID_DIR))
 		ret = -EISDIR;
 	if (!ret && (n.type == NODE_INDEX || n.type == NODE_STATUS))
 		ret = open_page(fs, &n, fi);
 	if (!ret && n.type == NODE_PROFILE)
-		ret = check_open(req, fs, &n, fi->flags);
+		ret = check_open(req, fs, &n);
 	if (!ret && n.type == NODE_PROFILE) {
 		ret = registry_open(fs->registry, n.pid, &n.req, &h);
 		if (ret)

@@ -14,13 +14,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "cpu.h"
-#include "heap.h"
 #include "log.h"
 #include "output.h"
 #include "profile.h"
 #include "registry.h"
-#include "threads.h"
+#include "run.h"
 
 enum waiter_state { W_NEW, W_QUEUED, W_DONE };
 
@@ -33,6 +31,7 @@ struct waiter {
 	size_t size;
 	off_t off;
 	registry_size_cb size_cb;	/* a stat waiting for the size */
+	bool own_handle;		/* opened for the stat alone */
 	void *size_arg;
 	enum waiter_state state;	/* protected by registry.lock */
 	bool interrupted;		/* protected by registry.lock */
@@ -179,9 +178,14 @@ static void expire_locked(struct registry *r)
 	}
 }
 
-/* A running session of key k, or a result of it still fresh. */
+/*
+ * A running session of key k, or a result of it still fresh. For a stat
+ * (for_size), also a result someone still has open however old: its
+ * size is the size of the file being read (an fstat reaches the daemon
+ * as a stat of the name).
+ */
 static struct session *find_locked(struct registry *r,
-				   const struct session_key *k)
+				   const struct session_key *k, bool for_size)
 {
 	uint64_t now = mono_ms();
 
@@ -190,7 +194,8 @@ static struct session *find_locked(struct registry *r,
 			continue;
 		/* Still held open by its last readers, but too old to serve
 		 * a new one (FUSE releases files asynchronously). */
-		if (s->done && now - s->done_ms >= r->o.cache_ms)
+		if (s->done && now - s->done_ms >= r->o.cache_ms &&
+		    !(for_size && s->nhandles))
 			continue;
 		return s;
 	}
@@ -302,7 +307,8 @@ static void answer_ref(struct waiter *w, int err)
 	}
 	if (w->size_cb) {
 		w->size_cb(w->req, err, err ? 0 : o->len, w->size_arg);
-		registry_release(w->h);
+		if (w->own_handle)
+			registry_release(w->h);
 	} else if (err) {
 		fuse_reply_err(w->req, -err);
 	} else {
@@ -317,86 +323,6 @@ static void reply_waiters(struct waiter *list)
 	for (struct waiter *w = list, *next; w; w = next) {
 		next = w->next;
 		answer(w, 0);
-	}
-}
-
-static int run_threads(struct session *s, struct profile **prof)
-{
-	struct threads_opts to = { .pid = s->key.pid, .cache = s->r->o.dsos };
-	struct threads_stats st;
-	int ret;
-
-	ret = threads_profile(&to, prof, &st);
-	if (!ret)
-		pr_info("session %u done: pid=%d threads=%u skipped=%u "
-			"max_hold_us=%llu elapsed_ms=%llu", s->id,
-			(int)s->key.pid, st.threads, st.skipped,
-			(unsigned long long)(st.max_hold_ns / 1000),
-			(unsigned long long)(st.total_ns / 1000000));
-	return ret;
-}
-
-static int run_heap(struct session *s, struct profile **prof)
-{
-	struct heap_opts ho = {
-		.pid = s->key.pid,
-		.allocs = s->key.kind == PROFFS_KIND_ALLOCS,
-		.has_window = s->req.has_window,
-		.window_ms = s->req.window_ms,
-		.rate = s->key.rate,
-		.stop = &s->stop,
-	};
-	struct heap_stats st;
-	int ret;
-
-	ret = heap_profile(s->r->o.heap, &ho, prof, &st);
-	if (!ret)
-		pr_info("session %u done: pid=%d kind=%s window_ms=%llu "
-			"samples=%llu frees=%llu lost=%llu%s%s%s "
-			"elapsed_ms=%llu",
-			s->id, (int)s->key.pid, name_kind_str(s->key.kind),
-			ho.has_window || st.armed_now || st.uprobe ?
-			(unsigned long long)ho.window_ms : 0ull,
-			(unsigned long long)st.samples,
-			(unsigned long long)st.frees,
-			(unsigned long long)st.lost,
-			st.armed_now ? " armed_now" : "",
-			st.uprobe ? " uprobe" : "",
-			st.tripped ? " breaker" : "",
-			(unsigned long long)(st.elapsed_ns / 1000000));
-	return ret;
-}
-
-static int run_kind(struct session *s, struct profile **prof)
-{
-	struct cpu_opts co = {
-		.pid = s->key.pid,
-		.hz = s->key.hz,
-		.window_ms = s->key.window_ms,
-		.cache = s->r->o.dsos,
-		.stop = &s->stop,
-		.max_stacks = s->r->o.max_stacks,
-	};
-	struct cpu_stats st;
-	int ret;
-
-	switch (s->key.kind) {
-	case PROFFS_KIND_CPU:
-		ret = cpu_profile(&co, prof, &st);
-		if (!ret)
-			pr_info("session %u done: pid=%d samples=%llu lost=%llu "
-				"elapsed_ms=%llu", s->id, (int)s->key.pid,
-				(unsigned long long)st.samples,
-				(unsigned long long)st.lost,
-				(unsigned long long)(st.elapsed_ns / 1000000));
-		return ret;
-	case PROFFS_KIND_GOROUTINE:
-		return run_threads(s, prof);
-	case PROFFS_KIND_HEAP:
-	case PROFFS_KIND_ALLOCS:
-		return run_heap(s, prof);
-	default:
-		return -ENOENT;
 	}
 }
 
@@ -450,18 +376,13 @@ static void *session_main(void *arg)
 	struct registry *r = s->r;
 	struct profile *prof = NULL;
 	int ret;
+	struct run_ctx rc = {
+		.id = s->id, .pid = s->key.pid, .req = &s->req,
+		.stop = &s->stop, .dsos = r->o.dsos, .heap = r->o.heap,
+		.max_stacks = r->o.max_stacks,
+	};
 
-	ret = run_kind(s, &prof);
-	if (ret == -ECANCELED)
-		pr_info("session %u stopped: pid=%d: no readers left", s->id,
-			(int)s->key.pid);
-	else if (ret == -ENOMEM || ret == -EIO)
-		pr_warn("session %u failed: pid=%d: %s", s->id,
-			(int)s->key.pid, strerror(-ret));
-	else if (ret)	/* the target's state: traced, gone, not allowed */
-		pr_notice("session %u failed: pid=%d: %s: %s", s->id,
-			  (int)s->key.pid, strerrorname_np(-ret),
-			  strerror(-ret));
+	ret = run_session(&rc, &prof);
 	finish(s, ret, prof);
 	pthread_mutex_lock(&r->lock);
 	session_put_locked(s);
@@ -511,8 +432,9 @@ static int start_locked(struct registry *r, pid_t pid,
 	return 0;
 }
 
-int registry_open(struct registry *r, pid_t pid,
-		  const struct proffs_request *req, struct reg_handle **out)
+static int open_handle(struct registry *r, pid_t pid,
+		       const struct proffs_request *req, bool for_size,
+		       struct reg_handle **out)
 {
 	struct reg_handle *h = calloc(1, sizeof(*h));
 	struct session_key k;
@@ -524,7 +446,7 @@ int registry_open(struct registry *r, pid_t pid,
 	key_of(pid, req, &k);
 	pthread_mutex_lock(&r->lock);
 	expire_locked(r);
-	s = find_locked(r, &k);
+	s = find_locked(r, &k, for_size);
 	if (!s)
 		ret = start_locked(r, pid, req, &k, &s);
 	else if (s->done)
@@ -548,6 +470,12 @@ int registry_open(struct registry *r, pid_t pid,
 	}
 	*out = h;
 	return 0;
+}
+
+int registry_open(struct registry *r, pid_t pid,
+		  const struct proffs_request *req, struct reg_handle **out)
+{
+	return open_handle(r, pid, req, false, out);
 }
 
 static void on_interrupt(fuse_req_t req, void *data)
@@ -622,7 +550,7 @@ void registry_wait_size(struct registry *r, pid_t pid,
 	struct waiter *w;
 	int ret;
 
-	ret = registry_open(r, pid, req, &h);
+	ret = open_handle(r, pid, req, true, &h);
 	if (ret) {
 		cb(freq, ret, 0, arg);
 		return;
@@ -630,6 +558,20 @@ void registry_wait_size(struct registry *r, pid_t pid,
 	w = calloc(1, sizeof(*w));
 	if (!w) {
 		registry_release(h);
+		cb(freq, -ENOMEM, 0, arg);
+		return;
+	}
+	*w = (struct waiter){ .req = freq, .s = h->s, .h = h, .size_cb = cb,
+			      .size_arg = arg, .own_handle = true };
+	park(w);
+}
+
+void registry_handle_size(struct reg_handle *h, fuse_req_t freq,
+			  registry_size_cb cb, void *arg)
+{
+	struct waiter *w = calloc(1, sizeof(*w));
+
+	if (!w) {
 		cb(freq, -ENOMEM, 0, arg);
 		return;
 	}
@@ -682,7 +624,7 @@ int registry_result_size(struct registry *r, pid_t pid,
 	key_of(pid, req, &k);
 	pthread_mutex_lock(&r->lock);
 	expire_locked(r);
-	s = find_locked(r, &k);
+	s = find_locked(r, &k, true);
 	if (s && s->done)
 		o = find_output_locked(s, req);
 	if (o && !o->err)

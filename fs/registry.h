@@ -90,6 +90,14 @@ void registry_wait_size(struct registry *r, pid_t pid,
 			registry_size_cb cb, void *arg);
 
 /*
+ * Like registry_wait_size(), for the session of an open handle (an
+ * fstat): no new session, whatever the cache keeps. h stays the
+ * caller's.
+ */
+void registry_handle_size(struct reg_handle *h, fuse_req_t freq,
+			  registry_size_cb cb, void *arg);
+
+/*
  * The size of a cached, finished result for req, without waiting: 0 and
  * *size, or -ENOENT when none is ready.
  */

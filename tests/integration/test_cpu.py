@@ -247,8 +247,9 @@ def test_concurrent_readers_share_one_session(proffs, target):
     assert [c.returncode for c in cats] == [0, 0]
     assert outs[0] and outs[0] == outs[1]
     n = session_start(proffs, t.pid, 3000)
-    assert proffs.wait_log(r'^proffs: session %d done: pid=%d samples=[1-9]'
-                           % (n, t.pid))
+    assert proffs.wait_log(r'^proffs: session %d done: pid=%d kind=cpu '
+                           r'window_ms=3000 hz=99 samples=[1-9]\d* lost=0 '
+                           r'elapsed_ms=\d+ result=ok$' % (n, t.pid))
     check_cpu_header(validate_pprof(save(outs[0], 'shared.pb.gz')))
 
 

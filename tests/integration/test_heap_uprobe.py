@@ -289,7 +289,8 @@ def test_uprobes_without_root_are_eperm(tmp_path, target):
             os.strerror(errno.EPERM) in r.stderr, r.stderr
         assert d.log_lines(r'heap: pid %d: the uprobe fallback needs root'
                            % t.pid), d.log_text()
-        assert d.log_lines(r'session \d+ failed: pid=%d: EPERM' % t.pid)
+        assert d.log_lines(r'session \d+ failed: pid=%d kind=heap .*'
+                           r'result=EPERM' % t.pid)
     except BaseException:
         d.cleanup()
         print(d.log_text())

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* run.c - a session's profile, by kind, and its line in the log. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpu.h"
+#include "heap.h"
+#include "log.h"
+#include "run.h"
+#include "threads.h"
+
+/* What a kind reports of itself on the session's line. */
+struct run_result {
+	char detail[160];	/* "samples=... lost=..." */
+	uint64_t window_ms;	/* 0 for a snapshot */
+};
+
+static int run_cpu(const struct run_ctx *c, struct profile **out,
+		   struct run_result *r)
+{
+	struct cpu_opts o = {
+		.pid = c->pid, .hz = c->req->hz,
+		.window_ms = c->req->window_ms, .cache = c->dsos,
+		.stop = c->stop, .max_stacks = c->max_stacks,
+	};
+	struct cpu_stats st;
+	int ret;
+
+	r->window_ms = o.window_ms;
+	ret = cpu_profile(&o, out, &st);
+	snprintf(r->detail, sizeof(r->detail), "hz=%u samples=%llu lost=%llu",
+		 o.hz, (unsigned long long)st.samples,
+		 (unsigned long long)st.lost);
+	return ret;
+}
+
+static int run_threads(const struct run_ctx *c, struct profile **out,
+		       struct run_result *r)
+{
+	struct threads_opts o = { .pid = c->pid, .cache = c->dsos };
+	struct threads_stats st;
+	int ret;
+
+	ret = threads_profile(&o, out, &st);
+	snprintf(r->detail, sizeof(r->detail), "threads=%u skipped=%u "
+		 "max_hold_us=%llu", st.threads, st.skipped,
+		 (unsigned long long)(st.max_hold_ns / 1000));
+	return ret;
+}
+
+static int run_heap(const struct run_ctx *c, struct profile **out,
+		    struct run_result *r)
+{
+	struct heap_opts o = {
+		.pid = c->pid,
+		.allocs = c->req->kind == PROFFS_KIND_ALLOCS,
+		.has_window = c->req->has_window,
+		.window_ms = c->req->window_ms,
+		.rate = c->req->rate,
+		.stop = c->stop,
+	};
+	struct heap_stats st;
+	int ret;
+
+	ret = heap_profile(c->heap, &o, out, &st);
+	/* Without a window, the answer is everything so far - unless
+	 * it had to measure one (it loaded the agent, or used uprobes). */
+	r->window_ms = o.has_window || st.armed_now || st.uprobe ?
+		       o.window_ms : 0;
+	snprintf(r->detail, sizeof(r->detail), "rate=%u samples=%llu "
+		 "frees=%llu lost=%llu%s%s%s", c->req->rate,
+		 (unsigned long long)st.samples, (unsigned long long)st.frees,
+		 (unsigned long long)st.lost,
+		 st.armed_now ? " armed_now" : "",
+		 st.uprobe ? " uprobe" : "", st.tripped ? " breaker" : "");
+	return ret;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void log_outcome(const struct run_ctx *c, const struct run_result *r,
+			int ret, uint64_t ms)
+{
+	const char *kind = name_kind_str(c->req->kind);
+
+	if (!ret)
+		pr_info("session %u done: pid=%d kind=%s window_ms=%llu %s "
+			"elapsed_ms=%llu result=ok", c->id, (int)c->pid, kind,
+			(unsigned long long)r->window_ms, r->detail,
+			(unsigned long long)ms);
+	else if (ret == -ECANCELED)
+		pr_info("session %u stopped: pid=%d kind=%s elapsed_ms=%llu "
+			"result=stopped: no readers left", c->id, (int)c->pid,
+			kind, (unsigned long long)ms);
+	else if (ret == -ENOMEM || ret == -EIO)	/* ours */
+		pr_warn("session %u failed: pid=%d kind=%s elapsed_ms=%llu "
+			"result=%s: %s", c->id, (int)c->pid, kind,
+			(unsigned long long)ms, strerrorname_np(-ret),
+			strerror(-ret));
+	else	/* the target's state: traced, gone, not allowed */
+		pr_notice("session %u failed: pid=%d kind=%s elapsed_ms=%llu "
+			  "result=%s: %s", c->id, (int)c->pid, kind,
+			  (unsigned long long)ms, strerrorname_np(-ret),
+			  strerror(-ret));
+}
+
+int run_session(const struct run_ctx *c, struct profile **out)
+{
+	struct run_result r = { .detail = "" };
+	uint64_t t0 = mono_ms();
+	int ret;
+
+	switch (c->req->kind) {
+	case PROFFS_KIND_CPU:
+		ret = run_cpu(c, out, &r);
+		break;
+	case PROFFS_KIND_GOROUTINE:
+		ret = run_threads(c, out, &r);
+		break;
+	case PROFFS_KIND_HEAP:
+	case PROFFS_KIND_ALLOCS:
+		ret = run_heap(c, out, &r);
+		break;
+	default:
+		ret = -ENOENT;
+	}
+	log_outcome(c, &r, ret, mono_ms() - t0);
+	return ret;
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * run.h - one profiling session's work: take the profile its kind asks
+ * for with the sampler, and log the session's one line of outcome (pid,
+ * kind, window, what was measured, how long it took, the result), as an
+ * operator reads them in syslog.
+ *
+ * Blocking, on the session's thread. The caller owns everything in the
+ * context; on success *out is a new profile the caller frees. Errors are
+ * the sampler's negative errno values (-ECANCELED when stop was set).
+ */
+#ifndef PROFFS_RUN_H
+#define PROFFS_RUN_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "name.h"
+
+struct dso_cache;
+struct heap_agents;
+struct profile;
+
+struct run_ctx {
+	unsigned id;			/* the session's number, for the log */
+	pid_t pid;
+	const struct proffs_request *req;	/* kind, window, hz, rate */
+	const _Atomic bool *stop;
+	struct dso_cache *dsos;
+	struct heap_agents *heap;
+	unsigned max_stacks;
+};
+
+int run_session(const struct run_ctx *c, struct profile **out);
+
+#endif
