@@ -28,7 +28,7 @@
 #include "uprobe_rec.h"
 
 #define POLL_MS 5
-#define RING_PAGES_MAX 4096	/* 16 MiB a cpu: ~1,900 8 KiB stacks */
+#define RING_PAGES_MAX 16384	/* 64 MiB a cpu: ~7,600 8 KiB stacks */
 #define RING_BUDGET_PAGES 32768	/* 128 MiB of rings on a big machine */
 #define RING_PAGES_MIN 8
 #define QUEUED_MAX (256u << 20)	/* records waiting for the consumer */
@@ -304,7 +304,8 @@ static void take(struct uprobe_rec *r, int cpu, const uint8_t *body,
 	rec->pad = 0;
 	rec->stack_len = s.stack_len;
 	rec->regs = s.regs;
-	memcpy(rec->stack, s.stack, s.stack_len);
+	if (s.stack_len)	/* return probes carry no stack (NULL) */
+		memcpy(rec->stack, s.stack, s.stack_len);
 }
 
 /* Every record of cpu's ring into its queue. Called with lock. */
