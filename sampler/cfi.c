@@ -1,0 +1,656 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * cfi.c - the CFI row at one address: .eh_frame_hdr binary search, then
+ * the CIE's and the FDE's call frame programs run up to the address
+ * (DWARF 5 §6.4.1, and the LSB's .eh_frame encoding of it).
+ *
+ * Rows are computed the way libunwind computes them, so that the cached
+ * unwinder built on them stops where libunwind stops: every register
+ * starts as "same value", the program runs while the location is <= the
+ * address, and DW_CFA_restore takes the CIE's rule.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfi.h"
+#include "dso.h"
+
+#define DW_EH_PE_absptr 0x00
+#define DW_EH_PE_uleb128 0x01
+#define DW_EH_PE_udata2 0x02
+#define DW_EH_PE_udata4 0x03
+#define DW_EH_PE_udata8 0x04
+#define DW_EH_PE_sleb128 0x09
+#define DW_EH_PE_sdata2 0x0a
+#define DW_EH_PE_sdata4 0x0b
+#define DW_EH_PE_sdata8 0x0c
+#define DW_EH_PE_pcrel 0x10
+#define DW_EH_PE_datarel 0x30
+#define DW_EH_PE_indirect 0x80
+#define DW_EH_PE_omit 0xff
+
+enum {
+	DW_CFA_nop = 0x00, DW_CFA_set_loc, DW_CFA_advance_loc1,
+	DW_CFA_advance_loc2, DW_CFA_advance_loc4, DW_CFA_offset_extended,
+	DW_CFA_restore_extended, DW_CFA_undefined, DW_CFA_same_value,
+	DW_CFA_register, DW_CFA_remember_state, DW_CFA_restore_state,
+	DW_CFA_def_cfa, DW_CFA_def_cfa_register, DW_CFA_def_cfa_offset,
+	DW_CFA_def_cfa_expression, DW_CFA_expression,
+	DW_CFA_offset_extended_sf, DW_CFA_def_cfa_sf,
+	DW_CFA_def_cfa_offset_sf, DW_CFA_val_offset, DW_CFA_val_offset_sf,
+	DW_CFA_val_expression,
+	DW_CFA_GNU_args_size = 0x2e, DW_CFA_GNU_negative_offset_extended,
+};
+
+/* Bigger CIEs or FDEs than this are not code a compiler made. */
+#define MAX_RECORD (1u << 20)
+/* remember_state nesting; compilers use one level. */
+#define STATE_DEPTH 8
+/* Rule kinds beyond enum cfi_rule_kind, while a program runs. */
+#define RULE_SAME 0
+#define RULE_EXPR 0x7f
+
+struct reader {
+	const uint8_t *base, *p, *end;
+	uint64_t vaddr;		/* of base, for pc-relative pointers */
+	bool bad;		/* read past end, or an unsupported encoding */
+};
+
+struct rule {
+	uint8_t kind;
+	uint8_t src;
+	int64_t off;
+};
+
+struct state {
+	uint64_t cfa_reg;
+	int64_t cfa_off;
+	bool cfa_expr;
+	struct rule r[CFI_NREGS];
+};
+
+struct cie {
+	uint64_t code_align;
+	int64_t data_align;
+	uint64_t ra_reg;
+	uint8_t fde_enc;
+	bool has_aug_data;	/* 'z': FDEs carry an augmentation length */
+	bool signal;
+	struct reader insns;
+};
+
+/* One CIE or FDE, copied out of the object. */
+struct record {
+	uint8_t *buf;
+	uint64_t vaddr;
+	size_t len;		/* whole record, length field included */
+	size_t id_at;		/* offset of the CIE id / CIE pointer */
+	size_t id_size;		/* 4, or 8 in the 64-bit format */
+};
+
+static uint64_t rd_fixed(struct reader *r, size_t n)
+{
+	uint64_t v = 0;
+
+	if ((size_t)(r->end - r->p) < n) {
+		r->bad = true;
+		r->p = r->end;
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		v |= (uint64_t)r->p[i] << (8 * i);
+	r->p += n;
+	return v;
+}
+
+static uint8_t rd_u8(struct reader *r)
+{
+	return rd_fixed(r, 1);
+}
+
+static uint64_t rd_uleb(struct reader *r)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+	uint8_t b;
+
+	do {
+		if (r->p >= r->end) {
+			r->bad = true;
+			return 0;
+		}
+		b = *r->p++;
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+	} while (b & 0x80);
+	return v;
+}
+
+static int64_t rd_sleb(struct reader *r)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+	uint8_t b;
+
+	do {
+		if (r->p >= r->end) {
+			r->bad = true;
+			return 0;
+		}
+		b = *r->p++;
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+	} while (b & 0x80);
+	if (shift < 64 && (b & 0x40))
+		v |= ~0ull << shift;
+	return (int64_t)v;
+}
+
+/* The value of an encoded pointer, before any relocation. */
+static uint64_t rd_enc_value(struct reader *r, uint8_t enc)
+{
+	switch (enc & 0x0f) {
+	case DW_EH_PE_absptr:
+	case DW_EH_PE_udata8:
+	case DW_EH_PE_sdata8:
+		return rd_fixed(r, 8);
+	case DW_EH_PE_uleb128:
+		return rd_uleb(r);
+	case DW_EH_PE_sleb128:
+		return rd_sleb(r);
+	case DW_EH_PE_udata2:
+		return rd_fixed(r, 2);
+	case DW_EH_PE_sdata2:
+		return (int64_t)(int16_t)rd_fixed(r, 2);
+	case DW_EH_PE_udata4:
+		return rd_fixed(r, 4);
+	case DW_EH_PE_sdata4:
+		return (int64_t)(int32_t)rd_fixed(r, 4);
+	default:
+		r->bad = true;
+		return 0;
+	}
+}
+
+/* An FDE's address: absolute or pc-relative (what linkers emit). */
+static uint64_t rd_address(struct reader *r, uint8_t enc)
+{
+	uint64_t at = r->vaddr + (uint64_t)(r->p - r->base);
+	uint64_t v = rd_enc_value(r, enc);
+
+	if (enc & DW_EH_PE_indirect)
+		r->bad = true;
+	switch (enc & 0x70) {
+	case 0:
+		return v;
+	case DW_EH_PE_pcrel:
+		return v + at;
+	default:
+		r->bad = true;
+		return 0;
+	}
+}
+
+/* Copy the CIE or FDE at vaddr out of the object. */
+static int read_record(const struct dso *d, uint64_t vaddr,
+		       struct record *rec)
+{
+	uint32_t len32;
+	uint64_t len;
+	size_t hdr = 4;
+
+	if (dso_read(d, vaddr, &len32, sizeof(len32)))
+		return -EINVAL;
+	len = len32;
+	if (len32 == 0xffffffff) {
+		if (dso_read(d, vaddr + 4, &len, sizeof(len)))
+			return -EINVAL;
+		hdr = 12;
+	}
+	if (!len || len > MAX_RECORD)
+		return -EINVAL;
+	rec->len = hdr + len;
+	rec->id_at = hdr;
+	rec->id_size = hdr == 4 ? 4 : 8;
+	if (len < rec->id_size)
+		return -EINVAL;
+	rec->vaddr = vaddr;
+	rec->buf = malloc(rec->len);
+	if (!rec->buf)
+		return -ENOMEM;
+	if (dso_read(d, vaddr, rec->buf, rec->len)) {
+		free(rec->buf);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static struct reader record_reader(const struct record *rec, size_t at)
+{
+	return (struct reader){ .base = rec->buf, .p = rec->buf + at,
+				.end = rec->buf + rec->len,
+				.vaddr = rec->vaddr };
+}
+
+/* The augmentation string and data we need: the FDE pointer encoding
+ * ('R') and the signal frame mark ('S'). */
+static int parse_augmentation(struct reader *r, const char *aug,
+			      struct cie *c)
+{
+	const uint8_t *data_end = NULL;
+
+	if (aug[0] == 'z') {
+		uint64_t len = rd_uleb(r);
+
+		if (r->bad || len > (uint64_t)(r->end - r->p))
+			return -EINVAL;
+		data_end = r->p + len;
+		c->has_aug_data = true;
+		aug++;
+	} else if (aug[0]) {
+		return -ENOTSUP;	/* e.g. the pre-'z' "eh" */
+	}
+	for (; *aug; aug++) {
+		if (*aug == 'R') {
+			c->fde_enc = rd_u8(r);
+		} else if (*aug == 'L') {
+			rd_u8(r);
+		} else if (*aug == 'P') {
+			rd_enc_value(r, rd_u8(r) & 0x0f);
+		} else if (*aug == 'S') {
+			c->signal = true;
+		} else if (*aug != 'B') {
+			/* Unknown: its data size is unknown, the rest of the
+			 * data cannot be parsed. */
+			return -ENOTSUP;
+		}
+	}
+	if (r->bad)
+		return -EINVAL;
+	if (data_end)
+		r->p = data_end;
+	return 0;
+}
+
+static int parse_cie(const struct record *rec, struct cie *c)
+{
+	struct reader r = record_reader(rec, rec->id_at + rec->id_size);
+	const char *aug;
+	uint8_t version;
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	c->fde_enc = DW_EH_PE_absptr;
+	version = rd_u8(&r);
+	if (version != 1 && version != 3)
+		return -ENOTSUP;
+	aug = (const char *)r.p;
+	if (!memchr(aug, '\0', r.end - r.p))
+		return -EINVAL;
+	r.p += strlen(aug) + 1;
+	c->code_align = rd_uleb(&r);
+	c->data_align = rd_sleb(&r);
+	c->ra_reg = version == 1 ? rd_u8(&r) : rd_uleb(&r);
+	if (r.bad)
+		return -EINVAL;
+	ret = parse_augmentation(&r, aug, c);
+	if (ret)
+		return ret;
+	c->insns = r;
+	return 0;
+}
+
+static void set_rule(struct state *s, uint64_t reg, uint8_t kind,
+		     int64_t off, uint64_t src)
+{
+	if (reg >= CFI_NREGS)
+		return;		/* vector registers: not needed to unwind */
+	s->r[reg].kind = kind;
+	s->r[reg].off = off;
+	/* A source the row cannot name makes the rule unusable. */
+	if (kind == CFI_REGISTER && src >= CFI_NREGS)
+		s->r[reg].kind = RULE_EXPR;
+	s->r[reg].src = src < CFI_NREGS ? src : 0;
+}
+
+static void def_cfa(struct state *s, uint64_t reg, int64_t off)
+{
+	s->cfa_reg = reg;
+	s->cfa_off = off;
+	s->cfa_expr = false;
+}
+
+static void skip_block(struct reader *r)
+{
+	uint64_t len = rd_uleb(r);
+
+	if (len > (uint64_t)(r->end - r->p)) {
+		r->bad = true;
+		r->p = r->end;
+		return;
+	}
+	r->p += len;
+}
+
+/* What runs the program: the row being built and what restore needs. */
+struct machine {
+	const struct cie *cie;
+	const struct state *init;	/* the CIE's row; NULL while it runs */
+	struct state s;
+	struct state saved[STATE_DEPTH];
+	int depth;
+	uint64_t loc, target;
+};
+
+static void restore(struct machine *m, uint64_t reg)
+{
+	if (reg >= CFI_NREGS)
+		return;
+	if (m->init)
+		m->s.r[reg] = m->init->r[reg];
+	else
+		m->s.r[reg] = (struct rule){ .kind = RULE_SAME };
+}
+
+/* Advance the location; 1 when it passes the target (the row is done). */
+static int advance(struct machine *m, uint64_t delta)
+{
+	m->loc += delta * m->cie->code_align;
+	return m->loc > m->target;
+}
+
+/* The rules about registers and the saved-state stack. */
+static int exec_reg_op(struct machine *m, struct reader *r, uint8_t op)
+{
+	const struct cie *c = m->cie;
+	uint64_t reg, src;
+
+	switch (op) {
+	case DW_CFA_offset_extended:
+		reg = rd_uleb(r);
+		set_rule(&m->s, reg, CFI_OFFSET, rd_uleb(r) * c->data_align, 0);
+		return 0;
+	case DW_CFA_offset_extended_sf:
+		reg = rd_uleb(r);
+		set_rule(&m->s, reg, CFI_OFFSET, rd_sleb(r) * c->data_align, 0);
+		return 0;
+	case DW_CFA_GNU_negative_offset_extended:
+		reg = rd_uleb(r);
+		set_rule(&m->s, reg, CFI_OFFSET,
+			 -(int64_t)rd_uleb(r) * c->data_align, 0);
+		return 0;
+	case DW_CFA_val_offset:
+		reg = rd_uleb(r);
+		set_rule(&m->s, reg, CFI_VAL_OFFSET,
+			 rd_uleb(r) * c->data_align, 0);
+		return 0;
+	case DW_CFA_val_offset_sf:
+		reg = rd_uleb(r);
+		set_rule(&m->s, reg, CFI_VAL_OFFSET,
+			 rd_sleb(r) * c->data_align, 0);
+		return 0;
+	case DW_CFA_restore_extended:
+		restore(m, rd_uleb(r));
+		return 0;
+	case DW_CFA_undefined:
+		set_rule(&m->s, rd_uleb(r), CFI_UNDEF, 0, 0);
+		return 0;
+	case DW_CFA_same_value:
+		set_rule(&m->s, rd_uleb(r), RULE_SAME, 0, 0);
+		return 0;
+	case DW_CFA_register:
+		reg = rd_uleb(r);
+		src = rd_uleb(r);
+		set_rule(&m->s, reg, CFI_REGISTER, 0, src);
+		return 0;
+	case DW_CFA_expression:
+	case DW_CFA_val_expression:
+		set_rule(&m->s, rd_uleb(r), RULE_EXPR, 0, 0);
+		skip_block(r);
+		return 0;
+	case DW_CFA_remember_state:
+		if (m->depth == STATE_DEPTH)
+			return -ENOTSUP;
+		m->saved[m->depth++] = m->s;
+		return 0;
+	case DW_CFA_restore_state:
+		if (!m->depth)
+			return -EINVAL;
+		/* The whole row, CFA rule included (GCC relies on it). */
+		m->s = m->saved[--m->depth];
+		return 0;
+	}
+	return -ENOTSUP;	/* DW_CFA_GNU_window_save and unknown ops */
+}
+
+/* The rules about the CFA, and the location ops. */
+static int exec_cfa_op(struct machine *m, struct reader *r, uint8_t op)
+{
+	const struct cie *c = m->cie;
+	uint64_t reg, loc;
+
+	switch (op) {
+	case DW_CFA_nop:
+	case DW_CFA_GNU_args_size:
+		if (op == DW_CFA_GNU_args_size)
+			rd_uleb(r);
+		return 0;
+	case DW_CFA_set_loc:
+		loc = rd_address(r, c->fde_enc);
+		if (loc > m->target)
+			return 1;
+		m->loc = loc;
+		return 0;
+	case DW_CFA_advance_loc1:
+		return advance(m, rd_fixed(r, 1));
+	case DW_CFA_advance_loc2:
+		return advance(m, rd_fixed(r, 2));
+	case DW_CFA_advance_loc4:
+		return advance(m, rd_fixed(r, 4));
+	case DW_CFA_def_cfa:
+		reg = rd_uleb(r);
+		def_cfa(&m->s, reg, rd_uleb(r));
+		return 0;
+	case DW_CFA_def_cfa_sf:
+		reg = rd_uleb(r);
+		def_cfa(&m->s, reg, rd_sleb(r) * c->data_align);
+		return 0;
+	case DW_CFA_def_cfa_register:
+		m->s.cfa_reg = rd_uleb(r);
+		return 0;
+	case DW_CFA_def_cfa_offset:
+		m->s.cfa_off = rd_uleb(r);
+		return 0;
+	case DW_CFA_def_cfa_offset_sf:
+		m->s.cfa_off = rd_sleb(r) * c->data_align;
+		return 0;
+	case DW_CFA_def_cfa_expression:
+		m->s.cfa_expr = true;
+		skip_block(r);
+		return 0;
+	}
+	return exec_reg_op(m, r, op);
+}
+
+/* Run a program until its end or until the location passes the target.
+ * 0, or a negative errno. */
+static int run(struct machine *m, struct reader *r)
+{
+	while (r->p < r->end) {
+		uint8_t op = rd_u8(r), low = op & 0x3f;
+		int ret;
+
+		switch (op >> 6) {
+		case 1:		/* DW_CFA_advance_loc */
+			ret = advance(m, low);
+			break;
+		case 2:		/* DW_CFA_offset */
+			set_rule(&m->s, low, CFI_OFFSET,
+				 rd_uleb(r) * m->cie->data_align, 0);
+			ret = 0;
+			break;
+		case 3:		/* DW_CFA_restore */
+			restore(m, low);
+			ret = 0;
+			break;
+		default:
+			ret = exec_cfa_op(m, r, op);
+		}
+		if (r->bad)
+			return -EINVAL;
+		if (ret)
+			return ret > 0 ? 0 : ret;
+	}
+	return 0;
+}
+
+/* The state a row can express, or -ENOTSUP. */
+static int to_row(const struct state *s, const struct cie *c,
+		  struct cfi_row *row)
+{
+	if (s->cfa_expr || s->cfa_reg >= CFI_NREGS ||
+	    s->cfa_off != (int32_t)s->cfa_off || c->ra_reg != CFI_REG_RA)
+		return -ENOTSUP;
+	memset(row, 0, sizeof(*row));
+	row->cfa_reg = s->cfa_reg;
+	row->cfa_off = s->cfa_off;
+	row->signal = c->signal;
+	for (int i = 0; i < CFI_NREGS; i++) {
+		const struct rule *ru = &s->r[i];
+
+		if (ru->kind == RULE_SAME)
+			continue;
+		if (ru->kind == RULE_EXPR || row->nrules == CFI_MAX_RULES ||
+		    ru->off != (int32_t)ru->off)
+			return -ENOTSUP;
+		row->rules[row->nrules++] = (struct cfi_rule){
+			.reg = i, .kind = ru->kind, .off = ru->off,
+			.src = ru->src,
+		};
+	}
+	return 0;
+}
+
+/* The FDE whose table entry is the last at or below vaddr: the standard
+ * table (version 1, sdata4 eh_frame_ptr, udata4 count, datarel sdata4
+ * entries) searched as libunwind searches it. */
+static int find_fde(const struct dso *d, uint64_t vaddr, uint64_t *fde)
+{
+	uint64_t hdr, hdr_size;
+	uint8_t head[4];
+	uint32_t count, lo, hi;
+	int32_t e[2];
+
+	if (dso_eh_frame_hdr(d, &hdr, &hdr_size) ||
+	    dso_read(d, hdr, head, sizeof(head)) ||
+	    dso_read(d, hdr + 8, &count, sizeof(count)))
+		return -ENOENT;
+	if (head[0] != 1 || (head[1] & 0x0f) != DW_EH_PE_sdata4 ||
+	    head[2] != DW_EH_PE_udata4 ||
+	    head[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4) || !count)
+		return -ENOENT;
+	lo = 0;
+	hi = count;
+	while (hi - lo > 1) {	/* invariant: entry lo <= vaddr, or lo == 0 */
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (dso_read(d, hdr + 12 + 8ull * mid, e, sizeof(e)))
+			return -EINVAL;
+		if (hdr + (int64_t)e[0] <= vaddr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (dso_read(d, hdr + 12 + 8ull * lo, e, sizeof(e)))
+		return -EINVAL;
+	if (hdr + (int64_t)e[0] > vaddr)
+		return -ENOENT;
+	*fde = hdr + (int64_t)e[1];
+	return 0;
+}
+
+/* The CIE an FDE points to; its id field says it is one. */
+static int read_cie(const struct dso *d, const struct record *fde,
+		    struct record *cie_rec, struct cie *cie)
+{
+	struct reader r = record_reader(fde, fde->id_at);
+	uint64_t ptr = rd_fixed(&r, fde->id_size), id;
+	struct reader cr;
+	int ret;
+
+	if (!ptr)
+		return -EINVAL;	/* a CIE where an FDE should be */
+	ret = read_record(d, fde->vaddr + fde->id_at - ptr, cie_rec);
+	if (ret)
+		return ret;
+	cr = record_reader(cie_rec, cie_rec->id_at);
+	id = rd_fixed(&cr, cie_rec->id_size);
+	ret = id ? -EINVAL : parse_cie(cie_rec, cie);
+	if (ret)
+		free(cie_rec->buf);
+	return ret;
+}
+
+/* Run the CIE's then the FDE's program (r is at the FDE's pc_begin). */
+static int fde_row(struct reader *r, const struct cie *cie, uint64_t vaddr,
+		   struct cfi_row *row)
+{
+	struct machine *m;
+	struct state init;
+	struct reader ci = cie->insns;
+	uint64_t start, range;
+	int ret;
+
+	start = rd_address(r, cie->fde_enc);
+	range = rd_enc_value(r, cie->fde_enc & 0x0f);
+	if (cie->has_aug_data)
+		skip_block(r);
+	if (r->bad)
+		return -EINVAL;
+	if (vaddr < start || vaddr - start >= range)
+		return -ENOENT;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->cie = cie;
+	m->target = UINT64_MAX;
+	ret = run(m, &ci);
+	init = m->s;
+	m->init = &init;
+	m->depth = 0;
+	m->loc = start;
+	m->target = vaddr;
+	if (!ret)
+		ret = run(m, r);
+	if (!ret)
+		ret = to_row(&m->s, cie, row);
+	free(m);
+	return ret;
+}
+
+int cfi_row_at(const struct dso *d, uint64_t vaddr, struct cfi_row *row)
+{
+	struct record fde, cie_rec;
+	struct reader r;
+	struct cie cie;
+	uint64_t at;
+	int ret;
+
+	ret = find_fde(d, vaddr, &at);
+	if (ret)
+		return ret;
+	ret = read_record(d, at, &fde);
+	if (ret)
+		return ret;
+	ret = read_cie(d, &fde, &cie_rec, &cie);
+	if (!ret) {
+		r = record_reader(&fde, fde.id_at + fde.id_size);
+		ret = fde_row(&r, &cie, vaddr, row);
+		free(cie_rec.buf);
+	}
+	free(fde.buf);
+	return ret;
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * cfi.h - the DWARF call frame information (.eh_frame) of an x86-64 ELF
+ * object, reduced to the one row that applies at an address: where the
+ * CFA is and where the caller's registers were saved.
+ *
+ * This is what lets the unwinder cache per pc: a row depends only on the
+ * code, not on the stack, so it is computed once per distinct pc and then
+ * applied to every sample that passes there. Only the rules a row can be
+ * applied with cheaply are represented (CFA = register + offset; registers
+ * same, undefined, saved at CFA + n, equal to CFA + n, or in another
+ * register); anything else (DWARF expressions, as in PLT stubs and signal
+ * trampolines) is -ENOTSUP, and the caller unwinds that stack another way.
+ *
+ * The FDE is found through the object's .eh_frame_hdr search table and
+ * read with dso_read(): stateless, no allocation kept, thread-safe as
+ * dso_read() is.
+ */
+#ifndef PROFFS_CFI_H
+#define PROFFS_CFI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct dso;
+
+/* x86-64 DWARF register numbers 0-15 (libunwind's order, see unwind.h)
+ * and the return address column, 16. */
+#define CFI_NREGS 17
+#define CFI_REG_RBP 6
+#define CFI_REG_RSP 7
+#define CFI_REG_RA 16
+/* Registers with a rule other than "same value" in one row: a compiled
+ * function saves at most the six callee-saved ones and the RA. */
+#define CFI_MAX_RULES 10
+
+enum cfi_rule_kind {
+	CFI_UNDEF = 1,		/* no value: for the RA, the outermost frame */
+	CFI_OFFSET,		/* saved in memory at CFA + off */
+	CFI_VAL_OFFSET,		/* value is CFA + off */
+	CFI_REGISTER,		/* value is that of register reg */
+};
+
+struct cfi_rule {
+	int32_t off;
+	uint8_t reg;		/* the register this rule restores */
+	uint8_t kind;		/* enum cfi_rule_kind */
+	uint8_t src;		/* CFI_REGISTER: the register holding it */
+};
+
+struct cfi_row {
+	int32_t cfa_off;
+	uint8_t cfa_reg;
+	uint8_t nrules;
+	bool signal;		/* the CIE says signal frame ('S') */
+	struct cfi_rule rules[CFI_MAX_RULES];	/* registers not listed:
+						 * same value */
+};
+
+/*
+ * The row in effect at ELF virtual address vaddr of d. Returns 0;
+ * -ENOENT when no FDE covers vaddr (or d has no usable .eh_frame_hdr);
+ * -ENOTSUP when the row holds a rule struct cfi_row cannot express;
+ * -EINVAL when the CFI is malformed. *row is only written on success.
+ */
+int cfi_row_at(const struct dso *d, uint64_t vaddr, struct cfi_row *row);
+
+#endif
