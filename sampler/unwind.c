@@ -1,11 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * unwind.c - libunwind remote unwinding over stack copies.
+ * unwind.c - unwinding over stack copies: CFI rows cached per pc, and
+ * libunwind's remote API for what the rows cannot express.
  *
- * find_proc_info hands libunwind the .eh_frame_hdr binary search table of
- * the object holding the ip (UNW_INFO_FORMAT_REMOTE_TABLE), as perf does;
- * libunwind then reads the table and the FDEs through access_mem, which
- * serves them from the dso's mmapped file.
+ * Most stacks are unwound from a pc -> CFI row table (see cfi.h): a row
+ * is computed once per distinct pc, then each frame costs one hash probe
+ * and a few loads from the stack copy. libunwind, which re-reads its
+ * tables and takes a signal-masking lock on every step, serves the rest:
+ * a stack is handed to it whole, from the sample's registers, as soon as
+ * one of its frames has no usable row (no FDE, a DWARF expression as in
+ * PLT stubs and signal trampolines). The rows follow libunwind's rules
+ * (where it stops, RSP = CFA, ip - 1 lookups), so both paths give the
+ * same frames.
+ *
+ * For libunwind, find_proc_info hands it the .eh_frame_hdr binary search
+ * table of the object holding the ip (UNW_INFO_FORMAT_REMOTE_TABLE), as
+ * perf does; libunwind then reads the table and the FDEs through
+ * access_mem, which serves them from the dso's mmapped file.
  */
 #include <errno.h>
 #include <libunwind.h>
@@ -13,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cfi.h"
 #include "dso.h"
 #include "log.h"
 #include "maps.h"
@@ -30,10 +42,25 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as,
 #define DW_EH_PE_sdata4 0x0b
 #define DW_EH_PE_datarel 0x30
 
+/* Rows kept per session: a few hundred distinct pcs are typical, a big
+ * interpreter reaches thousands; past ROWS_MAX the table starts over. */
+#define ROWS_MIN 1024
+#define ROWS_MAX 65536
+
+/* A pc's row, or why its stacks go to libunwind. */
+struct row_slot {
+	uint64_t pc;		/* lookup address (ip, or ip - 1); 0 = empty */
+	int status;		/* 0, or cfi_row_at()'s error */
+	struct cfi_row row;
+};
+
 struct unwinder {
 	struct proc_maps *maps;
 	unw_addr_space_t as;
 	unsigned maps_generation;
+	struct row_slot *rows;
+	size_t rows_cap, rows_n;
+	uint64_t fast, slow;	/* stacks unwound by each path */
 };
 
 /* What one unwind_stack() call lends the accessors. */
@@ -174,51 +201,198 @@ static unw_accessors_t accessors = {
 	.get_proc_name = get_proc_name,
 };
 
-int unwinder_new(struct proc_maps *maps, struct unwinder **out)
-{
-	struct unwinder *u = calloc(1, sizeof(*u));
+/* ---- the row cache ---- */
 
-	if (!u)
-		return -ENOMEM;
-	u->maps = maps;
-	u->as = unw_create_addr_space(&accessors, 0);
-	if (!u->as) {
-		free(u);
-		return -ENOMEM;
+static inline size_t hash_pc(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return (size_t)x;
+}
+
+static struct row_slot *row_probe(struct row_slot *v, size_t cap,
+				  uint64_t pc)
+{
+	for (size_t i = hash_pc(pc) & (cap - 1);; i = (i + 1) & (cap - 1))
+		if (v[i].pc == pc || !v[i].pc)
+			return &v[i];
+}
+
+static void rows_clear(struct unwinder *u)
+{
+	memset(u->rows, 0, u->rows_cap * sizeof(*u->rows));
+	u->rows_n = 0;
+}
+
+/* Room for one more row: double the table, or, at ROWS_MAX or without
+ * memory, start it over (rows are only a cache). */
+static void rows_make_room(struct unwinder *u)
+{
+	size_t ncap = u->rows_cap * 2;
+	struct row_slot *nv;
+
+	if ((u->rows_n + 1) * 2 <= u->rows_cap)
+		return;
+	nv = ncap <= ROWS_MAX ? calloc(ncap, sizeof(*nv)) : NULL;
+	if (!nv) {
+		rows_clear(u);
+		return;
 	}
-	/* CFI does not change while a mapping stays: cache it per ip. */
-	unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
-	u->maps_generation = maps_generation(maps);
-	*out = u;
+	for (size_t i = 0; i < u->rows_cap; i++)
+		if (u->rows[i].pc)
+			*row_probe(nv, ncap, u->rows[i].pc) = u->rows[i];
+	free(u->rows);
+	u->rows = nv;
+	u->rows_cap = ncap;
+}
+
+static void row_compute(struct unwinder *u, struct row_slot *slot,
+			uint64_t pc)
+{
+	struct map_entry *e = maps_find(u->maps, pc);
+
+	slot->pc = pc;
+	slot->status = e && e->dso ? cfi_row_at(e->dso, pc - e->bias,
+						&slot->row)
+				   : -ENOENT;
+}
+
+/* The row at lookup address pc, or NULL when its stack needs libunwind. */
+static const struct cfi_row *row_get(struct unwinder *u, uint64_t pc)
+{
+	struct row_slot *slot;
+
+	if (!pc)
+		return NULL;
+	slot = row_probe(u->rows, u->rows_cap, pc);
+	if (!slot->pc) {
+		rows_make_room(u);
+		slot = row_probe(u->rows, u->rows_cap, pc);
+		row_compute(u, slot, pc);
+		u->rows_n++;
+	}
+	return slot->status ? NULL : &slot->row;
+}
+
+/* ---- the cached path ---- */
+
+/* Registers of the frame being unwound, as libunwind tracks them: known
+ * (a value we have), and undefined (a rule said so; libunwind's NULL
+ * location), which for RBP or the RA ends the stack. */
+struct frame {
+	uint64_t r[CFI_NREGS];
+	uint32_t known, undef;
+};
+
+#define BIT(reg) (1u << (reg))
+
+static bool stack_word(const struct unwind_ctx *ctx, uint64_t addr,
+		       uint64_t *v)
+{
+	if (addr < ctx->sp || ctx->stack_len < sizeof(*v) ||
+	    addr - ctx->sp > ctx->stack_len - sizeof(*v))
+		return false;
+	memcpy(v, ctx->stack + (addr - ctx->sp), sizeof(*v));
+	return true;
+}
+
+static void apply_rule(const struct cfi_rule *ru, uint64_t cfa,
+		       const struct frame *old, const struct unwind_ctx *ctx,
+		       struct frame *f)
+{
+	uint32_t bit = BIT(ru->reg);
+	bool known = true;
+
+	switch (ru->kind) {
+	case CFI_UNDEF:
+		f->known &= ~bit;
+		f->undef |= bit;
+		return;
+	case CFI_OFFSET:
+		known = stack_word(ctx, cfa + ru->off, &f->r[ru->reg]);
+		break;
+	case CFI_VAL_OFFSET:
+		f->r[ru->reg] = cfa + ru->off;
+		break;
+	case CFI_REGISTER:
+		f->r[ru->reg] = old->r[ru->src];
+		known = old->known & BIT(ru->src);
+		f->undef = (f->undef & ~bit) | (old->undef & BIT(ru->src));
+		break;
+	}
+	if (ru->kind != CFI_REGISTER)
+		f->undef &= ~bit;
+	f->known = known ? f->known | bit : f->known & ~bit;
+}
+
+/*
+ * Step f to its caller with row: 1, or 0 where libunwind's unw_step stops
+ * (CFA or RA not known, RA or RBP undefined, nothing changed).
+ */
+static int apply_row(const struct cfi_row *row, const struct unwind_ctx *ctx,
+		     struct frame *f)
+{
+	const struct frame old = *f;
+	uint64_t cfa;
+
+	if (!(old.known & BIT(row->cfa_reg)))
+		return 0;
+	cfa = old.r[row->cfa_reg] + (int64_t)row->cfa_off;
+	for (int i = 0; i < row->nrules; i++)
+		apply_rule(&row->rules[i], cfa, &old, ctx, f);
+	/* libunwind's x86-64 RSP is always the CFA. */
+	f->r[CFI_REG_RSP] = cfa;
+	f->known |= BIT(CFI_REG_RSP);
+	f->undef &= ~BIT(CFI_REG_RSP);
+	if ((f->undef & (BIT(CFI_REG_RA) | BIT(CFI_REG_RBP))) ||
+	    !(f->known & BIT(CFI_REG_RA)))
+		return 0;
+	if (f->r[CFI_REG_RA] == old.r[CFI_REG_RA] &&
+	    cfa == old.r[CFI_REG_RSP])
+		return 0;
+	return 1;
+}
+
+/* 0 with the frames in pcs, or -EAGAIN when a frame has no row. */
+static int unwind_cached(struct unwinder *u, const struct unwind_ctx *ctx,
+			 uint64_t *pcs, int max, int *n)
+{
+	struct frame f = { .known = BIT(CFI_NREGS) - 1 };
+	uint64_t lookup = ctx->regs->r[UREG_RIP];	/* the leaf is exact */
+	int cnt = 0;
+
+	_Static_assert(CFI_NREGS == UREG__COUNT, "register numbering");
+	memcpy(f.r, ctx->regs->r, sizeof(f.r));
+	pcs[cnt++] = lookup;
+	while (cnt < max) {
+		const struct cfi_row *row = row_get(u, lookup);
+
+		if (!row || row->signal)
+			return -EAGAIN;
+		if (apply_row(row, ctx, &f) <= 0 || !f.r[CFI_REG_RA])
+			break;
+		/* A return address points after the call; the call itself is
+		 * one byte earlier (a signal frame's would not be: those go
+		 * to libunwind). */
+		lookup = f.r[CFI_REG_RA] - 1;
+		pcs[cnt++] = lookup;
+	}
+	*n = cnt;
 	return 0;
 }
 
-void unwinder_free(struct unwinder *u)
-{
-	if (!u)
-		return;
-	unw_destroy_addr_space(u->as);
-	free(u);
-}
+/* ---- libunwind ---- */
 
-int unwind_stack(struct unwinder *u, const struct unwind_regs *regs,
-		 const void *stack, size_t stack_len, uint64_t *pcs, int max,
-		 int *n)
+static void unwind_libunwind(struct unwinder *u, struct unwind_ctx *ctx,
+			     uint64_t *pcs, int max, int *n)
 {
-	struct unwind_ctx ctx = {
-		.u = u, .regs = regs, .stack = stack, .stack_len = stack_len,
-		.sp = regs->r[UREG_RSP],
-	};
 	bool prev_signal = true;	/* the leaf ip is exact */
 	unw_cursor_t c;
 	int cnt = 0;
 
-	if (u->maps_generation != maps_generation(u->maps)) {
-		unw_flush_cache(u->as, 0, 0);
-		u->maps_generation = maps_generation(u->maps);
-	}
-	pcs[cnt++] = regs->r[UREG_RIP];
-	if (max <= 1 || unw_init_remote(&c, u->as, &ctx) < 0)
+	pcs[cnt++] = ctx->regs->r[UREG_RIP];
+	if (max <= 1 || unw_init_remote(&c, u->as, ctx) < 0)
 		goto out;
 	while (cnt < max) {
 		unw_word_t ip;
@@ -235,5 +409,64 @@ int unwind_stack(struct unwinder *u, const struct unwind_regs *regs,
 	}
 out:
 	*n = cnt;
+}
+
+int unwinder_new(struct proc_maps *maps, struct unwinder **out)
+{
+	struct unwinder *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return -ENOMEM;
+	u->maps = maps;
+	u->as = unw_create_addr_space(&accessors, 0);
+	if (!u->as) {
+		free(u);
+		return -ENOMEM;
+	}
+	/* CFI does not change while a mapping stays: cache it per ip. */
+	unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
+	u->maps_generation = maps_generation(maps);
+	u->rows_cap = ROWS_MIN;
+	u->rows = calloc(u->rows_cap, sizeof(*u->rows));
+	if (!u->rows) {
+		unwinder_free(u);
+		return -ENOMEM;
+	}
+	*out = u;
+	return 0;
+}
+
+void unwinder_free(struct unwinder *u)
+{
+	if (!u)
+		return;
+	pr_debug("unwind: %llu stacks from cached CFI rows (%zu rows), "
+		 "%llu through libunwind", (unsigned long long)u->fast,
+		 u->rows_n, (unsigned long long)u->slow);
+	unw_destroy_addr_space(u->as);
+	free(u->rows);
+	free(u);
+}
+
+int unwind_stack(struct unwinder *u, const struct unwind_regs *regs,
+		 const void *stack, size_t stack_len, uint64_t *pcs, int max,
+		 int *n)
+{
+	struct unwind_ctx ctx = {
+		.u = u, .regs = regs, .stack = stack, .stack_len = stack_len,
+		.sp = regs->r[UREG_RSP],
+	};
+
+	if (u->maps_generation != maps_generation(u->maps)) {
+		unw_flush_cache(u->as, 0, 0);
+		rows_clear(u);
+		u->maps_generation = maps_generation(u->maps);
+	}
+	if (max >= 1 && !unwind_cached(u, &ctx, pcs, max, n)) {
+		u->fast++;
+		return 0;
+	}
+	u->slow++;
+	unwind_libunwind(u, &ctx, pcs, max, n);
 	return 0;
 }

@@ -10,8 +10,15 @@
  * unwind is consistent with the moment the sample was taken. Works for code
  * built without frame pointers: only .eh_frame CFI is used.
  *
- * One unwinder per session (it owns a libunwind address space and its
- * cache); not thread-safe. The maps are borrowed.
+ * Stacks are unwound from CFI rows cached per pc (cfi.h), one hash probe
+ * per frame; a stack with a frame the rows cannot express (no FDE, DWARF
+ * expressions: PLT stubs, signal trampolines) is unwound by libunwind
+ * instead, with the same result rules. The caches are dropped whenever
+ * the maps are reloaded.
+ *
+ * One unwinder per session (it owns a libunwind address space, its
+ * cache and the row cache: memory bounded, about 7 MiB at most); not
+ * thread-safe. The maps are borrowed.
  */
 #ifndef PROFFS_UNWIND_H
 #define PROFFS_UNWIND_H
