@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cpu.h"
 #include "log.h"
@@ -18,6 +20,8 @@
 #define MAX_FRAMES 128
 #define POLL_MS 50
 #define THREAD_SLOTS 4096	/* power of two; more threads share names */
+/* See raise_priority(). */
+#define SAMPLER_NICE -10
 
 struct thread_slot {
 	uint32_t tid;		/* 0 = empty */
@@ -137,6 +141,28 @@ fail:
 	run->err = ret;
 }
 
+/*
+ * When the target's threads keep every CPU busy, a sampling thread at the
+ * default priority gets one thread's fair share among them: it falls
+ * behind the rings (which fill in tens of ms: lost samples) and takes
+ * hundreds of ms to open the events and to answer. It needs ~1% of a CPU,
+ * so it runs ahead of them at SAMPLER_NICE when allowed (CAP_SYS_NICE);
+ * the rendering and the reply that follow on this thread are as urgent,
+ * so the priority stays (see cpu.h).
+ */
+static void raise_priority(void)
+{
+	pid_t tid = gettid();
+	int cur;
+
+	errno = 0;
+	cur = getpriority(PRIO_PROCESS, tid);
+	if ((cur != -1 || !errno) && cur > SAMPLER_NICE &&
+	    setpriority(PRIO_PROCESS, tid, SAMPLER_NICE))
+		pr_debug("cpu: cannot raise the sampling thread's priority: "
+			 "%s", strerror(errno));
+}
+
 static int setup_profile(struct cpu_run *run, const struct cpu_opts *o)
 {
 	struct pf_header *h;
@@ -233,6 +259,7 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 	memset(stats, 0, sizeof(*stats));
 	if (!o->hz || !o->window_ms)
 		return -EINVAL;
+	raise_priority();
 	ret = setup_profile(&run, o);
 	if (!ret)
 		ret = maps_load(o->pid, o->cache, &run.maps);

@@ -12,6 +12,11 @@
  * -ECANCELED when *stop becomes true (checked every 50 ms), and early with
  * the partial profile (and a comment saying so) when the process exits.
  *
+ * It moves the calling thread to nice -10 when allowed, and leaves it
+ * there: a sampler that gets only its fair share among a target's busy
+ * threads loses samples and answers late, and what the caller does next
+ * (render, reply) is as urgent.
+ *
  * Ownership: on success *out is a new profile the caller frees with
  * profile_free(). Errors: -ESRCH (no such process), -EACCES/-EPERM (the
  * kernel refuses perf events on it), -ENOMEM, -ECANCELED.
