@@ -10,7 +10,8 @@ are noisy, absolute numbers are not comparable across runs. Every window
 also measures the CPU that other processes used meanwhile (all busy CPU
 time less the target's, the profiler's and this script's); a window that
 shared the machine with more than LOAD_LIMIT CPUs of other work starved
-the target and is run again, up to RETRIES times. Samples are shown
+the target and is run again, up to RETRIES times, each time after
+waiting for a quiet second. Samples are shown
 against what the target's CPU time allows (CPU seconds x Hz), which tells
 lost samples from a target that did not run.
 """
@@ -31,6 +32,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(
 TICK = os.sysconf('SC_CLK_TCK')
 LOAD_LIMIT = 0.15   # CPUs of other work a measurement tolerates
 RETRIES = 3
+QUIET_WAIT = 120    # seconds to wait for other work to end
 
 PY_DEEP = '''
 import sys
@@ -82,11 +84,24 @@ class Meter:
         return cpus, max(other, 0.0) / wall
 
 
-def retried(what, fn):
-    """fn() -> a measurement dict with 'other'; again while the machine
-    had other work, keeping the least disturbed one."""
+def wait_quiet(pids, limit=QUIET_WAIT):
+    """Wait (up to limit seconds) for a second in which other processes
+    than pids used at most LOAD_LIMIT CPUs."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        meter = Meter(*pids)
+        time.sleep(1)
+        if meter.stop()[1] <= LOAD_LIMIT:
+            return
+
+
+def retried(what, fn, pids):
+    """fn() -> a measurement dict with 'other', started once the machine
+    is quiet; again while other work shared the machine, keeping the least
+    disturbed one. pids: the processes running meanwhile (the target)."""
     best = None
     for attempt in range(RETRIES):
+        wait_quiet(pids)
         m = fn()
         m['reruns'] = attempt
         if best is None or m['other'] < best['other']:
@@ -245,12 +260,12 @@ def proffs_pair(build, t, window, hz, what):
         d = Daemon(build)
         cold = d.profile(t.pid, window, hz, t)
         warm = retried(what + ', proffs warm',
-                       lambda: d.profile(t.pid, window, hz, t))
+                       lambda: d.profile(t.pid, window, hz, t), [t.pid])
         d.stop()
         cold['warm'] = warm
         return cold
 
-    cold = retried(what + ', proffs cold', cold_then_warm)
+    cold = retried(what + ', proffs cold', cold_then_warm, [t.pid])
     return cold, cold.pop('warm')
 
 
@@ -270,10 +285,10 @@ def run(args):
             what = f'{tname} @ {hz} Hz'
             t = Target(argv)
             base = retried(what + ', unprofiled',
-                           lambda: t.base(args.window - 1))
+                           lambda: t.base(args.window - 1), [t.pid])
             cold, warm = proffs_pair(build, t, args.window, hz, what)
             perf = retried(what + ', perf', lambda: perf_profile(
-                t.pid, args.window, hz, t, tmp))
+                t.pid, args.window, hz, t, tmp), [t.pid])
             t.stop()
             rows.append({'target': tname, 'hz': hz, 'base': base,
                          'cold': cold, 'warm': warm, 'perf': perf})
