@@ -210,7 +210,13 @@ class Daemon:
 
     def stop(self):
         subprocess.run(['fusermount3', '-u', self.mnt])
-        self.proc.wait(timeout=30)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            # A mount namespace another process created meanwhile keeps
+            # the connection alive after our unmount: ask the daemon.
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
         os.rmdir(self.mnt)
 
 
