@@ -264,11 +264,13 @@ def proffs_pair(build, t, window, hz, what):
     a disturbed cold window needs a fresh daemon to run again."""
     def cold_then_warm():
         d = Daemon(build)
-        cold = d.profile(t.pid, window, hz, t)
-        warm = retried(what + ', proffs warm',
-                       lambda: d.profile(t.pid, window, hz, t), [t.pid])
-        d.stop()
-        cold['warm'] = warm
+        try:
+            cold = d.profile(t.pid, window, hz, t)
+            cold['warm'] = retried(
+                what + ', proffs warm',
+                lambda: d.profile(t.pid, window, hz, t), [t.pid])
+        finally:
+            d.stop()
         return cold
 
     cold = retried(what + ', proffs cold', cold_then_warm, [t.pid])
@@ -290,12 +292,14 @@ def run(args):
         for hz in rates:
             what = f'{tname} @ {hz} Hz'
             t = Target(argv)
-            base = retried(what + ', unprofiled',
-                           lambda: t.base(args.window - 1), [t.pid])
-            cold, warm = proffs_pair(build, t, args.window, hz, what)
-            perf = retried(what + ', perf', lambda: perf_profile(
-                t.pid, args.window, hz, t, tmp), [t.pid])
-            t.stop()
+            try:
+                base = retried(what + ', unprofiled',
+                               lambda: t.base(args.window - 1), [t.pid])
+                cold, warm = proffs_pair(build, t, args.window, hz, what)
+                perf = retried(what + ', perf', lambda: perf_profile(
+                    t.pid, args.window, hz, t, tmp), [t.pid])
+            finally:
+                t.stop()
             rows.append({'target': tname, 'hz': hz, 'base': base,
                          'cold': cold, 'warm': warm, 'perf': perf})
             print(f'{what}: proffs warm '
@@ -305,11 +309,15 @@ def run(args):
     if not args.quick:
         t = Target([workers, '4'])
         mem = {}
-        for w in (10, 60):
-            d = Daemon(build)
-            mem[w] = d.profile(t.pid, w, 999)['hwm_kb']
-            d.stop()
-        t.stop()
+        try:
+            for w in (10, 60):
+                d = Daemon(build)
+                try:
+                    mem[w] = d.profile(t.pid, w, 999)['hwm_kb']
+                finally:
+                    d.stop()
+        finally:
+            t.stop()
     shutil.rmtree(tmp)
     return rows, mem
 
