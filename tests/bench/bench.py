@@ -322,8 +322,17 @@ def run(args):
     return rows, mem
 
 
-def slowdown(base, rate):
-    return (1 - rate / base['rate']) * 100 if base and rate else float('nan')
+def disturbed(m):
+    return m['other'] > LOAD_LIMIT
+
+
+def slowdown(base, m):
+    """Percent less work than unprofiled; marked when either window had
+    other work beside it even after the reruns."""
+    if not base['rate'] or not m['rate']:
+        return '-'
+    mark = '*' if disturbed(base) or disturbed(m) else ''
+    return f"{(1 - m['rate'] / base['rate']) * 100:.1f}%{mark}"
 
 
 def share(m):
@@ -335,9 +344,15 @@ def load_note(rows):
     ms = [r[k] for r in rows for k in ('base', 'cold', 'warm', 'perf')]
     worst = max(m['other'] for m in ms)
     reruns = sum(m['reruns'] for m in ms)
-    return (f'Other work on the machine during the measured windows: at most '
-            f'{worst:.2f} CPUs (limit {LOAD_LIMIT}; {reruns} window(s) run '
-            'again because of it).')
+    note = (f'Other work on the machine during the measured windows: at '
+            f'most {worst:.2f} CPUs (limit {LOAD_LIMIT}; {reruns} window(s) '
+            'run again because of it).')
+    if any(disturbed(m) for m in ms):
+        note += (' \\* a slowdown measured with more than the limit of '
+                 'other work beside the target or its unprofiled baseline '
+                 f'(the least disturbed of {RETRIES} attempts): not the '
+                 'profiler\'s alone.')
+    return note
 
 
 def report(rows, mem, args):
@@ -356,8 +371,7 @@ def report(rows, mem, args):
             f"| {us_per_sample(c):.1f} / {us_per_sample(w):.1f} µs "
             f"| {us_per_sample(p):.1f} µs "
             f"| {us_per_sample(w) / us_per_sample(p):.2f} "
-            f"| {slowdown(r['base'], w['rate']):.1f}% / "
-            f"{slowdown(r['base'], p['rate']):.1f}% "
+            f"| {slowdown(r['base'], w)} / {slowdown(r['base'], p)} "
             f"| {w['ready_ms']:.0f} ms / {p['ready_ms']:.0f} ms "
             f"| {w['bytes'] / 1024:.1f} KiB / {p['bytes'] / 1024:.0f} KiB |")
     if mem:
