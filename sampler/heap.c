@@ -235,12 +235,19 @@ static void on_record(const struct ph_rec *rec, void *arg)
 			(int)ag->pid);
 }
 
-/* Called with agent.lock held; the records read. */
+/* Called with agent.lock held; the records read. The agent is told
+ * how much stack the unwinding needs, so it copies no more. */
 static size_t drain_locked(struct agent *ag)
 {
-	if (ag->ring && ag->model)
-		return heap_ring_drain(ag->ring, on_record, ag);
-	return 0;
+	size_t n = 0;
+
+	if (ag->ring && ag->model) {
+		n = heap_ring_drain(ag->ring, on_record, ag);
+		atomic_store_explicit(&ag->sh->stack_want,
+				      (uint32_t)heap_model_stack_want(ag->model),
+				      memory_order_relaxed);
+	}
+	return n;
 }
 
 static void beat_locked(struct agent *ag, uint64_t now)

@@ -68,7 +68,15 @@ struct heap_model {
 	size_t caplive, nlive, ntomb;	/* caplive: power of two */
 
 	uint64_t samples, frees;
+	/* how much stack unwinding needs: the largest use seen in this
+	 * period of STACK_PERIOD samples and the last one */
+	size_t stack_max, stack_prev;
+	uint64_t stack_seen;
 };
+
+#define STACK_PERIOD 4096
+#define STACK_SLACK 512	/* a frame deeper than any seen yet */
+#define STACK_FULL (~(size_t)0)
 
 static uint64_t mix(uint64_t h, uint64_t x)
 {
@@ -156,6 +164,7 @@ void heap_model_reset(struct heap_model *m)
 		memset(m->live, 0, m->caplive * sizeof(*m->live));
 	m->nlive = m->ntomb = 0;
 	m->samples = m->frees = 0;
+	m->stack_max = m->stack_prev = m->stack_seen = 0;
 }
 
 /* ---- buckets ---- */
@@ -378,6 +387,32 @@ static bool in_agent(struct heap_model *m, uint64_t pc)
 	return e && strstr(e->path, "proffs-heap");
 }
 
+static void note_stack_use(struct heap_model *m)
+{
+	size_t used;
+	bool short_copy;
+
+	unwind_last_stack_use(m->unw, &used, &short_copy);
+	if (short_copy)
+		used = STACK_FULL;
+	if (used > m->stack_max)
+		m->stack_max = used;
+	if (++m->stack_seen % STACK_PERIOD == 0) {
+		m->stack_prev = m->stack_max;
+		m->stack_max = 0;
+	}
+}
+
+size_t heap_model_stack_want(const struct heap_model *m)
+{
+	size_t most = m->stack_max > m->stack_prev ? m->stack_max :
+						     m->stack_prev;
+
+	if (!m->stack_seen || most == STACK_FULL)
+		return 0;
+	return (most + STACK_SLACK + 511) & ~(size_t)511;
+}
+
 /* The sample's stack, leaf first, without the agent's own frames. */
 static int stack_of(struct heap_model *m, const struct heap_alloc_sample *s,
 		    uint64_t *locs, uint32_t *n)
@@ -387,6 +422,7 @@ static int stack_of(struct heap_model *m, const struct heap_alloc_sample *s,
 
 	unwind_stack(m->unw, s->regs, s->stack, s->stack_len, pcs, MAX_FRAMES,
 		     &npcs);
+	note_stack_use(m);
 	while (first < npcs && in_agent(m, pcs[first]))
 		first++;
 	first += s->drop_leaf;

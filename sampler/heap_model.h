@@ -88,6 +88,14 @@ int heap_model_profile(struct heap_model *m, const struct heap_snap *from,
 		       const struct heap_profile_info *info,
 		       struct profile **out);
 
+/*
+ * How many bytes of stack the samples of late needed for their whole
+ * unwind, with some slack: the most recent samples' largest use, 0 when
+ * unknown or when one ran past its copy (copy all you may). A hint for
+ * the agent, which copies no more than that.
+ */
+size_t heap_model_stack_want(const struct heap_model *m);
+
 /* Allocation samples counted since the last reset, frees matched. */
 uint64_t heap_model_samples(const struct heap_model *m);
 uint64_t heap_model_frees(const struct heap_model *m);

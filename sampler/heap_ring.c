@@ -15,7 +15,7 @@
 #include "log.h"
 
 #define RING_LINK "/memfd:" PH_RING_NAME " (deleted)"
-#define MAX_REC (sizeof(struct ph_alloc) + PH_STACK_BYTES)
+#define MAX_REC ph_rec_len(sizeof(struct ph_alloc) + PH_STACK_BYTES)
 
 struct heap_ring {
 	pid_t pid;
@@ -90,6 +90,11 @@ static int try_fd(struct heap_ring *r, int n)
 	r->dev = st.st_dev;
 	r->ino = st.st_ino;
 	r->tail = atomic_load(&r->sh->tail);
+	if (r->tail % PH_ALIGN) {	/* records would straddle the end */
+		munmap(m, r->map_size);
+		r->sh = NULL;
+		return -EPROTO;
+	}
 	return 0;
 }
 
@@ -223,7 +228,9 @@ size_t heap_ring_drain(struct heap_ring *r, heap_ring_cb cb, void *arg)
 
 		if (commit != ph_commit(r->tail, len) || !len)
 			break;	/* reserved, not yet written */
-		if (len % 8 || off + len > size || len > head - r->tail) {
+		/* Aligned lengths keep every header inside the buffer. */
+		if (len % PH_ALIGN || off + len > size ||
+		    len > head - r->tail) {
 			breaks(r, "bad record length");
 			break;
 		}

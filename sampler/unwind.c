@@ -61,6 +61,8 @@ struct unwinder {
 	struct row_slot *rows;
 	size_t rows_cap, rows_n;
 	uint64_t fast, slow;	/* stacks unwound by each path */
+	size_t last_used;	/* of the last unwind_stack() */
+	bool last_short;
 };
 
 /* What one unwind_stack() call lends the accessors. */
@@ -70,7 +72,28 @@ struct unwind_ctx {
 	const uint8_t *stack;
 	size_t stack_len;
 	uint64_t sp;
+	size_t used;		/* bytes of the copy read, from its start */
+	bool short_copy;	/* a stack word beyond the copy was wanted */
 };
+
+/* Stack words sit below this distance from sp; farther is not stack. */
+#define STACK_REACH (1u << 20)
+
+/* Note a read of the stack word at addr: in the copy or just past it. */
+static bool in_copy(struct unwind_ctx *ctx, uint64_t addr)
+{
+	uint64_t off = addr - ctx->sp;
+
+	if (addr < ctx->sp || off >= STACK_REACH)
+		return false;
+	if (ctx->stack_len < 8 || off > ctx->stack_len - 8) {
+		ctx->short_copy = true;
+		return false;
+	}
+	if (off + 8 > ctx->used)
+		ctx->used = off + 8;
+	return true;
+}
 
 static int find_proc_info(unw_addr_space_t as, unw_word_t ip,
 			  unw_proc_info_t *pi, int need_unwind_info,
@@ -131,8 +154,7 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr,
 	(void)as;
 	if (write)
 		return -UNW_EINVAL;
-	if (addr >= ctx->sp && addr + sizeof(*valp) > addr &&
-	    addr + sizeof(*valp) <= ctx->sp + ctx->stack_len) {
+	if (in_copy(ctx, addr)) {
 		memcpy(valp, ctx->stack + (addr - ctx->sp), sizeof(*valp));
 		return 0;
 	}
@@ -287,18 +309,16 @@ struct frame {
 
 #define BIT(reg) (1u << (reg))
 
-static bool stack_word(const struct unwind_ctx *ctx, uint64_t addr,
-		       uint64_t *v)
+static bool stack_word(struct unwind_ctx *ctx, uint64_t addr, uint64_t *v)
 {
-	if (addr < ctx->sp || ctx->stack_len < sizeof(*v) ||
-	    addr - ctx->sp > ctx->stack_len - sizeof(*v))
+	if (!in_copy(ctx, addr))
 		return false;
 	memcpy(v, ctx->stack + (addr - ctx->sp), sizeof(*v));
 	return true;
 }
 
 static void apply_rule(const struct cfi_rule *ru, uint64_t cfa,
-		       const struct frame *old, const struct unwind_ctx *ctx,
+		       const struct frame *old, struct unwind_ctx *ctx,
 		       struct frame *f)
 {
 	uint32_t bit = BIT(ru->reg);
@@ -330,7 +350,7 @@ static void apply_rule(const struct cfi_rule *ru, uint64_t cfa,
  * Step f to its caller with row: 1, or 0 where libunwind's unw_step stops
  * (CFA or RA not known, RA or RBP undefined, nothing changed).
  */
-static int apply_row(const struct cfi_row *row, const struct unwind_ctx *ctx,
+static int apply_row(const struct cfi_row *row, struct unwind_ctx *ctx,
 		     struct frame *f)
 {
 	const struct frame old = *f;
@@ -355,7 +375,7 @@ static int apply_row(const struct cfi_row *row, const struct unwind_ctx *ctx,
 }
 
 /* 0 with the frames in pcs, or -EAGAIN when a frame has no row. */
-static int unwind_cached(struct unwinder *u, const struct unwind_ctx *ctx,
+static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 			 uint64_t *pcs, int max, int *n)
 {
 	struct frame f = { .known = BIT(CFI_NREGS) - 1 };
@@ -464,9 +484,18 @@ int unwind_stack(struct unwinder *u, const struct unwind_regs *regs,
 	}
 	if (max >= 1 && !unwind_cached(u, &ctx, pcs, max, n)) {
 		u->fast++;
-		return 0;
+	} else {
+		u->slow++;
+		unwind_libunwind(u, &ctx, pcs, max, n);
 	}
-	u->slow++;
-	unwind_libunwind(u, &ctx, pcs, max, n);
+	u->last_used = ctx.used;
+	u->last_short = ctx.short_copy;
 	return 0;
+}
+
+void unwind_last_stack_use(const struct unwinder *u, size_t *used,
+			   bool *short_copy)
+{
+	*used = u->last_used;
+	*short_copy = u->last_short;
 }

@@ -23,6 +23,7 @@
 #ifndef PROFFS_UNWIND_H
 #define PROFFS_UNWIND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,5 +55,14 @@ void unwinder_free(struct unwinder *u);
 int unwind_stack(struct unwinder *u, const struct unwind_regs *regs,
 		 const void *stack, size_t stack_len, uint64_t *pcs, int max,
 		 int *n);
+
+/*
+ * Of the last unwind_stack(): how many bytes of the stack copy it read
+ * (from the copy's start to the end of the highest word), and whether it
+ * wanted a stack word beyond the end of the copy. For callers that decide
+ * how much stack to copy (the heap agent).
+ */
+void unwind_last_stack_use(const struct unwinder *u, size_t *used,
+			   bool *short_copy);
 
 #endif

@@ -325,7 +325,7 @@ __attribute__((noinline, cold)) static void sample(void *p, size_t size,
 	uint64_t regs[PH_NREGS];
 	struct ph_alloc *rec;
 	uint16_t flags = 0;
-	uint32_t len, room;
+	uint32_t len, room, want;
 	uint64_t pos;
 
 	if (t->in_hook || forked)
@@ -338,9 +338,13 @@ __attribute__((noinline, cold)) static void sample(void *p, size_t size,
 	agent_rescan();
 	memset(regs, 0, sizeof(regs));
 	ph_capture(regs);
-	/* Only as much stack as there is: records are as long as needed. */
-	room = stack_room(regs[REG_RSP], sh->stack_bytes);
-	len = ph_align8(sizeof(*rec) + (room ? room : sh->stack_bytes));
+	/* Only as much stack as there is, and as the daemon's unwinding
+	 * of late needed: records are as long as that. */
+	want = atomic_load_explicit(&sh->stack_want, memory_order_relaxed);
+	if (!want || want > sh->stack_bytes)
+		want = sh->stack_bytes;
+	room = stack_room(regs[REG_RSP], want);
+	len = ph_rec_len(sizeof(*rec) + (room ? room : want));
 	/* A full ring means the daemon is behind. Sampling at rate 1 the
 	 * user asked for every allocation: wait for room. Otherwise wait
 	 * within a budget, then drop the sample (counted as lost, said in
@@ -360,8 +364,7 @@ __attribute__((noinline, cold)) static void sample(void *p, size_t size,
 		memcpy(rec->stack, (const void *)(uintptr_t)regs[REG_RSP],
 		       room);
 	else
-		room = stack_copy_syscall(rec->stack, regs[REG_RSP],
-					  sh->stack_bytes);
+		room = stack_copy_syscall(rec->stack, regs[REG_RSP], want);
 	rec->stack_len = room;
 	rec->tid = my_tid(t);
 	rec->addr = (uintptr_t)p;
@@ -384,14 +387,14 @@ __attribute__((noinline, cold)) static void unsample(void *p)
 		return;
 	/* Nested inside a sample (a signal handler): waiting for room could
 	 * wait on our own uncommitted record. */
-	rec = ring_reserve(sh, sizeof(*rec), t->in_hook ? PH_NO_WAIT : PH_WAIT,
-			   &pos);
+	rec = ring_reserve(sh, ph_rec_len(sizeof(*rec)),
+			   t->in_hook ? PH_NO_WAIT : PH_WAIT, &pos);
 	if (!rec)
 		return;
 	rec->tid = my_tid(t);
 	rec->pad = 0;
 	rec->addr = (uintptr_t)p;
-	ring_commit(rec, pos, sizeof(*rec), PH_REC_FREE, 0);
+	ring_commit(rec, pos, ph_rec_len(sizeof(*rec)), PH_REC_FREE, 0);
 	atomic_fetch_add_explicit(&sh->frees, 1, memory_order_relaxed);
 }
 

@@ -100,7 +100,7 @@ enum ph_wait {
 };
 
 /*
- * Reserve len bytes (8-aligned) for one record at *pos. When the ring is
+ * Reserve len bytes (ph_rec_len()) for one record at *pos. When the ring is
  * full, waits as wait allows while daemon_alive() holds; else (or then)
  * counts the record as lost and returns NULL.
  */

@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #define PH_MAGIC 0x70686666666f7270ull	/* "proffhph" little-endian-ish */
-#define PH_VERSION 2
+#define PH_VERSION 3
 #define PH_RING_NAME "proffs-heap-ring"	/* memfd: /memfd:proffs-heap-ring */
 #define PH_AGENT_NAME "proffs-heap"	/* memfd of the injected agent */
 #define PH_HEADER_SIZE 4096		/* ring data starts here */
@@ -72,7 +72,7 @@ struct ph_rec {
 };
 
 /*
- * The commit word of a record of len bytes (8-aligned, < 2^24) at
+ * The commit word of a record of len bytes (PH_ALIGN-aligned, < 2^24) at
  * position pos: 40 bits of pos / 8 - a tag that repeats only after 8 TiB
  * of records - above the length.
  */
@@ -132,17 +132,25 @@ struct ph_shared {
 	_Atomic uint32_t rate_gen;	/* bumped on every rate change */
 	_Atomic int32_t daemon_pid;	/* 0 until a daemon attaches */
 	_Atomic uint64_t heartbeat;	/* bumped while samples are wanted */
+	_Atomic uint32_t stack_want;	/* stack to copy per sample, at most
+					 * stack_bytes; 0 = stack_bytes */
 };
 
 _Static_assert(sizeof(struct ph_shared) <= PH_HEADER_SIZE,
 	       "header fits its page");
-_Static_assert(sizeof(struct ph_alloc) % 8 == 0, "records stay aligned");
-_Static_assert(sizeof(struct ph_free) % 8 == 0, "records stay aligned");
+/*
+ * Records are multiples of PH_ALIGN long, so every record starts on such
+ * a boundary and the space left at the end of the buffer, when there is
+ * any, holds at least a header (for the PAD record).
+ */
+#define PH_ALIGN 16
+_Static_assert(sizeof(struct ph_rec) <= PH_ALIGN, "a header fits the end");
+_Static_assert(sizeof(struct ph_free) % PH_ALIGN == 0, "aligned records");
 
-/* Record lengths are multiples of 8. */
-static inline uint32_t ph_align8(uint64_t n)
+/* The length of a record of n bytes. */
+static inline uint32_t ph_rec_len(uint64_t n)
 {
-	return (uint32_t)((n + 7) & ~7ull);
+	return (uint32_t)((n + PH_ALIGN - 1) & ~(uint64_t)(PH_ALIGN - 1));
 }
 
 #endif
