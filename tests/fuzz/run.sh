@@ -51,6 +51,11 @@ harness_args()
 		incs="-Isampler"
 		libs="-ldw -lelf"
 		max_len=65536 ;;
+	heap-ring)
+		srcs="sampler/heap_ring.c sampler/agent/ring.c sampler/log.c"
+		incs="-Isampler"
+		libs=""
+		max_len=65536 ;;
 	*)
 		return 1 ;;
 	esac
