@@ -192,18 +192,28 @@ def after_heaptrack(args, t):
 
 
 def uprobe_fallback(args, t):
-    """The uprobe fallback over a window, breaker and all: the rate while
-    it runs, and how long it ran before the breaker ended it."""
+    """The uprobe fallback over a window, breaker and all: the target's
+    rate from the read's start to its end, which the breaker brings
+    early (the probes are in for most of it)."""
     d = Daemon(args.build, 'heap=uprobe')
     try:
+        time.sleep(0.3)
+        with t.lock:
+            a = t.ops
+        c0 = cpu_seconds(t.pid)
         t0 = time.monotonic()
-        th = d.read_async(t.pid, f'heap_{int(args.seconds)}s.pb.gz')
-        rate = t.rate(min(1.0, args.seconds))
-        th.join()
+        d.read(t.pid, f'heap_{int(args.seconds)}s.pb.gz')
         uprobe_fallback.ran_s = time.monotonic() - t0
-        uprobe_fallback.log = [l for l in d.log_text().splitlines()
-                               if 'session' in l or 'uprobe' in l]
-        return rate
+        time.sleep(0.25)   # the next ops line
+        with t.lock:
+            b = t.ops
+        c1 = cpu_seconds(t.pid)
+        trip = re.findall(r'tripped after [\d.]+ s: (\d+) probe hits in '
+                          r'([\d.]+) s', d.log_text())
+        if trip:
+            uprobe_fallback.us_per_hit = (float(trip[-1][1]) /
+                                          int(trip[-1][0]) * 1e6)
+        return (b[1] - a[1]) / (c1 - c0)
     finally:
         d.stop()
 
@@ -268,8 +278,12 @@ def report(results, args):
                   f'({armed_in_session.samples_per_s:,.0f} samples/s).']
     ran = getattr(uprobe_fallback, 'ran_s', None)
     if ran is not None:
+        hit = getattr(uprobe_fallback, 'us_per_hit', None)
         lines += ['', f'Uprobe fallback: the read of a {args.seconds} s '
-                  f'window returned after {ran:.1f} s.']
+                  f'window returned after {ran:.1f} s, the breaker having '
+                  f'ended it' + (f'; the target\'s CPU per probe hit, '
+                                 f'its own work included: {hit:.1f} µs'
+                                 if hit else '') + '.']
     text = '\n'.join(lines) + '\n'
     with open(os.path.join(args.out, 'heap-results.md'), 'w') as f:
         f.write(text)
