@@ -19,21 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "cfi.h"
 #include "dso.h"
 
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "FAIL %s:%d: %s: ", __func__,	\
-				__LINE__, #cond);			\
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-			failures++;					\
-		}							\
-	} while (0)
 
 /* Hand-written CFI: each cfi_fx_* label starts a row worth checking. */
 __asm__(

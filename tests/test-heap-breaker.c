@@ -11,20 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "check.h"
 #include "heap_breaker.h"
 
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "FAIL %s:%d: %s: ", __func__,	\
-				__LINE__, #cond);			\
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-			failures++;					\
-		}							\
-	} while (0)
 
 #define HIT HEAP_BREAKER_HIT_NS
 #define BURST_HITS (HEAP_BREAKER_BURST_NS / HEAP_BREAKER_HIT_NS)

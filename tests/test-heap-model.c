@@ -24,15 +24,6 @@
 #include "sane-profile.h"
 #include "unwind.h"
 
-#define MUST(call)							\
-	do {								\
-		int r_ = (call);					\
-		if (r_) {						\
-			fprintf(stderr, "FATAL: %s: %d\n", #call, r_);	\
-			exit(1);					\
-		}							\
-	} while (0)
-
 #define RATE 524288
 
 __attribute__((noipa)) static void site_a(void)

@@ -15,29 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "heap_pair.h"
 
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "FAIL %s:%d: %s: ", __func__,	\
-				__LINE__, #cond);			\
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-			failures++;					\
-		}							\
-	} while (0)
-
-#define MUST(call)							\
-	do {								\
-		int r_ = (call);					\
-		if (r_) {						\
-			fprintf(stderr, "FATAL: %s: %d\n", #call, r_);	\
-			exit(1);					\
-		}							\
-	} while (0)
 
 #define TRAMP 0x7fffffffe000ull	/* where the kernel's trampoline is */
 #define RET_A 0x401234ull	/* return addresses in "the program" */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "name.h"
 
 #define CPU PROFFS_KIND_CPU
@@ -221,18 +222,6 @@ static const struct name_case cases[] = {
 	NOENT("heap.pb.gzip"),
 };
 
-static int failures;
-
-#define CHECK(cond, ...)                                                  \
-	do {                                                              \
-		if (!(cond)) {                                            \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__,         \
-				__LINE__);                                \
-			fprintf(stderr, __VA_ARGS__);                     \
-			fputc('\n', stderr);                              \
-			failures++;                                       \
-		}                                                         \
-	} while (0)
 
 static void check_fields(const struct name_case *c,
 			 const struct proffs_request *r)

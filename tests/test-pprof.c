@@ -24,14 +24,6 @@
 
 #define SANE(p) CHECK(assert_sane_profile((p), __func__), "see above")
 
-static void die(const char *what, int ret)
-{
-	fprintf(stderr, "FATAL: %s: %d\n", what, ret);
-	exit(1);
-}
-
-#define MUST(call) do { int r_ = (call); if (r_) die(#call, r_); } while (0)
-
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 static uint64_t rnd(void)

@@ -27,14 +27,6 @@
 #include "profile.h"
 #include "text.h"
 
-static void die(const char *what, int ret)
-{
-	fprintf(stderr, "FATAL: %s: %d\n", what, ret);
-	exit(1);
-}
-
-#define MUST(call) do { int r_ = (call); if (r_) die(#call, r_); } while (0)
-
 #define UGLY "tmpl<a&b>::op\"x\"'"
 #define UGLY_ESC "tmpl&lt;a&amp;b&gt;::op&quot;x&quot;&apos;"
 #define PERIOD 10000000ll

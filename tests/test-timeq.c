@@ -10,29 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "timeq.h"
 
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "FAIL %s:%d: %s: ", __func__,	\
-				__LINE__, #cond);			\
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-			failures++;					\
-		}							\
-	} while (0)
-
-#define MUST(call)							\
-	do {								\
-		int r_ = (call);					\
-		if (r_) {						\
-			fprintf(stderr, "FATAL: %s: %d\n", #call, r_);	\
-			exit(1);					\
-		}							\
-	} while (0)
 
 struct payload {
 	uint64_t time;
