@@ -1,10 +1,10 @@
 #!/bin/bash
 # contrib/bench.sh - proffs against perf record --call-graph dwarf + perf
-# script on the same targets, at 99 and 999 Hz, in one run; rewrites
-# tests/bench/results.md and tests/bench/results.png. Then what heap
-# profiling costs a malloc-heavy program - unprofiled, the agent armed and
-# disarmed, heaptrack -p, the uprobe fallback - into
-# tests/bench/heap-results.md. About 20 minutes.
+# script on the same targets, at 99 and 999 Hz, in one run, into
+# tests/bench/results.md and results.png; then what heap profiling costs a
+# malloc-heavy program - unprofiled, the agent armed and disarmed,
+# heaptrack -p, the uprobe fallback - into tests/bench/heap-results.md.
+# Both tables are also put into README.md. About 35 minutes.
 # Run it on a quiet machine: the figures are ratios within one run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,5 +13,5 @@ cd "$(dirname "$0")/.."
 # shellcheck disable=SC2086
 install_deps $PROFFS_BUILD_PKGS linux-perf python3 python3-matplotlib heaptrack
 build_proffs build
-/usr/bin/python3 tests/bench/bench.py --build build --out tests/bench "$@"
-exec /usr/bin/python3 tests/bench/heap.py --build build --out tests/bench
+/usr/bin/python3 tests/bench/bench.py --build build --out tests/bench --readme "$@"
+exec /usr/bin/python3 tests/bench/heap.py --build build --out tests/bench --readme

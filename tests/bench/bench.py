@@ -4,6 +4,7 @@
 targets, same rates, one run. Writes results.md and results.png.
 
     tests/bench/bench.py [--build DIR] [--out DIR] [--window S] [--quick]
+                         [--readme]
 
 Figures are ratios against perf measured in the same run: these machines
 are noisy, absolute numbers are not comparable across runs. Every window
@@ -35,13 +36,58 @@ RETRIES = 3
 QUIET_WAIT = 120    # seconds to wait for other work to end
 
 PY_DEEP = '''
-import sys
+import sys, time
 sys.setrecursionlimit(10000)
 def fib(n): return n if n < 2 else fib(n - 1) + fib(n - 2)
 def deep(d): return fib(18) if d == 0 else deep(d - 1)
 print("ready", flush=True)
-while True: deep(40)
+ops, last = 0, time.monotonic()
+while True:
+    deep(40)
+    ops += 1
+    if time.monotonic() - last >= 0.1:
+        last = time.monotonic()
+        print("ops", ops, flush=True)
 '''
+
+# cc1, GCC's compiler proper, optimizing a generated translation unit: a
+# large real program with deep native stacks (Python 3.11 no longer
+# recurses in C for Python calls). Sized to keep it busy through every
+# window of a row, reruns included; it reports no work done, so it has no
+# slowdown figure.
+CC1_FUNCTIONS = 12000
+CC1_FUNCTION = '''
+struct s{i} {{ int a, b; double c[8]; }};
+int f{i}(struct s{i} *p, int n)
+{{
+	int r = 0;
+	for (int k = 0; k < n; k++) {{
+		if (p->a > k)
+			r += (int)(p->c[k & 7] * {m}) ^ p->b;
+		else switch (k % 5) {{
+		case 0: r -= k; break;
+		case 1: r *= 3; break;
+		case 2: r += p->a << 2; break;
+		default: r ^= {i};
+		}}
+		for (int j = 0; j < 4; j++)
+			r += (r >> j) * (j + {m});
+	}}
+	return r;
+}}
+'''
+
+
+def cc1_argv(tmp):
+    cc1 = subprocess.run(['gcc', '-print-prog-name=cc1'], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    src = os.path.join(tmp, 'big.c')
+    with open(src, 'w') as f:
+        for i in range(CC1_FUNCTIONS):
+            f.write(CC1_FUNCTION.format(i=i, m=i % 7 + 1))
+    # exec keeps the pid the bench profiles
+    return ['sh', '-c', 'echo ready; exec "$0" -quiet -O2 "$1" -o /dev/null',
+            cc1, src]
 
 
 def cpu_seconds(pid):
@@ -140,19 +186,19 @@ class Target:
                     self.ops = (time.monotonic(), int(m.group(1)))
 
     def rate(self, seconds):
-        """Work done per second over the next `seconds` (ops if the target
-        reports them, else its CPU time: a slowed target burns the same
-        CPU but does less work, so only ops show a slowdown)."""
+        """Work done per second over the next `seconds`, or None for a
+        target that does not report its work (its CPU time would not
+        show a slowdown: a slowed target burns the same CPU but does less
+        work)."""
         time.sleep(0.3)
         with self.lock:
             a = self.ops
-        c0 = cpu_seconds(self.pid)
         time.sleep(seconds)
         with self.lock:
             b = self.ops
         if a and b and b[0] > a[0]:
             return (b[1] - a[1]) / (b[0] - a[0])
-        return (cpu_seconds(self.pid) - c0) / seconds
+        return None
 
     def base(self, seconds):
         """The unprofiled work rate, as a measurement."""
@@ -167,18 +213,38 @@ class Target:
 
 
 class Daemon:
-    def __init__(self, build):
+    """proffs on a temporary mount, its log kept; options are -o
+    options, wrap a command to run it under (taskset)."""
+
+    def __init__(self, build, *options, wrap=()):
         self.mnt = tempfile.mkdtemp(prefix='proffs-bench-')
         self.log = tempfile.NamedTemporaryFile('w+', suffix='.log')
-        self.proc = subprocess.Popen(
-            [os.path.join(build, 'fs', 'proffs'), '-f', '-o',
-             'max_window=600,cache_ms=0', self.mnt], stderr=self.log)
+        argv = list(wrap) + [os.path.join(build, 'fs', 'proffs'), '-f',
+                             '-o', 'max_window=600,cache_ms=0']
+        for o in options:
+            argv += ['-o', o]
+        self.proc = subprocess.Popen(argv + [self.mnt], stderr=self.log)
         for _ in range(300):
             if os.path.ismount(self.mnt):
                 break
             time.sleep(0.05)
         else:
             sys.exit('proffs did not mount')
+
+    def read(self, pid, name):
+        with open(os.path.join(self.mnt, str(pid), name), 'rb') as f:
+            return f.read()
+
+    def read_async(self, pid, name):
+        th = threading.Thread(target=self.read, args=(pid, name),
+                              daemon=True)
+        th.start()
+        return th
+
+    def log_text(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
 
     def profile(self, pid, window, hz, target=None):
         """Read one profile; returns a dict of measurements."""
@@ -191,17 +257,14 @@ class Daemon:
             th.start()
         meter = Meter(pid, self.proc.pid)
         t0 = time.monotonic()
-        with open(os.path.join(self.mnt, str(pid), name), 'rb') as f:
-            data = f.read()
+        data = self.read(pid, name)
         wall = time.monotonic() - t0
         (target_cpu, _), other = meter.stop()
         if target:
             th.join()
         cpu = cpu_seconds(self.proc.pid) - cpu0
-        self.log.flush()
-        self.log.seek(0)
         done = re.findall(r'session \d+ done: .*samples=(\d+)',
-                          self.log.read())
+                          self.log_text())
         samples = int(done[-1]) if done else 0
         return {'cpu': cpu, 'samples': samples, 'bytes': len(data),
                 'ready_ms': (wall - window) * 1000, 'rate': rate.get('r'),
@@ -280,14 +343,15 @@ def proffs_pair(build, t, window, hz, what):
 def run(args):
     build = args.build
     workers = os.path.join(build, 'tests', 'targets', 'workers')
+    tmp = tempfile.mkdtemp(prefix='proffs-bench-')
     targets = [
         ('1 thread, 24-deep calls', [workers, '1']),
         ('16 threads', [workers, '16']),
         ('python3, deep recursion', ['/usr/bin/python3', '-c', PY_DEEP]),
+        ('cc1 (gcc -O2), large file', cc1_argv(tmp)),
     ]
     rates = [99] if args.quick else [99, 999]
     rows = []
-    tmp = tempfile.mkdtemp(prefix='proffs-bench-')
     for tname, argv in targets:
         for hz in rates:
             what = f'{tname} @ {hz} Hz'
@@ -298,10 +362,15 @@ def run(args):
                 cold, warm = proffs_pair(build, t, args.window, hz, what)
                 perf = retried(what + ', perf', lambda: perf_profile(
                     t.pid, args.window, hz, t, tmp), [t.pid])
+                # unprofiled once more: how far two windows of the same
+                # target differ with no profiler, the noise of a slowdown
+                again = retried(what + ', unprofiled again',
+                                lambda: t.base(args.window - 1), [t.pid])
             finally:
                 t.stop()
             rows.append({'target': tname, 'hz': hz, 'base': base,
-                         'cold': cold, 'warm': warm, 'perf': perf})
+                         'again': again, 'cold': cold, 'warm': warm,
+                         'perf': perf})
             print(f'{what}: proffs warm '
                   f'{us_per_sample(warm):.1f} us/sample, perf '
                   f'{us_per_sample(perf):.1f} us/sample', flush=True)
@@ -341,7 +410,8 @@ def share(m):
 
 
 def load_note(rows):
-    ms = [r[k] for r in rows for k in ('base', 'cold', 'warm', 'perf')]
+    ms = [r[k] for r in rows
+          for k in ('base', 'again', 'cold', 'warm', 'perf')]
     worst = max(m['other'] for m in ms)
     reruns = sum(m['reruns'] for m in ms)
     note = (f'Other work on the machine during the measured windows: at '
@@ -355,14 +425,30 @@ def load_note(rows):
     return note
 
 
+def splice_readme(name, text):
+    """Put text between the README's <!-- bench:name --> and
+    <!-- /bench:name --> lines, so the command regenerates the README's
+    figures too."""
+    path = os.path.join(REPO, 'README.md')
+    with open(path) as f:
+        readme = f.read()
+    begin, end = f'<!-- bench:{name} -->\n', f'<!-- /bench:{name} -->'
+    a, b = readme.find(begin), readme.find(end)
+    if a < 0 or b < a:
+        sys.exit(f'README.md has no {begin.strip()} ... {end} block')
+    with open(path, 'w') as f:
+        f.write(readme[:a + len(begin)] + text + readme[b:])
+
+
 def report(rows, mem, args):
     lines = [
         '| target | Hz | samples, proffs / perf (of CPU time x Hz) | '
         'CPU per sample, '
         'proffs cold / warm | perf record + script | warm ratio | '
-        'target slowdown, proffs / perf | bytes ready after window, '
+        'target slowdown, proffs / perf | unprofiled twice (noise) | '
+        'bytes ready after window, '
         'proffs / perf | output size, proffs / perf.data |',
-        '| --- | --- | --- | --- | --- | --- | --- | --- | --- |']
+        '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']
     for r in rows:
         c, w, p = r['cold'], r['warm'], r['perf']
         lines.append(
@@ -372,6 +458,7 @@ def report(rows, mem, args):
             f"| {us_per_sample(p):.1f} µs "
             f"| {us_per_sample(w) / us_per_sample(p):.2f} "
             f"| {slowdown(r['base'], w)} / {slowdown(r['base'], p)} "
+            f"| {slowdown(r['base'], r['again'])} "
             f"| {w['ready_ms']:.0f} ms / {p['ready_ms']:.0f} ms "
             f"| {w['bytes'] / 1024:.1f} KiB / {p['bytes'] / 1024:.0f} KiB |")
     if mem:
@@ -385,10 +472,14 @@ def report(rows, mem, args):
               f'{args.window} s windows; CPU from /proc/PID/stat (proffs '
               'daemon) and getrusage of perf record and perf script; '
               'slowdown from the work rate the target reports, against '
-              'the same target unprofiled just before.']
+              'the same target unprofiled just before (- where the target '
+              'reports none: cc1); the noise column is a second unprofiled '
+              'window after the profiled ones, against the first.']
     text = '\n'.join(lines) + '\n'
     with open(os.path.join(args.out, 'results.md'), 'w') as f:
         f.write(text)
+    if args.readme:
+        splice_readme('cpu', text)
     print(text)
     plot(rows, os.path.join(args.out, 'results.png'))
 
@@ -426,6 +517,8 @@ def main():
     ap.add_argument('--out', default=os.path.join(REPO, 'tests', 'bench'))
     ap.add_argument('--window', type=int, default=10)
     ap.add_argument('--quick', action='store_true')
+    ap.add_argument('--readme', action='store_true',
+                    help='also put the results into README.md')
     args = ap.parse_args()
     rows, mem = run(args)
     report(rows, mem, args)
