@@ -519,6 +519,7 @@ static void proffs_open(fuse_req_t req, fuse_ino_t ino,
 	struct proffs *fs = fs_of(req);
 	struct reg_handle *h;
 	struct node_info n;
+	char why[96];
 	int ret;
 
 	ret = nodes_get(fs->nodes, ino, &n);
@@ -536,10 +537,12 @@ static void proffs_open(fuse_req_t req, fuse_ino_t ino,
 	if (!ret && n.type == NODE_PROFILE)
 		ret = check_open(req, fs, &n);
 	if (!ret && n.type == NODE_PROFILE) {
-		ret = registry_open(fs->registry, n.pid, &n.req, &h);
+		ret = registry_open(fs->registry, n.pid, &n.req, &h, why,
+				    sizeof(why));
 		if (ret)
-			pr_notice("fs: open %d/%s: %s: cannot start a session",
-				  (int)n.pid, n.name, strerrorname_np(-ret));
+			pr_notice("fs: open %d/%s: %s: cannot start a session: "
+				  "%s", (int)n.pid, n.name,
+				  strerrorname_np(-ret), why);
 		else
 			fi->fh = (uintptr_t)h;
 	}

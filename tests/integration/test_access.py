@@ -97,7 +97,10 @@ def test_too_many_sessions_is_ebusy(proffs, target):
     assert proffs.wait_log(r'session \d+ start')
     util.expect_errno(lambda: open(proffs.path(t.pid, 'cpu_2s.pb.gz'), 'rb'),
                       errno.EBUSY)
-    assert proffs.log_lines('EBUSY')
+    # the log says why: the limit, and how many sessions hold it
+    assert proffs.log_lines(r'open %d/cpu_2s\.pb\.gz: EBUSY: cannot start a '
+                            r'session: max_sessions=1 reached: 1 running$'
+                            % t.pid)
     # joining the running session is not a new session: allowed
     with open(proffs.path(t.pid, 'cpu_3s.pb.gz'), 'rb') as f:
         assert f.read()[:2] == b'\x1f\x8b'
@@ -206,7 +209,8 @@ def test_session_limit_is_ebusy_for_every_kind(proffs, target, kind):
         util.expect_errno(lambda: open(proffs.path(t.pid, good), 'rb'),
                           errno.EBUSY)
         assert time.monotonic() - start < 1.0, 'EBUSY was not at once'
-        assert proffs.log_lines(r'open %d/%s: EBUSY'
+        assert proffs.log_lines(r'open %d/%s: EBUSY: .*max_sessions=1 '
+                                r'reached: 1 running'
                                 % (t.pid, re.escape(good)))
         assert hold.poll() is None, 'the slot was free when refused'
     finally:
