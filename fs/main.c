@@ -25,6 +25,7 @@
 #include "nodes.h"
 #include "proffs_i.h"
 #include "registry.h"
+#include "uprobe_group.h"
 
 #define OPT(t, field, v) { t, offsetof(struct proffs_opts, field), v }
 
@@ -322,6 +323,8 @@ int main(int argc, char *argv[])
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		fs.start_s = ts.tv_sec;
 	}
+	/* Probes a killed daemon left behind pin the files they name. */
+	uprobe_group_sweep();
 	pr_info("fs: mounted on %s", cl.mountpoint);
 	if (cl.singlethread) {
 		ret = fuse_session_loop(se);

@@ -14,6 +14,8 @@ import pytest
 
 import util
 from util import pprof, save, share, traces, validate_pprof
+from test_heap import assert_exact, workload
+from test_heap_uprobe import our_uprobe_events, read_uprobe_window
 
 
 def proc_stat(pid):
@@ -175,6 +177,54 @@ def test_daemon_sigkill_mid_session(tmp_path, target):
     try:
         path = save(d2.read(t.pid, 'cpu_1s.pb.gz'), 'remount.pb.gz')
         assert share(traces(path), 'hot') > 0.5
+    finally:
+        d2.unmount()
+
+
+def uprobe_events_of(daemon_pid):
+    """The tracefs uprobe events of the groups of one proffs daemon."""
+    return [l for l in our_uprobe_events()
+            if f':proffs_{daemon_pid}_' in l]
+
+
+def test_daemon_sigkill_mid_uprobe_session(tmp_path, target):
+    """SIGKILL mid heap=uprobe window: the target keeps running, unprobed
+    and untraced; the tracefs events the dead daemon defined (they pin the
+    files they name) are gone once a new mount has started, and the new
+    mount measures with uprobes of its own, leaving none behind."""
+    d = util.Daemon(str(tmp_path), ('heap=uprobe',))
+    t = target('allocs')
+    cat = subprocess.Popen(['cat', d.path(t.pid, 'heap_30s.pb.gz')],
+                           stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    assert d.wait_log(r'heap: pid %d: uprobes placed' % t.pid, timeout=20)
+    assert uprobe_events_of(d.proc.pid), 'no uprobe event mid-session'
+    d.proc.kill()
+    assert d.proc.wait(timeout=5) == -signal.SIGKILL
+    assert cat.wait(timeout=10) != 0
+    assert not os.path.exists(f'/proc/{d.proc.pid}'), 'daemon still there'
+    # A killed daemon cannot remove its events: they stay until a daemon
+    # removes them (the perf events, and the breakpoints, went with it).
+    left = uprobe_events_of(d.proc.pid)
+    assert left, 'the events vanished by themselves'
+    # the target is neither traced nor stopped, and its allocator works
+    assert set(tracers(t.pid).values()) == {0}, tracers(t.pid)
+    assert proc_stat(t.pid)[0] not in ('t', 'T')
+    assert workload(t)
+    d.cleanup()
+    (tmp_path / 'again').mkdir()
+    d2 = util.Daemon(str(tmp_path / 'again'), ('heap=uprobe',))
+    try:
+        assert d2.wait_log(r'fs: mounted on')
+        assert not uprobe_events_of(d.proc.pid), left
+        assert d2.log_lines(r'heap: removed uprobe event proffs_%d_\d+/'
+                            % d.proc.pid)
+        # and the new mount measures with uprobes of its own
+        truth, path = read_uprobe_window(d2, t, 'heap_2s.pb.gz')
+        p = validate_pprof(path)
+        assert_exact(p, truth, tolerance=0)
+        assert d2.wait_log(r'heap: pid %d: uprobes removed' % t.pid)
+        assert not uprobe_events_of(d2.proc.pid)
     finally:
         d2.unmount()
 
