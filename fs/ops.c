@@ -105,7 +105,8 @@ static int render_page(struct proffs *fs, const struct node_info *n,
 	if (n->type == NODE_INDEX)
 		return index_html(n->pid, buf, len);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return status_text(fs->registry, ts.tv_sec - fs->start_s, buf, len);
+	return status_text(fs->registry, &fs->refused, ts.tv_sec - fs->start_s,
+			   buf, len);
 }
 
 static int attr_of(struct proffs *fs, const struct node_info *n,
@@ -547,6 +548,7 @@ static void proffs_open(fuse_req_t req, fuse_ino_t ino,
 			fi->fh = (uintptr_t)h;
 	}
 	if (ret) {
+		status_refused(&fs->refused, ret);
 		fuse_reply_err(req, -ret);
 		return;
 	}
