@@ -267,6 +267,8 @@ def test_thousand_sequential_reads_stay_flat(proffs, target):
     took = time.monotonic() - start
     print(f'1000 reads in {took:.1f} s; {ns / 1e6:.0f} ms of CPU sampled, '
           f'{empty} empty windows')
+    print('daemon after 100 and 1000 reads: RSS {0[0]} -> {1[0]} KiB, '
+          'fds {0[1]} -> {1[1]}'.format(*usage))
     # 500 windows of 20 ms of a thread that never sleeps: nearly all of
     # them hold samples, and the samples add up to most of the time
     assert empty <= 25, f'{empty} of 500 CPU windows took no sample'
