@@ -21,9 +21,9 @@
  * allocation size.
  *
  * Memory grows with distinct buckets and with sampled allocations still
- * live, both bounded by max_buckets. Not thread-safe: the caller serializes. Errors are negative errno
- * values; a sample that cannot be unwound still counts, under an
- * "[unknown]" frame.
+ * live, both bounded by max_buckets. Not thread-safe: the caller
+ * serializes. Errors are negative errno values; a sample that cannot be
+ * unwound still counts, under an "[unknown]" frame.
  */
 #ifndef PROFFS_HEAP_MODEL_H
 #define PROFFS_HEAP_MODEL_H

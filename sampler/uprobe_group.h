@@ -20,10 +20,10 @@
  * A group is named proffs_<daemon pid>_<n>, unique while the daemon
  * lives; its events are removed by uprobe_group_free() once no perf
  * event uses them. Groups of daemons that died (SIGKILL, a crash) are
- * removed by uprobe_group_sweep() at the next daemon's start, or else when
- * it makes its first group. tracefs is used where it is mounted (/sys/kernel/tracing
- * or /sys/kernel/debug/tracing), else mounted on /sys/kernel/tracing, as
- * perf does.
+ * removed by uprobe_group_sweep() at the next daemon's start, or else
+ * when it makes its first group. tracefs is used where it is mounted
+ * (/sys/kernel/tracing or /sys/kernel/debug/tracing), else mounted on
+ * /sys/kernel/tracing, as perf does.
  *
  * Needs CAP_SYS_ADMIN. Thread-safe (each group used by one thread).
  * Errors: -EPERM (refused), -ENOTSUP (no tracefs, or a kernel that cannot
