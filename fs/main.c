@@ -25,6 +25,7 @@
 #include "nodes.h"
 #include "proffs_i.h"
 #include "registry.h"
+#include "uprobe_group.h"
 
 #define OPT(t, field, v) { t, offsetof(struct proffs_opts, field), v }
 
@@ -142,22 +143,32 @@ static int parse_heap_method(const char *s, enum heap_method *m)
 
 /*
  * The agent beside a daemon run from its build tree (build/fs/proffs,
- * build/sampler/agent/), else where meson installs it.
+ * build/sampler/agent/), else where meson installs it relative to the
+ * daemon (an install staged with DESTDIR, or moved), else where meson
+ * installs it.
  */
 static char *default_agent(void)
 {
-	static const char rel[] = "/../sampler/agent/libproffs-heap.so";
-	char exe[4096], *slash;
+	static const char *const rels[] = {
+		"/../sampler/agent/libproffs-heap.so",
+#ifdef PROFFS_AGENT_REL
+		PROFFS_AGENT_REL,
+#endif
+	};
+	char exe[4096], path[4096 + 256], *slash;
 	ssize_t n;
 
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - sizeof(rel));
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n > 0) {
 		exe[n] = '\0';
 		slash = strrchr(exe, '/');
-		if (slash) {
-			strcpy(slash, rel);
-			if (!access(exe, R_OK))
-				return strdup(exe);
+		if (slash)
+			*slash = '\0';
+		for (size_t i = 0; slash && i < sizeof(rels) / sizeof(rels[0]);
+		     i++) {
+			snprintf(path, sizeof(path), "%s%s", exe, rels[i]);
+			if (!access(path, R_OK))
+				return strdup(path);
 		}
 	}
 	return strdup(PROFFS_AGENT_PATH);
@@ -322,6 +333,8 @@ int main(int argc, char *argv[])
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		fs.start_s = ts.tv_sec;
 	}
+	/* Probes a killed daemon left behind pin the files they name. */
+	uprobe_group_sweep();
 	pr_info("fs: mounted on %s", cl.mountpoint);
 	if (cl.singlethread) {
 		ret = fuse_session_loop(se);

@@ -105,7 +105,8 @@ static int render_page(struct proffs *fs, const struct node_info *n,
 	if (n->type == NODE_INDEX)
 		return index_html(n->pid, buf, len);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return status_text(fs->registry, ts.tv_sec - fs->start_s, buf, len);
+	return status_text(fs->registry, &fs->refused, ts.tv_sec - fs->start_s,
+			   buf, len);
 }
 
 static int attr_of(struct proffs *fs, const struct node_info *n,
@@ -519,6 +520,7 @@ static void proffs_open(fuse_req_t req, fuse_ino_t ino,
 	struct proffs *fs = fs_of(req);
 	struct reg_handle *h;
 	struct node_info n;
+	char why[96];
 	int ret;
 
 	ret = nodes_get(fs->nodes, ino, &n);
@@ -536,14 +538,17 @@ static void proffs_open(fuse_req_t req, fuse_ino_t ino,
 	if (!ret && n.type == NODE_PROFILE)
 		ret = check_open(req, fs, &n);
 	if (!ret && n.type == NODE_PROFILE) {
-		ret = registry_open(fs->registry, n.pid, &n.req, &h);
+		ret = registry_open(fs->registry, n.pid, &n.req, &h, why,
+				    sizeof(why));
 		if (ret)
-			pr_notice("fs: open %d/%s: %s: cannot start a session",
-				  (int)n.pid, n.name, strerrorname_np(-ret));
+			pr_notice("fs: open %d/%s: %s: cannot start a session: "
+				  "%s", (int)n.pid, n.name,
+				  strerrorname_np(-ret), why);
 		else
 			fi->fh = (uintptr_t)h;
 	}
 	if (ret) {
+		status_refused(&fs->refused, ret);
 		fuse_reply_err(req, -ret);
 		return;
 	}

@@ -7,6 +7,7 @@
 #define PROFFS_I_H
 
 #include "fuse_lowlevel.h"
+#include "status.h"
 
 struct dso_cache;
 struct heap_agents;
@@ -35,6 +36,7 @@ struct proffs {
 	struct nodes *nodes;
 	struct registry *registry;
 	uint64_t start_s;		/* CLOCK_MONOTONIC at mount */
+	struct status_refusals refused;	/* for /prof/status */
 };
 
 extern const struct fuse_lowlevel_ops proffs_ops;

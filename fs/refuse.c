@@ -44,6 +44,8 @@ static void refuse(fuse_req_t req, const char *op, fuse_ino_t ino,
 	describe(req, ino, name, what, sizeof(what));
 	pr_notice("fs: %s %s by uid %u: EROFS: profiles are read-only", op,
 		  what, (unsigned)ctx->uid);
+	status_refused(&((struct proffs *)fuse_req_userdata(req))->refused,
+		       EROFS);
 	fuse_reply_err(req, EROFS);
 }
 

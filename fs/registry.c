@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -392,17 +393,23 @@ static void *session_main(void *arg)
 	return NULL;
 }
 
+/* why: where a refusal's reason goes, whylen bytes (may be 0). */
 static int start_locked(struct registry *r, pid_t pid,
 			const struct proffs_request *req,
-			const struct session_key *k, struct session **out)
+			const struct session_key *k, struct session **out,
+			char *why, size_t whylen)
 {
 	struct session *s;
 	pthread_attr_t attr;
 	pthread_t tid;
 	int ret;
 
-	if (r->nrunning >= r->o.max_sessions)
+	if (r->nrunning >= r->o.max_sessions) {
+		if (whylen)
+			snprintf(why, whylen, "max_sessions=%u reached: %u "
+				 "running", r->o.max_sessions, r->nrunning);
 		return -EBUSY;
+	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -417,6 +424,8 @@ static int start_locked(struct registry *r, pid_t pid,
 	ret = pthread_create(&tid, &attr, session_main, s);
 	pthread_attr_destroy(&attr);
 	if (ret) {
+		if (whylen)
+			snprintf(why, whylen, "cannot create its thread");
 		free(s);
 		return -ret;
 	}
@@ -434,13 +443,15 @@ static int start_locked(struct registry *r, pid_t pid,
 
 static int open_handle(struct registry *r, pid_t pid,
 		       const struct proffs_request *req, bool for_size,
-		       struct reg_handle **out)
+		       struct reg_handle **out, char *why, size_t whylen)
 {
 	struct reg_handle *h = calloc(1, sizeof(*h));
 	struct session_key k;
 	struct session *s;
 	int ret = 0;
 
+	if (whylen)
+		snprintf(why, whylen, "out of memory");
 	if (!h)
 		return -ENOMEM;
 	key_of(pid, req, &k);
@@ -448,7 +459,7 @@ static int open_handle(struct registry *r, pid_t pid,
 	expire_locked(r);
 	s = find_locked(r, &k, for_size);
 	if (!s)
-		ret = start_locked(r, pid, req, &k, &s);
+		ret = start_locked(r, pid, req, &k, &s, why, whylen);
 	else if (s->done)
 		r->stats.cache_hits++;
 	else
@@ -473,9 +484,10 @@ static int open_handle(struct registry *r, pid_t pid,
 }
 
 int registry_open(struct registry *r, pid_t pid,
-		  const struct proffs_request *req, struct reg_handle **out)
+		  const struct proffs_request *req, struct reg_handle **out,
+		  char *why, size_t whylen)
 {
-	return open_handle(r, pid, req, false, out);
+	return open_handle(r, pid, req, false, out, why, whylen);
 }
 
 static void on_interrupt(fuse_req_t req, void *data)
@@ -548,10 +560,14 @@ void registry_wait_size(struct registry *r, pid_t pid,
 {
 	struct reg_handle *h;
 	struct waiter *w;
+	char why[96];
 	int ret;
 
-	ret = open_handle(r, pid, req, true, &h);
+	ret = open_handle(r, pid, req, true, &h, why, sizeof(why));
 	if (ret) {
+		pr_notice("registry: stat of pid %d kind=%s: %s: cannot start "
+			  "a session: %s", (int)pid, name_kind_str(req->kind),
+			  strerrorname_np(-ret), why);
 		cb(freq, ret, 0, arg);
 		return;
 	}

@@ -59,9 +59,14 @@ void registry_stats(struct registry *r, struct registry_stats *st);
 /* Stop every session, wait for their threads, free. NULL is a no-op. */
 void registry_free(struct registry *r);
 
-/* A handle on the result of req for pid. -EBUSY, -ENOMEM. */
+/*
+ * A handle on the result of req for pid. -EBUSY (max_sessions running),
+ * -ENOMEM; on failure why (whylen bytes, 0 for none) says why in words
+ * for the log, e.g. "max_sessions=4 reached: 4 running".
+ */
 int registry_open(struct registry *r, pid_t pid,
-		  const struct proffs_request *req, struct reg_handle **out);
+		  const struct proffs_request *req, struct reg_handle **out,
+		  char *why, size_t whylen);
 
 /*
  * Answer a read of size bytes at off: at once when the result is ready,

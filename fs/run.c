@@ -86,6 +86,16 @@ static uint64_t mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The samplers' -EBUSY, in words (the line before names the tracer). */
+static const char *busy_why(enum proffs_kind kind)
+{
+	if (kind == PROFFS_KIND_HEAP || kind == PROFFS_KIND_ALLOCS)
+		return "the target is traced by another process, or its heap "
+		       "agent serves as many sessions as it can";
+	return "the target (or one of its threads) is traced by another "
+	       "process";
+}
+
 static void log_outcome(const struct run_ctx *c, const struct run_result *r,
 			int ret, uint64_t ms)
 {
@@ -109,6 +119,7 @@ static void log_outcome(const struct run_ctx *c, const struct run_result *r,
 		pr_notice("session %u failed: pid=%d kind=%s elapsed_ms=%llu "
 			  "result=%s: %s", c->id, (int)c->pid, kind,
 			  (unsigned long long)ms, strerrorname_np(-ret),
+			  ret == -EBUSY ? busy_why(c->req->kind) :
 			  strerror(-ret));
 }
 

@@ -2,14 +2,26 @@
 /* status.c - the text of /prof/status. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "config.h"
 #include "name.h"
 #include "registry.h"
 #include "status.h"
 
-int status_text(struct registry *r, uint64_t uptime_s, char **buf,
-		size_t *len)
+void status_refused(struct status_refusals *c, int err)
+{
+	switch (abs(err)) {
+#define STATUS_CASE(e) case e: atomic_fetch_add(&c->e##_n, 1); return;
+	STATUS_REFUSALS(STATUS_CASE)
+#undef STATUS_CASE
+	default:
+		atomic_fetch_add(&c->other_n, 1);
+	}
+}
+
+int status_text(struct registry *r, const struct status_refusals *c,
+		uint64_t uptime_s, char **buf, size_t *len)
 {
 	struct registry_stats st;
 	FILE *f;
@@ -29,5 +41,11 @@ int status_text(struct registry *r, uint64_t uptime_s, char **buf,
 		fprintf(f, "sessions_done_%s: %llu\nerrors_%s: %llu\n",
 			name_kind_str(k), st.done[k], name_kind_str(k),
 			st.failed[k]);
+#define STATUS_LINE(e) fprintf(f, "refused_" #e ": %llu\n", \
+			       (unsigned long long)atomic_load(&c->e##_n));
+	STATUS_REFUSALS(STATUS_LINE)
+#undef STATUS_LINE
+	fprintf(f, "refused_other: %llu\n",
+		(unsigned long long)atomic_load(&c->other_n));
 	return fclose(f) ? -ENOMEM : 0;
 }

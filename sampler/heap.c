@@ -532,6 +532,8 @@ static int enter(struct agent *ag, uint64_t rate)
 	pthread_mutex_lock(&ag->lock);
 	if (ag->users == MAX_USERS) {
 		pthread_mutex_unlock(&ag->lock);
+		pr_notice("heap: the agent of %d serves %d sessions already",
+			  (int)ag->pid, MAX_USERS);
 		return -EBUSY;
 	}
 	ag->rates[ag->users++] = rate;

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,7 @@ struct live {
 struct heap_snap {
 	size_t n;
 	double (*v)[NV];
+	uint64_t dropped;	/* the model's count when taken */
 };
 
 struct heap_model {
@@ -54,6 +56,7 @@ struct heap_model {
 	struct symbolizer *sym;
 	int64_t key_bytes, unit_bytes;
 	uint32_t max_buckets;
+	size_t max_live;	/* 0 = no bound */
 	uint64_t overflow_loc;	/* 0 until max_buckets is reached */
 	uint64_t unknown_loc;	/* 0 until a sample does not unwind */
 
@@ -68,6 +71,7 @@ struct heap_model {
 	size_t caplive, nlive, ntomb;	/* caplive: power of two */
 
 	uint64_t samples, frees;
+	uint64_t dropped;	/* tracked samples refused: live set full */
 	/* how much stack unwinding needs: the largest use seen in this
 	 * period of STACK_PERIOD samples and the last one */
 	size_t stack_max, stack_prev;
@@ -127,6 +131,7 @@ int heap_model_new(pid_t pid, struct proc_maps *maps, uint32_t max_buckets,
 		return -ENOMEM;
 	m->maps = maps;
 	m->max_buckets = max_buckets;
+	m->max_live = (size_t)max_buckets * HEAP_MODEL_LIVE_PER_STACK;
 	ret = setup_profile(m, pid);
 	if (!ret)
 		ret = unwinder_new(maps, &m->unw);
@@ -163,7 +168,7 @@ void heap_model_reset(struct heap_model *m)
 	if (m->live)
 		memset(m->live, 0, m->caplive * sizeof(*m->live));
 	m->nlive = m->ntomb = 0;
-	m->samples = m->frees = 0;
+	m->samples = m->frees = m->dropped = 0;
 	m->stack_max = m->stack_prev = m->stack_seen = 0;
 }
 
@@ -448,6 +453,15 @@ int heap_model_alloc(struct heap_model *m, const struct heap_alloc_sample *s)
 	double w;
 	int ret;
 
+	/* A block the live set has no room for could not be taken out of
+	 * use at its free: count none of it, rather than a heap profile
+	 * that grows forever, and say so in the profile. Checked first: an
+	 * unwind is the dear part of a sample. */
+	if (s->tracked && m->max_live && m->nlive >= m->max_live &&
+	    !live_find(m, s->addr)) {
+		m->dropped++;
+		return 0;
+	}
 	ret = stack_of(m, s, locs, &n);
 	if (!ret)
 		ret = find_bucket(m, locs, n, s->size, &idx);
@@ -472,6 +486,7 @@ int heap_model_snapshot(struct heap_model *m, struct heap_snap **out)
 	if (!s)
 		return -ENOMEM;
 	s->n = m->nb;
+	s->dropped = m->dropped;
 	s->v = malloc((m->nb ? m->nb : 1) * sizeof(*s->v));
 	if (!s->v) {
 		free(s);
@@ -539,6 +554,18 @@ int heap_model_profile(struct heap_model *m, const struct heap_snap *from,
 			       (from && i < from->n ? from->v[i][k] : 0);
 		ret = add_bucket_sample(m, p, i, d);
 	}
+	if (!ret && to->dropped > (from ? from->dropped : 0)) {
+		char text[300];
+
+		snprintf(text, sizeof(text), "proffs: %llu sampled "
+			 "allocations were dropped: %zu sampled blocks were "
+			 "live at once, the most a session keeps (%d x "
+			 "max_stacks); totals are low by as much",
+			 (unsigned long long)(to->dropped -
+					      (from ? from->dropped : 0)),
+			 m->max_live, HEAP_MODEL_LIVE_PER_STACK);
+		ret = profile_add_comment(p, text);
+	}
 	if (ret) {
 		profile_free(p);
 		return ret;
@@ -555,4 +582,9 @@ uint64_t heap_model_samples(const struct heap_model *m)
 uint64_t heap_model_frees(const struct heap_model *m)
 {
 	return m->frees;
+}
+
+uint64_t heap_model_dropped(const struct heap_model *m)
+{
+	return m->dropped;
 }

@@ -21,9 +21,9 @@
  * allocation size.
  *
  * Memory grows with distinct buckets and with sampled allocations still
- * live. Not thread-safe: the caller serializes. Errors are negative errno
- * values; a sample that cannot be unwound still counts, under an
- * "[unknown]" frame.
+ * live, both bounded by max_buckets. Not thread-safe: the caller
+ * serializes. Errors are negative errno values; a sample that cannot be
+ * unwound still counts, under an "[unknown]" frame.
  */
 #ifndef PROFFS_HEAP_MODEL_H
 #define PROFFS_HEAP_MODEL_H
@@ -39,9 +39,14 @@ struct unwind_regs;
 struct heap_model;
 struct heap_snap;
 
-/* maps is borrowed and must outlive the model. max_buckets bounds memory:
- * past it, new buckets count under one "[max_stacks reached]" frame
- * (0 = no bound). */
+/*
+ * maps is borrowed and must outlive the model. max_buckets bounds memory:
+ * past it, new buckets count under one "[max_stacks reached]" frame, and
+ * at most HEAP_MODEL_LIVE_PER_STACK times as many sampled blocks are kept
+ * live: while that many are, a new tracked sample is dropped (counted by
+ * heap_model_dropped() and said in the profile's comments). 0 = no bound.
+ */
+#define HEAP_MODEL_LIVE_PER_STACK 10
 int heap_model_new(pid_t pid, struct proc_maps *maps, uint32_t max_buckets,
 		   struct heap_model **out);
 void heap_model_free(struct heap_model *m);
@@ -99,5 +104,7 @@ size_t heap_model_stack_want(const struct heap_model *m);
 /* Allocation samples counted since the last reset, frees matched. */
 uint64_t heap_model_samples(const struct heap_model *m);
 uint64_t heap_model_frees(const struct heap_model *m);
+/* Tracked samples dropped since the last reset: the live set was full. */
+uint64_t heap_model_dropped(const struct heap_model *m);
 
 #endif

@@ -142,6 +142,25 @@ static void sweep_locked(void)
 	fclose(f);
 }
 
+void uprobe_group_sweep(void)
+{
+	pthread_mutex_lock(&setup_lock);
+	if (!swept && !root[0]) {
+		/* Only where tracefs is mounted: mounting it now would be a
+		 * change to the host for probes nobody may ever ask for. */
+		if (has_uprobe_events("/sys/kernel/tracing"))
+			snprintf(root, sizeof(root), "/sys/kernel/tracing");
+		else if (has_uprobe_events("/sys/kernel/debug/tracing"))
+			snprintf(root, sizeof(root),
+				 "/sys/kernel/debug/tracing");
+	}
+	if (!swept && root[0]) {
+		sweep_locked();
+		swept = true;
+	}
+	pthread_mutex_unlock(&setup_lock);
+}
+
 /* ---- groups ---- */
 
 int uprobe_group_new(struct uprobe_group **out)

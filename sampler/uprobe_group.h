@@ -19,10 +19,11 @@
  *
  * A group is named proffs_<daemon pid>_<n>, unique while the daemon
  * lives; its events are removed by uprobe_group_free() once no perf
- * event uses them. Groups of daemons that died are removed when the next
- * group is made. tracefs is used where it is mounted (/sys/kernel/tracing
- * or /sys/kernel/debug/tracing), else mounted on /sys/kernel/tracing, as
- * perf does.
+ * event uses them. Groups of daemons that died (SIGKILL, a crash) are
+ * removed by uprobe_group_sweep() at the next daemon's start, or else
+ * when it makes its first group. tracefs is used where it is mounted
+ * (/sys/kernel/tracing or /sys/kernel/debug/tracing), else mounted on
+ * /sys/kernel/tracing, as perf does.
  *
  * Needs CAP_SYS_ADMIN. Thread-safe (each group used by one thread).
  * Errors: -EPERM (refused), -ENOTSUP (no tracefs, or a kernel that cannot
@@ -38,6 +39,13 @@
 struct uprobe_group;
 
 int uprobe_group_new(struct uprobe_group **out);
+
+/*
+ * Remove the events of groups whose daemon is gone, where tracefs is
+ * mounted (never mounting it); once per process, failures ignored (not
+ * root: there is nothing it may remove anyway).
+ */
+void uprobe_group_sweep(void);
 
 /*
  * A probe at the file offset of path (as the daemon opens it: e.g.

@@ -2,13 +2,15 @@
 /*
  * test-heap-model.c - the heap model (sampler/heap_model.h): Go's
  * weights, buckets per (stack, size), the live set and frees, snapshots
- * and deltas, the bucket bound, reset; every profile it makes is sane.
+ * and deltas, the bucket bound, the live-set bound, reset; every profile
+ * it makes is sane.
  *
  * Samples are "taken" in this very process: registers whose pc is one of
  * the site functions below and no stack, so each stack is that one frame,
  * symbolized from this test's own binary.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -241,6 +243,83 @@ static void test_bound(void)
 	heap_model_free(m);
 }
 
+/* Bytes malloc has handed out, mmapped blocks included. */
+static size_t heap_bytes(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
+/* The profile's comment containing what, or NULL. */
+static const char *comment_with(const struct profile *p, const char *what)
+{
+	for (size_t i = 0; i < profile_ncomments(p); i++) {
+		const char *c = profile_str(p, profile_comment(p, i));
+
+		if (strstr(c, what))
+			return c;
+	}
+	return NULL;
+}
+
+/*
+ * Past HEAP_MODEL_LIVE_PER_STACK x max_buckets live blocks (rate=1 on a
+ * program holding millions of blocks), new tracked samples are dropped:
+ * the model's memory stops growing, and the profile says how many.
+ */
+static void test_live_bound(void)
+{
+	const size_t cap = 100 * HEAP_MODEL_LIVE_PER_STACK;
+	struct heap_snap *before;
+	struct heap_model *m;
+	struct profile *p;
+	size_t used0, used1;
+	const char *c;
+	char want[64];
+
+	MUST(heap_model_new(getpid(), maps, 100, &m));
+	for (uint64_t i = 0; i < cap; i++)
+		MUST(alloc(m, site_a, 0x10000000 + 16 * i, 16, 1, true));
+	CHECK(!heap_model_dropped(m), "dropped below the cap");
+	used0 = heap_bytes();
+	/* 200 times the cap: 200,000 live entries would take > 6 MiB */
+	for (uint64_t i = 0; i < 200 * cap; i++)
+		MUST(alloc(m, site_b, 0x20000000 + 16 * i, 16, 1, true));
+	used1 = heap_bytes();
+	CHECK(used1 <= used0 + 64 * 1024, "memory grew past the cap: %zu -> "
+	      "%zu bytes", used0, used1);
+	CHECK(heap_model_dropped(m) == 200 * cap, "dropped %llu",
+	      (unsigned long long)heap_model_dropped(m));
+	CHECK(heap_model_samples(m) == cap, "samples %llu",
+	      (unsigned long long)heap_model_samples(m));
+	p = make(m, NULL, false);
+	EXPECT(p, "site_a", 16, (int64_t)cap, 16 * (int64_t)cap,
+	       (int64_t)cap, 16 * (int64_t)cap);
+	CHECK(!values(p, "site_b", 16, (int64_t[4]){ 0 }), "site_b counted");
+	snprintf(want, sizeof(want), "%zu sampled allocations were dropped",
+		 200 * cap);
+	c = comment_with(p, want);
+	CHECK(c && strstr(c, "max_stacks"), "no comment saying \"%s\"",
+	      want);
+	profile_free(p);
+
+	/* A free makes room again; an untracked sample never needs any;
+	 * a window counts only its own drops. */
+	MUST(heap_model_snapshot(m, &before));
+	CHECK(heap_model_free_addr(m, 0x10000000), "freed");
+	MUST(alloc(m, site_b, 0x30000000, 16, 1, true));
+	MUST(alloc(m, site_b, 0x30000010, 16, 1, true));	/* full again */
+	MUST(alloc(m, site_b, 0x30000020, 16, 1, false));
+	p = make(m, before, false);
+	EXPECT(p, "site_b", 16, 2, 32, 2, 32);
+	CHECK(comment_with(p, " 1 sampled allocations were dropped"),
+	      "window's drops");
+	profile_free(p);
+	heap_snap_free(before);
+	heap_model_free(m);
+}
+
 int main(void)
 {
 	struct heap_model *m;
@@ -254,6 +333,7 @@ int main(void)
 	test_delta(m);
 	test_reused_address(m);
 	test_bound();
+	test_live_bound();
 	heap_model_free(m);
 	maps_free(maps);
 	dso_cache_free(cache);

@@ -97,7 +97,10 @@ def test_too_many_sessions_is_ebusy(proffs, target):
     assert proffs.wait_log(r'session \d+ start')
     util.expect_errno(lambda: open(proffs.path(t.pid, 'cpu_2s.pb.gz'), 'rb'),
                       errno.EBUSY)
-    assert proffs.log_lines('EBUSY')
+    # the log says why: the limit, and how many sessions hold it
+    assert proffs.log_lines(r'open %d/cpu_2s\.pb\.gz: EBUSY: cannot start a '
+                            r'session: max_sessions=1 reached: 1 running$'
+                            % t.pid)
     # joining the running session is not a new session: allowed
     with open(proffs.path(t.pid, 'cpu_3s.pb.gz'), 'rb') as f:
         assert f.read()[:2] == b'\x1f\x8b'
@@ -206,7 +209,8 @@ def test_session_limit_is_ebusy_for_every_kind(proffs, target, kind):
         util.expect_errno(lambda: open(proffs.path(t.pid, good), 'rb'),
                           errno.EBUSY)
         assert time.monotonic() - start < 1.0, 'EBUSY was not at once'
-        assert proffs.log_lines(r'open %d/%s: EBUSY'
+        assert proffs.log_lines(r'open %d/%s: EBUSY: .*max_sessions=1 '
+                                r'reached: 1 running'
                                 % (t.pid, re.escape(good)))
         assert hold.poll() is None, 'the slot was free when refused'
     finally:
@@ -230,3 +234,51 @@ def test_name_length_bound(proffs, target):
     util.expect_errno(lambda: open(proffs.path(t.pid, long), 'rb'),
                       errno.ENAMETOOLONG)
     assert proffs.log_lines(r'lookup %d/.*ENAMETOOLONG' % t.pid)
+
+
+def status(proffs):
+    """/prof/status as {key: int} (version aside)."""
+    with open(os.path.join(proffs.mnt, 'status')) as f:
+        return {k: int(v) for k, v in (l.split(': ', 1) for l in f)
+                if k != 'version'}
+
+
+@pytest.mark.parametrize('proffs_options', [('allow_other', 'max_sessions=1')],
+                         indirect=True)
+def test_status_counts_sessions_and_refusals(proffs, target):
+    """/prof/status shows a window while it runs, and every refusal at
+    open by its errno (refused_*), apart from the sessions that failed
+    (errors_<kind>)."""
+    t = target('burn')
+    st = status(proffs)
+    assert st['sessions_running'] == 0
+    assert all(v == 0 for k, v in st.items() if k.startswith('refused_')), st
+    hold = subprocess.Popen(['cat', proffs.path(t.pid, 'cpu_3s.pb.gz')],
+                            stdout=subprocess.PIPE)
+    try:
+        assert proffs.wait_log(r'session \d+ start: .*window_ms=3000')
+        st = status(proffs)
+        assert st['sessions_running'] == 1 and st['sessions_started'] == 1
+        util.expect_errno(lambda: open(proffs.path(t.pid, 'cpu_2s.pb.gz'),
+                                       'rb'), errno.EBUSY)
+        util.expect_errno(lambda: open(proffs.path(t.pid, 'cpu_0s.pb.gz'),
+                                       'rb'), errno.EINVAL)
+        for _ in range(2):
+            util.expect_errno(lambda: os.open(proffs.path(t.pid,
+                                                          'cpu_1s.pb.gz'),
+                                              os.O_WRONLY), errno.EROFS)
+        r = as_user(NOBODY, 'cat', proffs.path(t.pid, 'cpu_1s.pb.gz'))
+        assert 'Permission denied' in r.stderr
+        st = status(proffs)
+        assert st['sessions_running'] == 1
+        assert (st['refused_EBUSY'], st['refused_EINVAL'],
+                st['refused_EROFS'], st['refused_EACCES']) == (1, 1, 2, 1), st
+    finally:
+        out = hold.communicate(timeout=20)[0]
+    assert out[:2] == b'\x1f\x8b'
+    assert proffs.wait_log(r'session \d+ done')
+    st = status(proffs)
+    assert st['sessions_running'] == 0 and st['sessions_done_cpu'] == 1, st
+    # refusals are not failed sessions
+    assert st['errors_cpu'] == 0, st
+    assert st['refused_other'] == 0 and st['refused_ENOENT'] == 0, st

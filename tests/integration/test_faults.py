@@ -5,6 +5,7 @@ unmount under a waiting reader, the daemon killed, long runs of reads."""
 import concurrent.futures
 import os
 import random
+import re
 import signal
 import subprocess
 import tempfile
@@ -14,6 +15,8 @@ import pytest
 
 import util
 from util import pprof, save, share, traces, validate_pprof
+from test_heap import assert_exact, workload
+from test_heap_uprobe import our_uprobe_events, read_uprobe_window
 
 
 def proc_stat(pid):
@@ -179,6 +182,54 @@ def test_daemon_sigkill_mid_session(tmp_path, target):
         d2.unmount()
 
 
+def uprobe_events_of(daemon_pid):
+    """The tracefs uprobe events of the groups of one proffs daemon."""
+    return [l for l in our_uprobe_events()
+            if f':proffs_{daemon_pid}_' in l]
+
+
+def test_daemon_sigkill_mid_uprobe_session(tmp_path, target):
+    """SIGKILL mid heap=uprobe window: the target keeps running, unprobed
+    and untraced; the tracefs events the dead daemon defined (they pin the
+    files they name) are gone once a new mount has started, and the new
+    mount measures with uprobes of its own, leaving none behind."""
+    d = util.Daemon(str(tmp_path), ('heap=uprobe',))
+    t = target('allocs')
+    cat = subprocess.Popen(['cat', d.path(t.pid, 'heap_30s.pb.gz')],
+                           stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    assert d.wait_log(r'heap: pid %d: uprobes placed' % t.pid, timeout=20)
+    assert uprobe_events_of(d.proc.pid), 'no uprobe event mid-session'
+    d.proc.kill()
+    assert d.proc.wait(timeout=5) == -signal.SIGKILL
+    assert cat.wait(timeout=10) != 0
+    assert not os.path.exists(f'/proc/{d.proc.pid}'), 'daemon still there'
+    # A killed daemon cannot remove its events: they stay until a daemon
+    # removes them (the perf events, and the breakpoints, went with it).
+    left = uprobe_events_of(d.proc.pid)
+    assert left, 'the events vanished by themselves'
+    # the target is neither traced nor stopped, and its allocator works
+    assert set(tracers(t.pid).values()) == {0}, tracers(t.pid)
+    assert proc_stat(t.pid)[0] not in ('t', 'T')
+    assert workload(t)
+    d.cleanup()
+    (tmp_path / 'again').mkdir()
+    d2 = util.Daemon(str(tmp_path / 'again'), ('heap=uprobe',))
+    try:
+        assert d2.wait_log(r'fs: mounted on')
+        assert not uprobe_events_of(d.proc.pid), left
+        assert d2.log_lines(r'heap: removed uprobe event proffs_%d_\d+/'
+                            % d.proc.pid)
+        # and the new mount measures with uprobes of its own
+        truth, path = read_uprobe_window(d2, t, 'heap_2s.pb.gz')
+        p = validate_pprof(path)
+        assert_exact(p, truth, tolerance=0)
+        assert d2.wait_log(r'heap: pid %d: uprobes removed' % t.pid)
+        assert not uprobe_events_of(d2.proc.pid)
+    finally:
+        d2.unmount()
+
+
 def folded_total(data):
     return sum(int(l.rsplit(' ', 1)[1]) for l in data.decode().splitlines())
 
@@ -216,6 +267,8 @@ def test_thousand_sequential_reads_stay_flat(proffs, target):
     took = time.monotonic() - start
     print(f'1000 reads in {took:.1f} s; {ns / 1e6:.0f} ms of CPU sampled, '
           f'{empty} empty windows')
+    print('daemon after 100 and 1000 reads: RSS {0[0]} -> {1[0]} KiB, '
+          'fds {0[1]} -> {1[1]}'.format(*usage))
     # 500 windows of 20 ms of a thread that never sleeps: nearly all of
     # them hold samples, and the samples add up to most of the time
     assert empty <= 25, f'{empty} of 500 CPU windows took no sample'
@@ -229,12 +282,70 @@ def test_thousand_sequential_reads_stay_flat(proffs, target):
     assert len(proffs.log_lines(r'session \d+ done')) == 1002
 
 
+# What each name of the mixed read asks for: the session it starts or
+# joins (identical keys share one) and how its bytes are checked.
+MIXED = {
+    'cpu_1s.pb.gz': 'cpu1', 'profile?seconds=1.pb.gz': 'cpu1',
+    'cpu_1s.pb': 'cpu1', 'flame_1s.svg': 'cpu1', 'flame_1s.txt': 'cpu1',
+    'flame_1s.folded': 'cpu1', 'cpu_2s.pb.gz': 'cpu2',
+    'goroutine.txt': 'threads', 'threads.pb.gz': 'threads',
+    'cmdline': None, 'index.html': None,
+}
+MIXED_HEAP = {'heap.pb.gz': 'heap', 'allocs.txt': 'allocs'}
+
+
+def check_mixed(pid, name, data):
+    """Each result is what its format promises, by its own validator."""
+    where = f'mixed-{pid}-{name.replace("?", "_")}'
+    if name.endswith('.pb.gz') or name.endswith('.pb'):
+        if name.endswith('.pb.gz'):
+            assert data[:2] == b'\x1f\x8b', where
+        validate_pprof(save(data, where))
+    elif name.endswith('.svg'):
+        path = save(data, where)
+        r = subprocess.run(['xmllint', '--noout', path],
+                           capture_output=True, text=True)
+        assert r.returncode == 0 and not r.stderr, (where, r.stderr)
+        assert b'<svg' in data, where
+    elif name.endswith('.folded'):
+        lines = data.decode().splitlines()
+        assert lines, where
+        assert all(re.fullmatch(r'\S.* \d+', l) for l in lines), where
+    elif name == 'goroutine.txt':
+        text = data.decode()
+        # Go's debug=1: "N @ pc..." per group, the groups' counts add up
+        # to the threads the target had
+        counts = [int(m) for m in re.findall(r'^(\d+) @', text, re.M)]
+        assert counts and sum(counts) == len(os.listdir(
+            f'/proc/{pid}/task')), (where, text[:500])
+    elif name.endswith('.txt'):    # the pprof -top table
+        text = data.decode()
+        assert re.search(r'^\s*flat\s+flat%\s+sum%\s+cum\s+cum%', text,
+                         re.M), (where, text[:500])
+    elif name == 'index.html':
+        assert b'<html' in data.lower(), where
+    else:
+        assert data, where
+
+
 def test_64_concurrent_mixed_readers(proffs, target):
-    ts = [target('burn'), target('qsorter')]
-    names = ['cpu_1s.pb.gz', 'profile?seconds=1.pb.gz', 'cpu_1s.pb',
-             'cpu_2s.pb.gz', 'cmdline', 'index.html']
+    """64 readers at once of every kind and format: CPU profiles in each
+    rendering, thread dumps, heap and allocs (the agent loads into the
+    allocating target while its threads are dumped), pages; every result
+    valid by its own validator, identical requests answered with identical
+    bytes by one session each."""
+    ts = [target('burn'), target('qsorter'), target('mallocs', '1')]
+    heap = ts[2].pid
     rnd = random.Random(7)
-    jobs = [(rnd.choice(ts).pid, rnd.choice(names)) for _ in range(64)]
+    jobs = [(t.pid, rnd.choice(sorted(MIXED) +
+                               (sorted(MIXED_HEAP) if t.pid == heap else [])))
+            for t in (rnd.choice(ts) for _ in range(56))]
+    # every heap name and every format at least once, on the heap target
+    jobs += [(heap, n) for n in sorted(MIXED_HEAP)]
+    jobs += [(heap, n) for n in ('flame_1s.svg', 'flame_1s.folded',
+                                 'goroutine.txt', 'threads.pb.gz',
+                                 'flame_1s.txt', 'cpu_1s.pb')]
+    assert len(jobs) == 64
 
     def read(job):
         return job, proffs.read(*job)
@@ -243,15 +354,15 @@ def test_64_concurrent_mixed_readers(proffs, target):
     by_name = {}
     for (pid, name), data in results:
         assert data, (pid, name)
-        if name.endswith('.pb.gz'):
-            assert data[:2] == b'\x1f\x8b'
         # one session per (pid, window): same window, same bytes
         key = (pid, name.replace('profile?seconds=1', 'cpu_1s'))
         assert by_name.setdefault(key, data) == data, key
-    for (pid, name), data in by_name.items():
-        if name.endswith('.pb.gz') or name.endswith('.pb'):
-            validate_pprof(save(data, f'mixed-{pid}-{name}'))
-    assert len(proffs.log_lines(r'session \d+ start')) <= 4
+    # go tool pprof takes a while per file: check two at a time
+    with concurrent.futures.ThreadPoolExecutor(2) as ex:
+        list(ex.map(lambda kv: check_mixed(*kv[0], kv[1]), by_name.items()))
+    kinds = {**MIXED, **MIXED_HEAP}
+    sessions = {(pid, kinds[name]) for pid, name in jobs if kinds[name]}
+    assert len(proffs.log_lines(r'session \d+ start')) <= len(sessions)
 
 
 @pytest.mark.parametrize('proffs_options', [('max_stacks=5',)],

@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 
 import pytest
 
@@ -39,6 +40,11 @@ def test_install_puts_every_file_in_place(destdir):
     assert installed(destdir, r'proffs\.1').endswith('/man/man1/proffs.1')
     unit = installed(destdir, r'proffs\.service')
     assert '/systemd/system/' in unit
+    # the heap agent, where the installed daemon looks for it
+    agent = installed(destdir, r'libproffs-heap\.so')
+    prefix = os.path.dirname(os.path.dirname(exe))
+    assert agent.startswith(prefix + '/lib') and \
+        agent.endswith('/proffs/libproffs-heap.so'), agent
     helper = installed(destdir, r'mount\.fuse\.proffs')
     assert helper.endswith('/sbin/mount.fuse.proffs')
     assert os.access(helper, os.X_OK)
@@ -62,9 +68,89 @@ def test_installed_binary_serves_a_profile(destdir, target, tmp_path):
             status = f.read()
         assert 'sessions_done_cpu: 1' in status
         assert 'results_served: 1' in status
+        # a heap profile, by the agent the install put beside it
+        check_heap(mnt, target('mallocs', '1'), 'installed')
     finally:
         subprocess.run(['fusermount3', '-u', mnt])
     assert p.wait(timeout=10) == 0
+    err = p.stderr.read().decode()
+    assert 'cannot be read' not in err, err
+    os.rmdir(mnt)
+
+
+def check_heap(mnt, t, what):
+    """A heap window of t, measured by the agent loaded into it."""
+    with open(os.path.join(mnt, str(t.pid), 'heap_1s.pb.gz'), 'rb') as f:
+        path = util.save(f.read(), f'{what}-heap.pb.gz')
+    p = util.validate_pprof(path)
+    assert any('sampled inside the process by libproffs-heap' in c
+               for c in p.comments), p.comments
+    assert any('batch' in s.frames for s in p.samples), \
+        [s.frames for s in p.samples]
+
+
+def unit_caps(unit):
+    """The unit's CapabilityBoundingSet, as setpriv names them."""
+    m = re.search(r'^CapabilityBoundingSet=(.*)$', open(unit).read(), re.M)
+    return [c.lower().removeprefix('cap_') for c in m.group(1).split()]
+
+
+def thread_nices(pid):
+    """The nice value of every thread of pid."""
+    out = []
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        try:
+            with open(f'/proc/{pid}/task/{tid}/stat') as f:
+                out.append(int(f.read().rsplit(')', 1)[1].split()[16]))
+        except FileNotFoundError:
+            pass
+    return out
+
+
+def test_installed_daemon_under_the_units_capabilities(destdir, target):
+    """The installed daemon, with only the capabilities the unit leaves
+    it (its CapabilityBoundingSet, nothing inheritable), does all it does
+    as root: CPU windows with its sampling thread at nice -10 (the
+    sampler's setpriority), thread dumps (ptrace), heap profiles (the
+    agent loaded by ptrace), for another user's process, allow_other."""
+    exe = installed(destdir, 'proffs')
+    caps = unit_caps(installed(destdir, r'proffs\.service'))
+    known = subprocess.run(['setpriv', '--list-caps'], capture_output=True,
+                           text=True).stdout.split()
+    bounding = '-all,' + ','.join('+' + c for c in caps if c in known)
+    burn = target('burn', user=util.NOBODY)
+    mnt = tempfile.mkdtemp(prefix='proffs-caps-')
+    p = subprocess.Popen(['setpriv', '--inh-caps=-all',
+                          f'--bounding-set={bounding}', '--', exe, '-f',
+                          '-o', 'allow_other', mnt],
+                         stderr=subprocess.PIPE)
+    try:
+        util.wait_for_mount(p, mnt)
+        # the daemon really runs with no more than the unit's set
+        with open(f'/proc/{p.pid}/status') as f:
+            st = dict(l.split(':\t', 1) for l in f)
+        cap_sys_module = 16
+        assert not int(st['CapEff'], 16) & (1 << cap_sys_module), st
+        cat = subprocess.Popen(['cat', os.path.join(mnt, str(burn.pid),
+                                                    'cpu_3s.pb.gz')],
+                               stdout=subprocess.PIPE)
+        end = time.monotonic() + 2.5
+        while -10 not in thread_nices(p.pid) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert -10 in thread_nices(p.pid), \
+            f'no sampling thread at nice -10: {thread_nices(p.pid)}'
+        path = util.save(cat.communicate(timeout=20)[0], 'caps-cpu.pb.gz')
+        assert util.share(util.traces(path), 'hot') > 0.5
+        parked = target('parked', user=util.NOBODY)
+        with open(os.path.join(mnt, str(parked.pid), 'goroutine.txt')) as f:
+            dump = f.read()
+        assert 'main' in dump and '[not stopped]' not in dump, dump
+        check_heap(mnt, target('mallocs', '1', user=util.NOBODY), 'caps')
+    finally:
+        subprocess.run(['fusermount3', '-u', mnt])
+    assert p.wait(timeout=10) == 0
+    err = p.stderr.read().decode()
+    assert 'cannot be read' not in err, err
     os.rmdir(mnt)
 
 

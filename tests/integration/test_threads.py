@@ -116,7 +116,11 @@ def test_traced_target_is_ebusy_at_once(proffs, target):
         util.expect_errno(lambda: proffs.read(t.pid, 'goroutine.txt'),
                           errno.EBUSY)
         assert time.monotonic() - start < 1.0
-        assert proffs.log_lines(r'session \d+ failed: .*Device or resource')
+        # the log says why, and the line before it by whom
+        assert proffs.log_lines(r'session \d+ failed: .*result=EBUSY: the '
+                                r'target .*is traced by another process')
+        assert proffs.log_lines(r'threads: %d is traced by %d'
+                                % (t.pid, st.pid))
     finally:
         st.terminate()
         try:
