@@ -762,7 +762,7 @@ static int df_cmp(const void *a, const void *b)
 static void *df_make_index(const uint8_t *data, size_t size)
 {
 	const struct source s = { .data = data, .size = size };
-	struct df_index *ix;
+	struct df_index *ix, *shrunk;
 	uint64_t at = 0;
 
 	/* A record takes at least 16 bytes (length, id, two addresses). */
@@ -793,7 +793,8 @@ static void *df_make_index(const uint8_t *data, size_t size)
 		return NULL;
 	}
 	qsort(ix->fde, ix->n, sizeof(ix->fde[0]), df_cmp);
-	return ix;
+	shrunk = realloc(ix, sizeof(*ix) + ix->n * sizeof(ix->fde[0]));
+	return shrunk ? shrunk : ix;
 }
 
 /* The entry of the last FDE starting at or below vaddr, if it covers

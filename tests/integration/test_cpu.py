@@ -295,14 +295,15 @@ def test_debug_frame_only_code_unwinds(proffs, target, exe):
             dst.write(src.read())
     try:
         t = target(exe)
-        path, p = read_profile(proffs, t.pid, 'cpu_2s?hz=499.pb.gz',
+        path, p = read_profile(proffs, t.pid, 'cpu_3s?hz=499.pb.gz',
                                exe + '.pb.gz')
     finally:
         if dfile:
             os.unlink(dfile)
     check_cpu_header(p, 499)
     total = p.total()
-    assert total >= 200, f'only {total} samples'
+    # at least a tenth of the CPU time, on a machine busy with others
+    assert total >= 150, f'only {total} samples'
     good = sum(s.values[0] for s in p.samples if df_chain_ok(s.frames))
     bad = [s.frames for s in p.samples if not df_chain_ok(s.frames)][:3]
     assert good >= 0.95 * total, f'{good} of {total}; e.g. {bad}'
