@@ -2,7 +2,11 @@
 /*
  * cfi.c - the CFI row at one address: .eh_frame_hdr binary search, then
  * the CIE's and the FDE's call frame programs run up to the address
- * (DWARF 5 §6.4.1, and the LSB's .eh_frame encoding of it).
+ * (DWARF 5 §6.4.1, and the LSB's .eh_frame encoding of it). Code without
+ * an .eh_frame FDE is looked up in .debug_frame, the same records in
+ * DWARF's own form (CIE id all ones, CIE pointers as section offsets,
+ * absolute addresses, CIE version 4), through a table of its FDEs sorted
+ * by address, built once per object and kept by the dso.
  *
  * Rows are computed the way libunwind computes them, so that the cached
  * unwinder built on them stops where libunwind stops: every register
@@ -54,6 +58,7 @@ enum {
 struct reader {
 	const uint8_t *base, *p, *end;
 	uint64_t vaddr;		/* of base, for pc-relative pointers */
+	bool debug;		/* .debug_frame: nothing is pc-relative */
 	bool bad;		/* read past end, or an unsupported encoding */
 };
 
@@ -77,16 +82,38 @@ struct cie {
 	uint8_t fde_enc;
 	bool has_aug_data;	/* 'z': FDEs carry an augmentation length */
 	bool signal;
+	uint8_t version;
 	struct reader insns;
+};
+
+/* Where records are read from: .eh_frame in the object's loaded image,
+ * by vaddr, or a copy of .debug_frame, by section offset. */
+struct source {
+	const struct dso *d;
+	const uint8_t *data;	/* .debug_frame; NULL for .eh_frame */
+	size_t size;
 };
 
 /* One CIE or FDE, copied out of the object. */
 struct record {
 	uint8_t *buf;
-	uint64_t vaddr;
+	uint64_t vaddr;		/* .debug_frame: section offset */
 	size_t len;		/* whole record, length field included */
 	size_t id_at;		/* offset of the CIE id / CIE pointer */
 	size_t id_size;		/* 4, or 8 in the 64-bit format */
+	bool debug;
+};
+
+/* A .debug_frame FDE in the search table. */
+struct df_fde {
+	uint64_t start, end;	/* ELF vaddrs covered */
+	uint64_t off;		/* of the FDE in the section */
+	bool plain;		/* no expression, CIE version 1 or 3 */
+};
+
+struct df_index {
+	size_t n;
+	struct df_fde fde[];
 };
 
 static uint64_t rd_fixed(struct reader *r, size_t n)
@@ -187,26 +214,38 @@ static uint64_t rd_address(struct reader *r, uint8_t enc)
 	case 0:
 		return v;
 	case DW_EH_PE_pcrel:
+		if (r->debug)
+			break;
 		return v + at;
-	default:
-		r->bad = true;
-		return 0;
 	}
+	r->bad = true;
+	return 0;
 }
 
-/* Copy the CIE or FDE at vaddr out of the object. */
-static int read_record(const struct dso *d, uint64_t vaddr,
+static int src_read(const struct source *s, uint64_t at, void *buf,
+		    size_t len)
+{
+	if (!s->data)
+		return dso_read(s->d, at, buf, len) ? -EINVAL : 0;
+	if (at > s->size || len > s->size - at)
+		return -EINVAL;
+	memcpy(buf, s->data + at, len);
+	return 0;
+}
+
+/* Copy the CIE or FDE at vaddr (section offset) out of the object. */
+static int read_record(const struct source *s, uint64_t vaddr,
 		       struct record *rec)
 {
 	uint32_t len32;
 	uint64_t len;
 	size_t hdr = 4;
 
-	if (dso_read(d, vaddr, &len32, sizeof(len32)))
+	if (src_read(s, vaddr, &len32, sizeof(len32)))
 		return -EINVAL;
 	len = len32;
 	if (len32 == 0xffffffff) {
-		if (dso_read(d, vaddr + 4, &len, sizeof(len)))
+		if (src_read(s, vaddr + 4, &len, sizeof(len)))
 			return -EINVAL;
 		hdr = 12;
 	}
@@ -218,10 +257,11 @@ static int read_record(const struct dso *d, uint64_t vaddr,
 	if (len < rec->id_size)
 		return -EINVAL;
 	rec->vaddr = vaddr;
+	rec->debug = s->data != NULL;
 	rec->buf = malloc(rec->len);
 	if (!rec->buf)
 		return -ENOMEM;
-	if (dso_read(d, vaddr, rec->buf, rec->len)) {
+	if (src_read(s, vaddr, rec->buf, rec->len)) {
 		free(rec->buf);
 		return -EINVAL;
 	}
@@ -232,7 +272,7 @@ static struct reader record_reader(const struct record *rec, size_t at)
 {
 	return (struct reader){ .base = rec->buf, .p = rec->buf + at,
 				.end = rec->buf + rec->len,
-				.vaddr = rec->vaddr };
+				.vaddr = rec->vaddr, .debug = rec->debug };
 }
 
 /* The augmentation string and data we need: the FDE pointer encoding
@@ -285,12 +325,16 @@ static int parse_cie(const struct record *rec, struct cie *c)
 	memset(c, 0, sizeof(*c));
 	c->fde_enc = DW_EH_PE_absptr;
 	version = rd_u8(&r);
-	if (version != 1 && version != 3)
+	if (version != 1 && version != 3 && !(rec->debug && version == 4))
 		return -ENOTSUP;
+	c->version = version;
 	aug = (const char *)r.p;
 	if (!memchr(aug, '\0', r.end - r.p))
 		return -EINVAL;
 	r.p += strlen(aug) + 1;
+	/* DWARF 4's address and segment selector sizes */
+	if (version == 4 && (rd_u8(&r) != 8 || rd_u8(&r) != 0))
+		return r.bad ? -EINVAL : -ENOTSUP;
 	c->code_align = rd_uleb(&r);
 	c->data_align = rd_sleb(&r);
 	c->ra_reg = version == 1 ? rd_u8(&r) : rd_uleb(&r);
@@ -343,6 +387,7 @@ struct machine {
 	struct state saved[STATE_DEPTH];
 	int depth;
 	uint64_t loc, target;
+	bool expr;		/* a DWARF expression was met */
 };
 
 static void restore(struct machine *m, uint64_t reg)
@@ -408,6 +453,7 @@ static int exec_reg_op(struct machine *m, struct reader *r, uint8_t op)
 		return 0;
 	case DW_CFA_expression:
 	case DW_CFA_val_expression:
+		m->expr = true;
 		set_rule(&m->s, rd_uleb(r), RULE_EXPR, 0, 0);
 		skip_block(r);
 		return 0;
@@ -468,6 +514,7 @@ static int exec_cfa_op(struct machine *m, struct reader *r, uint8_t op)
 		m->s.cfa_off = rd_sleb(r) * c->data_align;
 		return 0;
 	case DW_CFA_def_cfa_expression:
+		m->expr = true;
 		m->s.cfa_expr = true;
 		skip_block(r);
 		return 0;
@@ -573,30 +620,45 @@ static int find_fde(const struct dso *d, uint64_t vaddr, uint64_t *fde)
 }
 
 /* The CIE an FDE points to; its id field says it is one. */
-static int read_cie(const struct dso *d, const struct record *fde,
+static int read_cie(const struct source *s, const struct record *fde,
 		    struct record *cie_rec, struct cie *cie)
 {
 	struct reader r = record_reader(fde, fde->id_at);
-	uint64_t ptr = rd_fixed(&r, fde->id_size), id;
+	uint64_t ptr = rd_fixed(&r, fde->id_size), id, at;
+	uint64_t cie_id = fde->debug ? ~0ull >> (64 - 8 * fde->id_size) : 0;
 	struct reader cr;
 	int ret;
 
-	if (!ptr)
+	if (ptr == cie_id)
 		return -EINVAL;	/* a CIE where an FDE should be */
-	ret = read_record(d, fde->vaddr + fde->id_at - ptr, cie_rec);
+	/* .eh_frame: back from the pointer; .debug_frame: a section offset */
+	at = fde->debug ? ptr : fde->vaddr + fde->id_at - ptr;
+	ret = read_record(s, at, cie_rec);
 	if (ret)
 		return ret;
 	cr = record_reader(cie_rec, cie_rec->id_at);
 	id = rd_fixed(&cr, cie_rec->id_size);
-	ret = id ? -EINVAL : parse_cie(cie_rec, cie);
+	ret = id != cie_id ? -EINVAL : parse_cie(cie_rec, cie);
 	if (ret)
 		free(cie_rec->buf);
 	return ret;
 }
 
-/* Run the CIE's then the FDE's program (r is at the FDE's pc_begin). */
+/* The FDE's range (r is at its pc_begin, and is left at its program). */
+static int fde_range(struct reader *r, const struct cie *cie,
+		     uint64_t *start, uint64_t *range)
+{
+	*start = rd_address(r, cie->fde_enc);
+	*range = rd_enc_value(r, cie->fde_enc & 0x0f);
+	if (cie->has_aug_data)
+		skip_block(r);
+	return r->bad ? -EINVAL : 0;
+}
+
+/* Run the CIE's then the FDE's program (r is at the FDE's pc_begin) up
+ * to vaddr; row may be NULL (to check the whole program: vaddr = ~0). */
 static int fde_row(struct reader *r, const struct cie *cie, uint64_t vaddr,
-		   struct cfi_row *row)
+		   struct cfi_row *row, bool *expr)
 {
 	struct machine *m;
 	struct state init;
@@ -604,13 +666,10 @@ static int fde_row(struct reader *r, const struct cie *cie, uint64_t vaddr,
 	uint64_t start, range;
 	int ret;
 
-	start = rd_address(r, cie->fde_enc);
-	range = rd_enc_value(r, cie->fde_enc & 0x0f);
-	if (cie->has_aug_data)
-		skip_block(r);
-	if (r->bad)
-		return -EINVAL;
-	if (vaddr < start || vaddr - start >= range)
+	ret = fde_range(r, cie, &start, &range);
+	if (ret)
+		return ret;
+	if (row && (vaddr < start || vaddr - start >= range))
 		return -ENOENT;
 	m = calloc(1, sizeof(*m));
 	if (!m)
@@ -625,32 +684,180 @@ static int fde_row(struct reader *r, const struct cie *cie, uint64_t vaddr,
 	m->target = vaddr;
 	if (!ret)
 		ret = run(m, r);
-	if (!ret)
+	if (!ret && row)
 		ret = to_row(&m->s, cie, row);
+	if (expr)
+		*expr = m->expr;
 	free(m);
 	return ret;
 }
 
-int cfi_row_at(const struct dso *d, uint64_t vaddr, struct cfi_row *row)
+/* The row at vaddr from the FDE at fde_at of s. */
+static int source_row(const struct source *s, uint64_t fde_at,
+		      uint64_t vaddr, struct cfi_row *row)
 {
 	struct record fde, cie_rec;
 	struct reader r;
 	struct cie cie;
-	uint64_t at;
 	int ret;
 
-	ret = find_fde(d, vaddr, &at);
+	ret = read_record(s, fde_at, &fde);
 	if (ret)
 		return ret;
-	ret = read_record(d, at, &fde);
-	if (ret)
-		return ret;
-	ret = read_cie(d, &fde, &cie_rec, &cie);
+	ret = read_cie(s, &fde, &cie_rec, &cie);
 	if (!ret) {
 		r = record_reader(&fde, fde.id_at + fde.id_size);
-		ret = fde_row(&r, &cie, vaddr, row);
+		ret = fde_row(&r, &cie, vaddr, row, NULL);
 		free(cie_rec.buf);
 	}
 	free(fde.buf);
 	return ret;
+}
+
+/* ---- the .debug_frame search table ---- */
+
+/* The table entry for the FDE at at, if it is one worth keeping: 1, or
+ * 0 for a CIE, an empty or unreadable FDE. */
+static int df_entry(const struct source *s, uint64_t at, struct df_fde *e)
+{
+	struct record fde, cie_rec;
+	uint64_t start, range;
+	struct reader r;
+	struct cie cie;
+	bool expr = false;
+	int ok = 0;
+
+	if (read_record(s, at, &fde))
+		return 0;
+	if (read_cie(s, &fde, &cie_rec, &cie))
+		goto out;
+	r = record_reader(&fde, fde.id_at + fde.id_size);
+	if (!fde_range(&r, &cie, &start, &range) && range &&
+	    start + range > start) {
+		*e = (struct df_fde){ .start = start, .end = start + range,
+				      .off = at };
+		/* The whole program, once: what libunwind may be given. */
+		r = record_reader(&fde, fde.id_at + fde.id_size);
+		e->plain = !fde_row(&r, &cie, UINT64_MAX, NULL, &expr) &&
+			   !expr && cie.version != 4;
+		ok = 1;
+	}
+	free(cie_rec.buf);
+out:
+	free(fde.buf);
+	return ok;
+}
+
+static int df_cmp(const void *a, const void *b)
+{
+	const struct df_fde *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Every FDE of a .debug_frame, sorted by address; NULL if none. Records
+ * are walked by their lengths: a bad length ends the walk. */
+static void *df_make_index(const uint8_t *data, size_t size)
+{
+	const struct source s = { .data = data, .size = size };
+	struct df_index *ix, *shrunk;
+	uint64_t at = 0;
+
+	/* A record takes at least 16 bytes (length, id, two addresses). */
+	ix = malloc(sizeof(*ix) + (size / 16 + 1) * sizeof(ix->fde[0]));
+	if (!ix)
+		return NULL;
+	ix->n = 0;
+	while (at + 4 <= size && ix->n <= size / 16) {
+		uint32_t len32;
+		uint64_t len, hdr = 4;
+
+		memcpy(&len32, data + at, 4);
+		len = len32;
+		if (len32 == 0xffffffff) {
+			if (size - at < 12)
+				break;
+			memcpy(&len, data + at + 4, 8);
+			hdr = 12;
+		}
+		if (len > size - at - hdr)
+			break;
+		if (len)
+			ix->n += df_entry(&s, at, &ix->fde[ix->n]);
+		at += hdr + len;
+	}
+	if (!ix->n) {
+		free(ix);
+		return NULL;
+	}
+	qsort(ix->fde, ix->n, sizeof(ix->fde[0]), df_cmp);
+	shrunk = realloc(ix, sizeof(*ix) + ix->n * sizeof(ix->fde[0]));
+	return shrunk ? shrunk : ix;
+}
+
+/* The entry of the last FDE starting at or below vaddr, if it covers
+ * vaddr. */
+static const struct df_fde *df_find(const struct df_index *ix,
+				    uint64_t vaddr)
+{
+	size_t lo = 0, hi = ix->n;
+
+	while (lo < hi) {	/* first entry above vaddr */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ix->fde[mid].start <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || vaddr >= ix->fde[lo - 1].end)
+		return NULL;
+	return &ix->fde[lo - 1];
+}
+
+int cfi_debug_frame_fde(struct dso *d, uint64_t vaddr,
+			struct dso_debug_frame *df, struct cfi_fde *fde)
+{
+	const struct df_fde *e;
+
+	if (dso_debug_frame(d, df_make_index, free, df))
+		return -ENOENT;
+	e = df_find(df->index, vaddr);
+	if (!e)
+		return -ENOENT;
+	*fde = (struct cfi_fde){ .off = e->off, .start = e->start,
+				 .end = e->end, .plain = e->plain };
+	return 0;
+}
+
+int cfi_debug_frame_row(const uint8_t *data, size_t size, uint64_t vaddr,
+			struct cfi_row *row)
+{
+	const struct source s = { .data = data, .size = size };
+	struct df_index *ix = df_make_index(data, size);
+	const struct df_fde *e = ix ? df_find(ix, vaddr) : NULL;
+	int ret = e ? source_row(&s, e->off, vaddr, row) : -ENOENT;
+
+	free(ix);
+	return ret;
+}
+
+int cfi_row_at(struct dso *d, uint64_t vaddr, struct cfi_row *row)
+{
+	const struct source eh = { .d = d };
+	struct dso_debug_frame df;
+	struct cfi_fde fde;
+	uint64_t at;
+	int ret;
+
+	ret = find_fde(d, vaddr, &at);
+	if (!ret)
+		ret = source_row(&eh, at, vaddr, row);
+	if (ret != -ENOENT || cfi_debug_frame_fde(d, vaddr, &df, &fde))
+		return ret;
+	return source_row(&(struct source){ .data = df.data,
+					    .size = df.size },
+			  fde.off, vaddr, row);
 }

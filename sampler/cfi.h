@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * cfi.h - the DWARF call frame information (.eh_frame) of an x86-64 ELF
- * object, reduced to the one row that applies at an address: where the
- * CFA is and where the caller's registers were saved.
+ * cfi.h - the DWARF call frame information (.eh_frame, else .debug_frame)
+ * of an x86-64 ELF object, reduced to the one row that applies at an
+ * address: where the CFA is and where the caller's registers were saved.
  *
  * This is what lets the unwinder cache per pc: a row depends only on the
  * code, not on the stack, so it is computed once per distinct pc and then
@@ -13,16 +13,20 @@
  * trampolines) is -ENOTSUP, and the caller unwinds that stack another way.
  *
  * The FDE is found through the object's .eh_frame_hdr search table and
- * read with dso_read(): stateless, no allocation kept, thread-safe as
- * dso_read() is.
+ * read with dso_read(); for code the .eh_frame does not cover, through a
+ * table of the .debug_frame FDEs (of the object, or of its separate debug
+ * file), built on first use and kept by the dso (dso_debug_frame()). No
+ * other allocation is kept; thread-safe as the dso calls are.
  */
 #ifndef PROFFS_CFI_H
 #define PROFFS_CFI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct dso;
+struct dso_debug_frame;
 
 /* x86-64 DWARF register numbers 0-15 (libunwind's order, see unwind.h)
  * and the return address column, 16. */
@@ -59,10 +63,34 @@ struct cfi_row {
 
 /*
  * The row in effect at ELF virtual address vaddr of d. Returns 0;
- * -ENOENT when no FDE covers vaddr (or d has no usable .eh_frame_hdr);
- * -ENOTSUP when the row holds a rule struct cfi_row cannot express;
- * -EINVAL when the CFI is malformed. *row is only written on success.
+ * -ENOENT when no FDE covers vaddr (neither through a usable
+ * .eh_frame_hdr nor in .debug_frame); -ENOTSUP when the row holds a rule
+ * struct cfi_row cannot express; -EINVAL when the CFI is malformed. *row
+ * is only written on success. The first miss in .eh_frame of an object
+ * loads its .debug_frame (and maybe its debug file): slow, once.
  */
-int cfi_row_at(const struct dso *d, uint64_t vaddr, struct cfi_row *row);
+int cfi_row_at(struct dso *d, uint64_t vaddr, struct cfi_row *row);
+
+/* A .debug_frame FDE, for a DWARF reader of its own (libunwind's). */
+struct cfi_fde {
+	uint64_t off;		/* of the FDE in the section */
+	uint64_t start, end;	/* ELF vaddrs covered, end exclusive */
+	bool plain;		/* CIE version 1 or 3, no DWARF expression,
+				 * the whole program parses */
+};
+
+/*
+ * The .debug_frame FDE of d covering vaddr, and the section (*df, owned
+ * by d). 0, or -ENOENT.
+ */
+int cfi_debug_frame_fde(struct dso *d, uint64_t vaddr,
+			struct dso_debug_frame *df, struct cfi_fde *fde);
+
+/*
+ * cfi_row_at() over the bytes of a .debug_frame section alone (its
+ * table built for the call): for tests and fuzzing.
+ */
+int cfi_debug_frame_row(const uint8_t *data, size_t size, uint64_t vaddr,
+			struct cfi_row *row);
 
 #endif

@@ -97,6 +97,12 @@ struct dso {
 	struct u64map strs;	/* hash -> struct dso_str chain */
 	struct dso_frame *pool;
 	size_t npool, cap_pool;
+	/* .debug_frame: set once under lock, then df_done published */
+	atomic_bool df_done;
+	uint8_t *df_data;
+	size_t df_size;
+	void *df_index;
+	void (*df_drop)(void *index);
 };
 
 /* A string made here (absolute source path, unversioned symbol). */
@@ -329,6 +335,9 @@ static void dso_free(struct dso *d)
 	}
 	u64map_free(&d->strs);
 	u64map_free(&d->addrs);
+	if (d->df_index)
+		d->df_drop(d->df_index);
+	free(d->df_data);
 	pthread_mutex_destroy(&d->lock);
 	free(d->pool);
 	free(d->syms);
@@ -366,6 +375,7 @@ static int dso_load(const struct dso_cache *c, int fd, const struct stat *st,
 		return -ENOMEM;
 	}
 	atomic_init(&d->refs, 1);
+	atomic_init(&d->df_done, false);
 	d->fd = fd;
 	pthread_mutex_init(&d->lock, NULL);
 	d->dev = st->st_dev;
@@ -1312,4 +1322,86 @@ void dso_caps(struct dso *d, struct dso_caps *caps)
 	dso_dw_init(d);
 	*caps = d->caps;
 	pthread_mutex_unlock(&d->lock);
+}
+
+/* ---- .debug_frame ---- */
+
+/* A zero-padded copy of elf's .debug_frame, decompressed; NULL if none. */
+static uint8_t *elf_debug_frame(Elf *elf, size_t *size)
+{
+	Elf_Scn *scn = NULL;
+	const char *name;
+	size_t shstrndx;
+	GElf_Shdr shdr;
+	Elf_Data *data;
+	uint8_t *copy;
+
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS)
+			continue;
+		name = elf_strptr(elf, shstrndx, shdr.sh_name);
+		if (name && !strcmp(name, ".debug_frame"))
+			break;
+	}
+	if (!scn || ((shdr.sh_flags & SHF_COMPRESSED) &&
+		     elf_compress(scn, 0, 0) < 0))
+		return NULL;
+	data = elf_getdata(scn, NULL);
+	if (!data || !data->d_buf || !data->d_size ||
+	    data->d_size > SIZE_MAX / 2)
+		return NULL;
+	/* whole words: libunwind reads aligned 8-byte words */
+	copy = calloc(1, (data->d_size + DSO_DEBUG_FRAME_PAD + 7) & ~7ul);
+	if (!copy)
+		return NULL;
+	memcpy(copy, data->d_buf, data->d_size);
+	*size = data->d_size;
+	return copy;
+}
+
+/* Called with d->lock held, once. */
+static void dso_df_load(struct dso *d, void *(*make_index)(const uint8_t *,
+							   size_t),
+			void (*drop)(void *))
+{
+	Dwarf_Addr bias;
+	Elf *elf, *debug;
+
+	dso_dw_init(d);
+	if (!d->mod)
+		return;
+	elf = dwfl_module_getelf(d->mod, &bias);
+	d->df_data = elf_debug_frame(elf, &d->df_size);
+	debug = d->dw ? dwarf_getelf(d->dw) : NULL;
+	if (!d->df_data && debug != elf)
+		d->df_data = elf_debug_frame(debug, &d->df_size);
+	if (!d->df_data)
+		return;
+	d->df_index = make_index(d->df_data, d->df_size);
+	d->df_drop = drop;
+	if (!d->df_index) {
+		free(d->df_data);
+		d->df_data = NULL;
+	}
+}
+
+int dso_debug_frame(struct dso *d, void *(*make_index)(const uint8_t *data,
+						       size_t size),
+		    void (*drop)(void *index), struct dso_debug_frame *out)
+{
+	if (!atomic_load_explicit(&d->df_done, memory_order_acquire)) {
+		pthread_mutex_lock(&d->lock);
+		if (!atomic_load_explicit(&d->df_done, memory_order_relaxed))
+			dso_df_load(d, make_index, drop);
+		atomic_store_explicit(&d->df_done, true, memory_order_release);
+		pthread_mutex_unlock(&d->lock);
+	}
+	if (!d->df_index)
+		return -ENOENT;
+	*out = (struct dso_debug_frame){ .data = d->df_data,
+					 .size = d->df_size,
+					 .index = d->df_index };
+	return 0;
 }

@@ -2,8 +2,8 @@
 /*
  * dso.h - ELF objects (programs, shared libraries) as the sampler needs
  * them: file bytes by virtual address (for the unwinder), the unwind table
- * location (PT_GNU_EH_FRAME), and symbolization of an address into
- * function, file:line and inlined frames.
+ * location (PT_GNU_EH_FRAME), the .debug_frame section, and symbolization
+ * of an address into function, file:line and inlined frames.
  *
  * A dso is read-only after it is built and is shared by every session
  * that meets the same file: the cache keys it by GNU build-id, or by
@@ -82,6 +82,27 @@ int dso_read(const struct dso *d, uint64_t vaddr, void *buf, size_t len);
  * -ENOENT if the object has none.
  */
 int dso_eh_frame_hdr(const struct dso *d, uint64_t *vaddr, uint64_t *size);
+
+/*
+ * The object's .debug_frame section, for code without .eh_frame CFI: the
+ * object's own, else its separate debug file's (found as for symbols).
+ * data is a decompressed copy followed by DSO_DEBUG_FRAME_PAD zero bytes
+ * (so a reader that overruns a record stays in it); index is what the
+ * first caller's make_index(data, size) returned, built once and freed
+ * with drop() when the dso goes: one user (cfi.c) may keep its search
+ * table over the section with the dso. Both are owned by the dso and
+ * immutable. 0; -ENOENT when there is no such section or make_index
+ * returned NULL. Loads the debug file on the first call (slow, once).
+ */
+#define DSO_DEBUG_FRAME_PAD 16
+struct dso_debug_frame {
+	const uint8_t *data;
+	size_t size;
+	const void *index;
+};
+int dso_debug_frame(struct dso *d, void *(*make_index)(const uint8_t *data,
+						       size_t size),
+		    void (*drop)(void *index), struct dso_debug_frame *out);
 
 /* One frame of a symbolized address. Strings owned by the dso; NULL when
  * unknown. */

@@ -16,7 +16,11 @@
  * For libunwind, find_proc_info hands it the .eh_frame_hdr binary search
  * table of the object holding the ip (UNW_INFO_FORMAT_REMOTE_TABLE), as
  * perf does; libunwind then reads the table and the FDEs through
- * access_mem, which serves them from the dso's mmapped file.
+ * access_mem, which serves them from the dso's mmapped file. Code the
+ * .eh_frame does not cover gets its .debug_frame FDE (found by cfi.c)
+ * as a one-entry UNW_INFO_FORMAT_TABLE, read from our copy of the section
+ * through libunwind's local address space, as perf's
+ * dwarf_find_debug_frame() would make it.
  */
 #include <errno.h>
 #include <libunwind.h>
@@ -95,18 +99,85 @@ static bool in_copy(struct unwind_ctx *ctx, uint64_t addr)
 	return true;
 }
 
-static int find_proc_info(unw_addr_space_t as, unw_word_t ip,
-			  unw_proc_info_t *pi, int need_unwind_info,
-			  void *arg)
+#if UNW_VERSION_MAJOR == 1 && UNW_VERSION_MINOR >= 6 && UNW_VERSION_MINOR <= 8
+/* libunwind's own struct table_entry and struct unw_debug_frame_list
+ * (src/dwarf/Gfind_proc_info-lsb.c, include/dwarf.h: the same from 1.6
+ * to 1.8; 1.5 lacks load_offset): the UNW_INFO_FORMAT_TABLE descriptor. */
+struct lu_table_entry {
+	int32_t start_ip_offset;
+	int32_t fde_offset;
+};
+
+struct lu_debug_frame {
+	unw_word_t start, end, load_offset;
+	char *debug_frame;
+	size_t debug_frame_size;
+	struct lu_table_entry *index;
+	size_t index_size;	/* bytes */
+	void *next;
+};
+
+/*
+ * ip's .debug_frame FDE as a one-entry table over the section copy the
+ * dso keeps. libunwind parses it, and later runs its program, from our
+ * memory through its local address space; arg is NULL because its local
+ * accessors take arg for one of its cursors. Only FDEs cfi.c parsed
+ * whole, without expressions (libunwind would evaluate them in the
+ * target's memory) and not CIE version 4 (libunwind 1.6 misreads its
+ * address size fields) are handed over.
+ */
+static int find_debug_frame(unw_addr_space_t as, const struct map_entry *e,
+			    unw_word_t ip, unw_proc_info_t *pi,
+			    int need_unwind_info)
 {
-	struct unwind_ctx *ctx = arg;
-	struct map_entry *e = maps_find(ctx->u->maps, ip);
+	struct dso_debug_frame df;
+	struct lu_table_entry ent;
+	struct lu_debug_frame list;
+	struct cfi_fde fde;
+	unw_dyn_info_t di;
+
+	if (cfi_debug_frame_fde(e->dso, ip - e->bias, &df, &fde) ||
+	    !fde.plain || fde.end > INT32_MAX || fde.off > INT32_MAX)
+		return -UNW_ENOINFO;
+	ent = (struct lu_table_entry){ .start_ip_offset = fde.start,
+				       .fde_offset = fde.off };
+	list = (struct lu_debug_frame){
+		.start = e->bias + fde.start, .end = e->bias + fde.end,
+		.debug_frame = (char *)df.data, .debug_frame_size = df.size,
+		.index = &ent, .index_size = sizeof(ent),
+	};
+	memset(&di, 0, sizeof(di));
+	di.format = UNW_INFO_FORMAT_TABLE;
+	di.start_ip = list.start;
+	di.end_ip = list.end;
+	di.u.ti.segbase = e->bias;
+	di.u.ti.table_data = (unw_word_t *)&list;
+	di.u.ti.table_len = sizeof(list) / sizeof(unw_word_t);
+	return dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info,
+					 NULL);
+}
+#else
+/* Another libunwind: its descriptor's layout is not known here. */
+static int find_debug_frame(unw_addr_space_t as, const struct map_entry *e,
+			    unw_word_t ip, unw_proc_info_t *pi,
+			    int need_unwind_info)
+{
+	(void)as, (void)e, (void)ip, (void)pi, (void)need_unwind_info;
+	return -UNW_ENOINFO;
+}
+#endif
+
+/* ip's FDE through the .eh_frame_hdr table. */
+static int find_eh_frame(unw_addr_space_t as, const struct map_entry *e,
+			 unw_word_t ip, unw_proc_info_t *pi,
+			 int need_unwind_info, void *arg)
+{
 	uint64_t hdr, hdr_size;
 	uint8_t head[4];
 	uint32_t fde_count;
 	unw_dyn_info_t di;
 
-	if (!e || !e->dso || dso_eh_frame_hdr(e->dso, &hdr, &hdr_size))
+	if (dso_eh_frame_hdr(e->dso, &hdr, &hdr_size))
 		return -UNW_ENOINFO;
 	if (dso_read(e->dso, hdr, head, sizeof(head)) ||
 	    dso_read(e->dso, hdr + 8, &fde_count, sizeof(fde_count)))
@@ -126,6 +197,22 @@ static int find_proc_info(unw_addr_space_t as, unw_word_t ip,
 	di.u.rti.table_len = fde_count * 8 / sizeof(unw_word_t);
 	return dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info,
 					 arg);
+}
+
+static int find_proc_info(unw_addr_space_t as, unw_word_t ip,
+			  unw_proc_info_t *pi, int need_unwind_info,
+			  void *arg)
+{
+	struct unwind_ctx *ctx = arg;
+	struct map_entry *e = maps_find(ctx->u->maps, ip);
+	int ret;
+
+	if (!e || !e->dso)
+		return -UNW_ENOINFO;
+	ret = find_eh_frame(as, e, ip, pi, need_unwind_info, arg);
+	if (ret == -UNW_ENOINFO)
+		ret = find_debug_frame(as, e, ip, pi, need_unwind_info);
+	return ret;
 }
 
 static void put_unwind_info(unw_addr_space_t as, unw_proc_info_t *pi,

@@ -8,7 +8,9 @@
  * the ELF files (the unwind tables themselves, code bytes for signal-frame
  * checks) through the process's maps, never from the live process, so an
  * unwind is consistent with the moment the sample was taken. Works for code
- * built without frame pointers: only .eh_frame CFI is used.
+ * built without frame pointers: only DWARF CFI is used, from .eh_frame, and
+ * from .debug_frame (the object's or its debug file's) for code .eh_frame
+ * does not cover.
  *
  * Stacks are unwound from CFI rows cached per pc (cfi.h), one hash probe
  * per frame; a stack with a frame the rows cannot express (no FDE, DWARF

@@ -4,11 +4,15 @@
  * (dwarf_cfi_addrframe), address by address: every byte of this test's
  * own code, which carries hand-written CFI using the rarer operations
  * (remember/restore_state, register, val_offset, undefined, an
- * expression, def_cfa_sf), and a stride through libc and libdw.
- * Also prints the cost of one row.
+ * expression, def_cfa_sf), and a stride through libc and libdw; and the
+ * .debug_frame rows of the debugframe target (built without .eh_frame for
+ * its code), from the binary and from its stripped copy's debug file
+ * found by build-id, against libdw's dwarf_getcfi(). Also prints the cost
+ * of one row.
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -16,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -190,13 +195,28 @@ struct tally {
 	unsigned rows, none, unsupported;
 };
 
-static void check_addr(struct dso *d, Dwarf_CFI *cfi, uint64_t addr,
+/* libdw's CFI: the object's .eh_frame, then a .debug_frame. */
+struct oracle {
+	Dwarf_CFI *eh, *debug;
+};
+
+static int oracle_frame(const struct oracle *o, uint64_t addr,
+			Dwarf_Frame **fr)
+{
+	int ret = dwarf_cfi_addrframe(o->eh, addr, fr);
+
+	if (ret && o->debug)
+		ret = dwarf_cfi_addrframe(o->debug, addr, fr);
+	return ret;
+}
+
+static void check_addr(struct dso *d, const struct oracle *o, uint64_t addr,
 		       struct tally *t)
 {
 	Dwarf_Frame *fr = NULL;
 	struct cfi_row row;
 	int ret = cfi_row_at(d, addr, &row);
-	int lib = dwarf_cfi_addrframe(cfi, addr, &fr);
+	int lib = oracle_frame(o, addr, &fr);
 
 	if (ret == -ENOENT) {
 		CHECK(lib != 0, "0x%lx: no FDE, libdw has one", addr);
@@ -216,25 +236,35 @@ static void check_addr(struct dso *d, Dwarf_CFI *cfi, uint64_t addr,
 }
 
 /* The loaded executable segments of path, each address stride apart.
- * lo/hi narrow it to one range when nonzero. */
-static struct tally check_object(const char *path, uint64_t stride,
-				 uint64_t lo, uint64_t hi)
+ * lo/hi narrow it to one range when nonzero. libdw's .debug_frame comes
+ * from debug (the file holding it) when not NULL; the dso looks for
+ * debug files under roots (NULL: the default). */
+static struct tally check_object_in(const char *path, uint64_t stride,
+				    uint64_t lo, uint64_t hi,
+				    const char *debug, const char *roots)
 {
 	struct dso_cache *cache;
 	struct tally t = { 0 };
+	struct oracle o = { 0 };
+	Dwarf *dw = NULL;
 	struct dso *d;
-	Dwarf_CFI *cfi;
 	size_t nph;
 	Elf *elf;
-	int fd;
+	int fd, dfd = -1;
 
 	fd = open(path, O_RDONLY);
 	elf = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ, NULL);
-	cfi = elf ? dwarf_getcfi_elf(elf) : NULL;
-	CHECK(cfi, "%s: no CFI", path);
-	CHECK(!dso_cache_new(NULL, &cache), "cache");
+	o.eh = elf ? dwarf_getcfi_elf(elf) : NULL;
+	CHECK(o.eh, "%s: no CFI", path);
+	if (debug) {
+		dfd = open(debug, O_RDONLY);
+		dw = dfd < 0 ? NULL : dwarf_begin(dfd, DWARF_C_READ);
+		o.debug = dw ? dwarf_getcfi(dw) : NULL;
+		CHECK(o.debug, "%s: no .debug_frame", debug);
+	}
+	CHECK(!dso_cache_new(roots, &cache), "cache");
 	CHECK(!dso_cache_get(cache, path, path, &d), "%s: no dso", path);
-	if (!cfi || !d || elf_getphdrnum(elf, &nph))
+	if (!o.eh || !d || elf_getphdrnum(elf, &nph))
 		return t;
 	for (size_t i = 0; i < nph; i++) {
 		GElf_Phdr ph;
@@ -245,14 +275,24 @@ static struct tally check_object(const char *path, uint64_t stride,
 		for (uint64_t a = ph.p_vaddr; a < ph.p_vaddr + ph.p_filesz;
 		     a += stride)
 			if (!lo || (a >= lo && a < hi))
-				check_addr(d, cfi, a, &t);
+				check_addr(d, &o, a, &t);
 	}
 	dso_put(d);
 	dso_cache_free(cache);
-	dwarf_cfi_end(cfi);
+	dwarf_cfi_end(o.eh);
+	if (dw)
+		dwarf_end(dw);
+	if (dfd >= 0)
+		close(dfd);
 	elf_end(elf);
 	close(fd);
 	return t;
+}
+
+static struct tally check_object(const char *path, uint64_t stride,
+				 uint64_t lo, uint64_t hi)
+{
+	return check_object_in(path, stride, lo, hi, NULL, NULL);
 }
 
 static int first_bias(struct dl_phdr_info *info, size_t size, void *arg)
@@ -300,6 +340,153 @@ static void test_objects(void)
 	}
 }
 
+/* [*lo, *hi) of function name in path's .symtab. */
+static bool symbol_range(const char *path, const char *name, uint64_t *lo,
+			 uint64_t *hi)
+{
+	Elf_Scn *scn = NULL;
+	bool found = false;
+	GElf_Shdr sh;
+	Elf *elf;
+	int fd;
+
+	fd = open(path, O_RDONLY);
+	elf = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ, NULL);
+	while (elf && !found && (scn = elf_nextscn(elf, scn))) {
+		Elf_Data *data = elf_getdata(scn, NULL);
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !data)
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *s;
+
+			if (!gelf_getsym(data, i, &sym))
+				break;
+			s = elf_strptr(elf, sh.sh_link, sym.st_name);
+			if (s && !strcmp(s, name) && sym.st_size) {
+				*lo = sym.st_value;
+				*hi = sym.st_value + sym.st_size;
+				found = true;
+				break;
+			}
+		}
+	}
+	elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	CHECK(found, "%s: no symbol %s", path, name);
+	return found;
+}
+
+/* How many addresses of [lo, hi) libdw finds a row for in path's
+ * .eh_frame. */
+static unsigned eh_rows_in(const char *path, uint64_t lo, uint64_t hi)
+{
+	int fd = open(path, O_RDONLY);
+	Elf *elf = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ, NULL);
+	Dwarf_CFI *cfi = elf ? dwarf_getcfi_elf(elf) : NULL;
+	unsigned n = 0;
+
+	for (uint64_t a = lo; cfi && a < hi; a++) {
+		Dwarf_Frame *fr = NULL;
+
+		n += !dwarf_cfi_addrframe(cfi, a, &fr);
+		free(fr);
+	}
+	if (cfi)
+		dwarf_cfi_end(cfi);
+	elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	return n;
+}
+
+/* Link debug as ROOT/.build-id/xx/yyyy.debug for path's build-id (dir is
+ * ROOT/.build-id); its name in link. */
+static bool link_debug_file(const char *path, const char *debug,
+			    const char *dir, char *link, size_t size)
+{
+	const unsigned char *id;
+	char hex[128];
+	ssize_t n = -1;
+	Elf *elf;
+	int fd;
+
+	fd = open(path, O_RDONLY);
+	elf = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ, NULL);
+	if (elf)
+		n = dwelf_elf_gnu_build_id(elf, (const void **)&id);
+	for (ssize_t i = 0; i < n && i < 60; i++)
+		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	CHECK(n > 1, "%s: no build-id", path);
+	if (n <= 1)
+		return false;
+	snprintf(link, size, "%s/%.2s", dir, hex);
+	mkdir(link, 0700);
+	if (snprintf(link, size, "%s/%.2s/%s.debug", dir, hex, hex + 2) >=
+	    (int)size)
+		return false;
+	CHECK(!symlink(debug, link), "symlink %s", link);
+	return true;
+}
+
+/* The debugframe target: every address of its own functions has a row
+ * from .debug_frame (none from .eh_frame), equal to libdw's; from the
+ * binary, and from its stripped copy's debug file found by build-id. */
+static void test_debug_frame(void)
+{
+	static const char *const funcs[] = {
+		"df_hot", "df_sibling", "df_level2", "df_level1", "main",
+	};
+	const char *dir = getenv("TEST_BUILD_DIR");
+	char exe[512], stripped[512], dbg[600], root[] = "/tmp/test-cfi-XXXXXX";
+	char ids[600], link[700] = "";
+	unsigned rows = 0, eh_rows = 0, st_rows = 0, want = 0;
+
+	if (!dir) {
+		CHECK(0, "TEST_BUILD_DIR is not set");
+		return;
+	}
+	snprintf(exe, sizeof(exe), "%s/targets/debugframe", dir);
+	snprintf(stripped, sizeof(stripped), "%s/targets/debugframe-stripped",
+		 dir);
+	snprintf(dbg, sizeof(dbg), "%s.debug", stripped);
+	if (!mkdtemp(root)) {
+		CHECK(0, "mkdtemp");
+		return;
+	}
+	snprintf(ids, sizeof(ids), "%s/.build-id", root);
+	mkdir(ids, 0700);
+	link_debug_file(stripped, dbg, ids, link, sizeof(link));
+	for (size_t i = 0; i < sizeof(funcs) / sizeof(funcs[0]); i++) {
+		uint64_t lo, hi;
+
+		if (!symbol_range(exe, funcs[i], &lo, &hi))
+			continue;
+		want += hi - lo;
+		eh_rows += eh_rows_in(exe, lo, hi);
+		rows += check_object_in(exe, 1, lo, hi, exe, "").rows;
+		st_rows += check_object_in(stripped, 1, lo, hi, dbg,
+					   root).rows;
+	}
+	printf("debugframe: %u rows of %u addresses, %u in .eh_frame, %u "
+	       "from the debug file\n", rows, want, eh_rows, st_rows);
+	CHECK(want && rows == want && st_rows == want && !eh_rows,
+	      "debugframe: %u, stripped %u of %u rows (%u from .eh_frame)",
+	      rows, st_rows, want, eh_rows);
+	if (link[0]) {
+		unlink(link);
+		*strrchr(link, '/') = '\0';
+		rmdir(link);
+	}
+	rmdir(ids);
+	rmdir(root);
+}
+
 static void test_timing(void)
 {
 	const char *path = "/usr/lib/x86_64-linux-gnu/libc.so.6";
@@ -316,6 +503,11 @@ static void test_timing(void)
 		return;
 	}
 	CHECK(!dso_eh_frame_hdr(d, &hdr, &size), "libc: no .eh_frame_hdr");
+	/* The first address without an FDE loads libc's .debug_frame, if
+	 * any, with its debug file: once, not the cost of a row. */
+	for (uint64_t a = 0x28000; a < 0x180000; a += 101)
+		if (cfi_row_at(d, a, &row) == -ENOENT)
+			break;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (uint64_t a = 0x28000; a < 0x180000; a += 101)
 		n += !cfi_row_at(d, a, &row);
@@ -332,6 +524,7 @@ int main(void)
 	elf_version(EV_CURRENT);
 	test_fixture();
 	test_objects();
+	test_debug_frame();
 	test_timing();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);

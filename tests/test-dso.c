@@ -4,7 +4,8 @@
  * inlined function (symbolized from its own DWARF, from a debug file
  * found by build-id and by each .gnu_debuglink location), a stripped
  * shared library (.dynsym only), the cache, raw reads against readelf,
- * and corrupt files. Also prints the cost of dso_symbolize().
+ * .debug_frame (own, compressed, in a debug file) against objcopy's dump
+ * of it, and corrupt files. Also prints the cost of dso_symbolize().
  */
 #include <dirent.h>
 #include <errno.h>
@@ -167,6 +168,15 @@ static void build_fixtures(void)
 	    "cc %s -O1 -Wl,--build-id=none -o badcrc/other src/fx.c && "
 	    "objcopy --only-keep-debug badcrc/other badcrc/fx.debug",
 	    dir, cflags, cflags);
+	/* CFI in .debug_frame only; compressed; in a debug file only */
+	run("cd %s && mkdir -p df && cd df && cc %s -fno-asynchronous-unwind-"
+	    "tables -fno-unwind-tables -o full ../src/fx.c && "
+	    "objcopy --dump-section .debug_frame=section full && "
+	    "objcopy --compress-debug-sections=zlib full zlib && "
+	    "readelf -SW zlib | grep -q ' .debug_frame .* [A-Z]*C' && "
+	    "objcopy --only-keep-debug full fx.debug && "
+	    "strip --strip-all -o fx full && "
+	    "objcopy --add-gnu-debuglink=fx.debug fx", dir, cflags);
 	run("cd %s && cc -O2 -fPIC -shared -o lib.so src/lib.c && "
 	    "strip --strip-all -o lib.stripped.so lib.so && "
 	    "cc -O2 -fPIC -shared -Wl,--no-eh-frame-hdr -o lib-noeh.so "
@@ -302,6 +312,84 @@ static void test_debug_files(uint64_t mark, uint64_t crc_mark)
 	ret = dso_symbolize(d, crc_mark, f, 8, &n);
 	CHECK(ret == -ENOENT && n == 0, "badcrc: ret %d n %d", ret, n);
 	check_caps(d, false, false, false, "badcrc");
+	dso_put(d);
+	dso_cache_free(c);
+}
+
+static int made, dropped;
+
+static void *make_index(const uint8_t *data, size_t size)
+{
+	(void)data;
+	made++;
+	return malloc(size);
+}
+
+static void *make_none(const uint8_t *data, size_t size)
+{
+	(void)data, (void)size;
+	made++;
+	return NULL;
+}
+
+static void drop_index(void *index)
+{
+	dropped++;
+	free(index);
+}
+
+/* file's .debug_frame is the bytes objcopy dumped, zero-padded, indexed
+ * once; want false: there is none. */
+static void check_debug_frame(const char *file, bool want)
+{
+	struct dso_debug_frame df, again;
+	FILE *f = fopen(path("df/section"), "rb");
+	static uint8_t ref[1 << 16];
+	size_t n = f ? fread(ref, 1, sizeof(ref), f) : 0;
+	struct dso_cache *c;
+	struct dso *d;
+	int ret;
+
+	if (f)
+		fclose(f);
+	made = dropped = 0;
+	CHECK(!dso_cache_new(path("empty-root"), &c), "cache");
+	d = get(c, file);
+	ret = dso_debug_frame(d, make_index, drop_index, &df);
+	if (!want) {
+		CHECK(ret == -ENOENT && !made, "%s: ret %d", file, ret);
+	} else {
+		CHECK(!ret && n && df.size == n && !memcmp(df.data, ref, n),
+		      "%s: ret %d, %zu bytes, objcopy %zu", file, ret,
+		      ret ? 0 : df.size, n);
+		for (int i = 0; !ret && i < DSO_DEBUG_FRAME_PAD; i++)
+			CHECK(!df.data[df.size + i], "%s: pad %d", file, i);
+		ret = dso_debug_frame(d, make_index, drop_index, &again);
+		CHECK(!ret && made == 1 && again.index == df.index &&
+		      again.data == df.data, "%s: made %d", file, made);
+	}
+	dso_put(d);
+	dso_cache_free(c);
+	CHECK(dropped == (want ? 1 : 0), "%s: dropped %d", file, dropped);
+}
+
+static void test_debug_frame(void)
+{
+	struct dso_debug_frame df;
+	struct dso_cache *c;
+	struct dso *d;
+
+	check_debug_frame(path("df/full"), true);
+	check_debug_frame(path("df/zlib"), true);
+	check_debug_frame(path("df/fx"), true);
+	check_debug_frame(path("fx"), false);
+	/* an index that cannot be made: as if there were no section */
+	CHECK(!dso_cache_new(path("empty-root"), &c), "cache");
+	d = get(c, path("df/full"));
+	made = 0;
+	CHECK(dso_debug_frame(d, make_none, drop_index, &df) == -ENOENT &&
+	      dso_debug_frame(d, make_none, drop_index, &df) == -ENOENT &&
+	      made == 1, "no index: made %d", made);
 	dso_put(d);
 	dso_cache_free(c);
 }
@@ -556,6 +644,7 @@ int main(void)
 	fds = count_fds();
 	test_full(mark, caller, main_addr);
 	test_debug_files(mark, crc_mark);
+	test_debug_frame();
 	test_dynsym();
 	test_cache();
 	test_raw();

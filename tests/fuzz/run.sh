@@ -51,6 +51,11 @@ harness_args()
 		incs="-Isampler"
 		libs="-ldw -lelf"
 		max_len=65536 ;;
+	cfi)
+		srcs="sampler/cfi.c sampler/dso.c sampler/log.c"
+		incs="-Isampler"
+		libs="-ldw -lelf"
+		max_len=65536 ;;
 	heap-ring)
 		srcs="sampler/heap_ring.c sampler/agent/ring.c sampler/log.c"
 		incs="-Isampler"
@@ -79,8 +84,8 @@ run_one()
 		echo "run.sh: fuzz-$name: build failed" >&2
 		return 1
 	fi
-	# Every harness has its seeds in the tree (corpus-dso: made by
-	# corpus-dso.sh): none may start from nothing unnoticed.
+	# Every harness has its seeds in the tree (corpus-dso, corpus-cfi:
+	# made by corpus-*.sh): none may start from nothing unnoticed.
 	if [ -z "$(ls -A "$src/tests/fuzz/corpus-$name" 2>/dev/null)" ]; then
 		echo "run.sh: tests/fuzz/corpus-$name: no seeds" >&2
 		return 1

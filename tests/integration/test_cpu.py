@@ -236,6 +236,84 @@ def test_stripped_binary_debug_file_by_build_id(proffs, target):
     assert shown and shown <= set(body), out
 
 
+def eh_frame_fdes(path):
+    """[(lo, hi)] of the .eh_frame FDEs of path, from readelf, and
+    whether it has a .debug_frame."""
+    out = subprocess.run(['readelf', '--debug-dump=frames', path],
+                         capture_output=True, text=True).stdout
+    eh, _, debug = out.partition('Contents of the .debug_frame section')
+    return ([(int(a, 16), int(b, 16))
+             for a, b in re.findall(r'FDE cie=\S+ pc=([0-9a-f]+)\.\.'
+                                    r'([0-9a-f]+)', eh)],
+            'FDE' in debug)
+
+
+def symbol_addrs(path, names):
+    out = subprocess.run(['nm', path], capture_output=True, text=True,
+                         check=True).stdout
+    syms = {l.split()[2]: int(l.split()[0], 16) for l in out.splitlines()
+            if len(l.split()) == 3}
+    return [syms[n] for n in names]
+
+
+DF_CHAIN = ['df_level2', 'df_level1', 'main']
+
+
+def df_chain_ok(frames):
+    """frames, leaf first, go up to main exactly as the target calls:
+    df_hot or df_sibling, df_level2, df_level1, main (or a tail of it)."""
+    if 'main' not in frames:
+        return False
+    upto = frames[:frames.index('main') + 1]
+    if upto[0] in ('df_hot', 'df_sibling'):
+        upto = upto[1:]
+    return upto == DF_CHAIN[len(DF_CHAIN) - len(upto):]
+
+
+@pytest.mark.parametrize('exe', ['debugframe', 'debugframe-stripped'])
+def test_debug_frame_only_code_unwinds(proffs, target, exe):
+    """Issue 3: code built without unwind tables has its CFI only in
+    .debug_frame (readelf: no .eh_frame FDE covers df_hot, its callers
+    or main). >= 95% of samples unwind to main through the expected
+    callers: from the binary's own .debug_frame, and for the stripped
+    copy from its separate debug file, found by build-id."""
+    full = os.path.join(util.TARGETS, 'debugframe')
+    funcs = ['df_hot', 'df_sibling', 'df_level2', 'df_level1', 'main']
+    fdes, has_debug = eh_frame_fdes(full)
+    for name, addr in zip(funcs, symbol_addrs(full, funcs)):
+        assert not any(lo <= addr < hi for lo, hi in fdes), name
+    assert has_debug
+    dfile = None
+    if exe == 'debugframe-stripped':
+        path = os.path.join(util.TARGETS, exe)
+        assert eh_frame_fdes(path) == (fdes, False)
+        bid = build_id(path)
+        ddir = f'/usr/lib/debug/.build-id/{bid[:2]}'
+        dfile = f'{ddir}/{bid[2:]}.debug'
+        os.makedirs(ddir, exist_ok=True)
+        with open(path + '.debug', 'rb') as src, open(dfile, 'wb') as dst:
+            dst.write(src.read())
+    try:
+        t = target(exe)
+        path, p = read_profile(proffs, t.pid, 'cpu_3s?hz=999.pb.gz',
+                               exe + '.pb.gz')
+    finally:
+        if dfile:
+            os.unlink(dfile)
+    check_cpu_header(p, 999)
+    total = p.total()
+    # a twentieth of the CPU time, on a machine busy with others
+    assert total >= 150, f'only {total} samples'
+    good = sum(s.values[0] for s in p.samples if df_chain_ok(s.frames))
+    bad = [s.frames for s in p.samples if not df_chain_ok(s.frames)][:3]
+    assert good >= 0.95 * total, f'{good} of {total}; e.g. {bad}'
+    hot = [s for s in p.samples if s.frames[:1] == ['df_hot']]
+    assert p.share('df_hot') > 0.5 and hot
+    for s in hot:
+        assert s.frames[1:4] == DF_CHAIN, s.frames
+    assert re.search(r'%\s+df_hot$', pprof('-top', path), re.M)
+
+
 def test_concurrent_readers_share_one_session(proffs, target):
     """(vi) two cats of cpu_3s.pb.gz started together: one session,
     identical bytes."""

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * test-unwind.c - unwind_stack() on this process's own stack, through two
+ * frames whose CFI is only in .debug_frame (unwind-fixture.c): once from
+ * a plain call (the cached rows unwind it) and once from a signal
+ * handler (a signal frame sends the whole stack to libunwind, which must
+ * find the same .debug_frame FDEs).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "dso.h"
+#include "maps.h"
+#include "unwind.h"
+#include "unwind-fixture.h"
+
+#define STACK_COPY (64 << 10)
+#define MAX_FRAMES 64
+
+static struct dso_cache *cache;
+static struct proc_maps *maps;
+static struct unwinder *unwinder;
+static uint64_t pcs[MAX_FRAMES];
+static int npcs;
+
+/* The live stack holds AddressSanitizer's poisoned redzones in an ASan
+ * build: copied without its checks. */
+__attribute__((no_sanitize_address)) static void copy_stack(uint8_t *to,
+							      uintptr_t from,
+							      size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		to[i] = ((volatile const uint8_t *)from)[i];
+}
+
+/* Unwind from the point getcontext() returns to, over a copy of the
+ * stack taken there. */
+static __attribute__((noinline)) void capture(void)
+{
+	static uint8_t stack[STACK_COPY];
+	static const int greg[UREG__COUNT] = {
+		[UREG_RAX] = REG_RAX, [UREG_RDX] = REG_RDX,
+		[UREG_RCX] = REG_RCX, [UREG_RBX] = REG_RBX,
+		[UREG_RSI] = REG_RSI, [UREG_RDI] = REG_RDI,
+		[UREG_RBP] = REG_RBP, [UREG_RSP] = REG_RSP,
+		[UREG_R8] = REG_R8, [UREG_R9] = REG_R9,
+		[UREG_R10] = REG_R10, [UREG_R11] = REG_R11,
+		[UREG_R12] = REG_R12, [UREG_R13] = REG_R13,
+		[UREG_R14] = REG_R14, [UREG_R15] = REG_R15,
+		[UREG_RIP] = REG_RIP,
+	};
+	struct unwind_regs regs;
+	struct map_entry *e;
+	ucontext_t uc;
+	size_t len;
+
+	getcontext(&uc);
+	for (int i = 0; i < UREG__COUNT; i++)
+		regs.r[i] = uc.uc_mcontext.gregs[greg[i]];
+	e = maps_find(maps, regs.r[UREG_RSP]);
+	len = e ? e->end - regs.r[UREG_RSP] : 0;
+	len = len < STACK_COPY ? len : STACK_COPY;
+	copy_stack(stack, regs.r[UREG_RSP], len);
+	CHECK(!unwind_stack(unwinder, &regs, stack, len, pcs, MAX_FRAMES,
+			    &npcs), "unwind_stack");
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	capture();
+}
+
+static void raise_signal(void)
+{
+	raise(SIGUSR1);
+}
+
+/* The function names of the unwound frames, leaf first, joined. */
+static void names(char *buf, size_t size)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < npcs && at < size; i++) {
+		struct map_entry *e = maps_find(maps, pcs[i]);
+		struct dso_frame f[8];
+		int n = 0;
+
+		if (e && e->dso)
+			dso_symbolize(e->dso, pcs[i] - e->bias, f, 8, &n);
+		at += snprintf(buf + at, size - at, "%s ",
+			       n && f[n - 1].function ? f[n - 1].function :
+							"?");
+	}
+}
+
+/* fixture_inner, fixture_outer and then caller, in this order. */
+static void check_chain(const char *what, const char *caller)
+{
+	char buf[4096], want[256];
+
+	names(buf, sizeof(buf));
+	snprintf(want, sizeof(want), " fixture_inner fixture_outer %s ",
+		 caller);
+	CHECK(strstr(buf, want) && strstr(buf, " main "), "%s: %s", what,
+	      buf);
+	printf("%s: %s\n", what, buf);
+}
+
+static __attribute__((noinline)) void from_call(void)
+{
+	fixture_outer(capture);
+	asm volatile("" ::: "memory");
+}
+
+static __attribute__((noinline)) void from_signal(void)
+{
+	fixture_outer(raise_signal);
+	asm volatile("" ::: "memory");
+}
+
+int main(void)
+{
+	if (dso_cache_new(NULL, &cache) || maps_load(getpid(), cache, &maps) ||
+	    unwinder_new(maps, &unwinder)) {
+		fprintf(stderr, "FATAL: setup\n");
+		return 1;
+	}
+	signal(SIGUSR1, on_signal);
+	from_call();
+	check_chain("cached rows", "from_call");
+	from_signal();
+	check_chain("libunwind", "from_signal");
+	unwinder_free(unwinder);
+	maps_free(maps);
+	dso_cache_free(cache);
+	if (failures) {
+		fprintf(stderr, "%d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("all unwind checks passed\n");
+	return 0;
+}
