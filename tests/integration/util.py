@@ -6,7 +6,9 @@ Set PROFFS_BUILD_DIR to test another build directory than <repo>/build,
 PROFFS_TEST_OUT to keep the profiles the tests read somewhere else than
 <build>/tests/integration-out."""
 
+import calendar
 import errno
+import hashlib
 import os
 import re
 import subprocess
@@ -203,11 +205,16 @@ def pprof(*args, check=True, clean=False):
 
 
 def save(data, name):
-    """Keep a profile with the test output; returns its path."""
+    """Keep a profile with the test output; returns its path. A pprof
+    file (name ending .pb or .pb.gz) is validated at once: every profile
+    a test produces goes through -top, -traces and -raw, whatever the
+    test goes on to read of it (validate_pprof)."""
     os.makedirs(OUT_DIR, exist_ok=True)
     path = os.path.join(OUT_DIR, name)
     with open(path, 'wb') as f:
         f.write(data)
+    if name.endswith(('.pb', '.pb.gz')):
+        validate_pprof(path)
     return path
 
 
@@ -251,6 +258,8 @@ class Profile:
     def __init__(self):
         self.comments, self.sample_types, self.samples = [], [], []
         self.period_type, self.period, self.duration = None, None, None
+        self.time_ns = None       # Time, unix nanoseconds
+        self.duration_ns = None   # Duration; see validate_pprof
         self.locations, self.mappings = {}, {}
 
     def index(self, sample_type):
@@ -286,6 +295,39 @@ def _parse_line(text):
     return (m.group(1), m.group(2), int(m.group(3)))
 
 
+_TIME = re.compile(r'^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.(\d{1,9}))? '
+                   r'([+-])(\d\d)(\d\d) \S+$')
+_GO_DUR = re.compile(r'(\d+(?:\.\d*)?)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)')
+_GO_UNIT = {'ns': 1, 'us': 10**3, '\u00b5s': 10**3, '\u03bcs': 10**3,
+            'ms': 10**6, 's': 10**9, 'm': 60 * 10**9, 'h': 3600 * 10**9}
+
+
+def _parse_time(text):
+    """Go's time.Time.String() ("2006-01-02 15:04:05.999999999 -0700
+    MST", as -raw prints Time) in unix nanoseconds, exactly."""
+    m = _TIME.match(text)
+    assert m, f'unparsable Time {text!r}'
+    secs = calendar.timegm(time.strptime(m.group(1), '%Y-%m-%d %H:%M:%S'))
+    off = (int(m.group(4)) * 60 + int(m.group(5))) * 60
+    secs -= off if m.group(3) == '+' else -off
+    return secs * 10**9 + int((m.group(2) or '').ljust(9, '0'))
+
+
+def _parse_go_duration(text):
+    """A Go time.Duration.String() in nanoseconds, or None when pprof's
+    -raw cut its unit off: it prints Duration with "%.4v", so "2.0183s"
+    comes out as "2.01" (validate_pprof then finds the unit)."""
+    pos, ns = 0, 0
+    for m in _GO_DUR.finditer(text):
+        if m.start() != pos:
+            break
+        ns += float(m.group(1)) * _GO_UNIT[m.group(2)]
+        pos = m.end()
+    if pos != len(text) or not text:
+        return None
+    return int(round(ns))
+
+
 def parse_raw(text):
     """Parse `go tool pprof -raw` output into a Profile; asserts the
     structure pprof guarantees (every location and mapping id resolves)."""
@@ -299,8 +341,11 @@ def parse_raw(text):
                 p.period_type = line.split(None, 1)[1]
             elif line.startswith('Period: '):
                 p.period = int(line.split()[1])
+            elif line.startswith('Time: '):
+                p.time_ns = _parse_time(line[len('Time: '):])
             elif line.startswith('Duration: '):
                 p.duration = line.split()[1]
+                p.duration_ns = _parse_go_duration(p.duration)
             elif line == 'Samples:':
                 section = 'types'
         elif section == 'types':
@@ -348,20 +393,66 @@ def parse_raw(text):
     return p
 
 
+# Profiles validate_pprof has read: {path: (sha256 of the bytes, Profile)}.
+_validated = {}
+
+
+def _digest(path):
+    with open(path, 'rb') as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
 def raw(path):
     """The profile at path, as pprof reads it."""
+    done = _validated.get(path)
+    if done and done[0] == _digest(path):
+        return done[1]
     return parse_raw(pprof('-raw', path, clean=True))
+
+
+_TOP_LABEL = re.compile(r'^Duration: (-?[\d.]+)(ns|us|ms|s|hrs), Total ',
+                        re.M)
+_TOP_UNIT = {'ns': 1, 'us': 1e3, 'ms': 1e6, 's': 1e9, 'hrs': 3600e9}
+
+
+def _duration_from_top(p, top):
+    """Where -raw cut Duration's unit off, the unit -top's label (three
+    significant digits, with a unit) gives it: the reading of -raw's
+    digits, as a prefix of Go's Duration.String(), closest to the label."""
+    m = _TOP_LABEL.search(top)
+    assert m, f'-raw has Duration {p.duration!r}, -top no label:\n{top}'
+    label = float(m.group(1)) * _TOP_UNIT[m.group(2)]
+    try:
+        digits = float(p.duration)
+    except ValueError:      # "1m30.5s" cut to "1m30": -top's label only
+        return int(label)
+    best = min((10**9, 10**6, 10**3, 1),
+               key=lambda u: abs(digits * u - label))
+    ns = digits * best
+    assert abs(ns - label) <= 0.01 * label + 1, \
+        f'-raw Duration {p.duration!r} and -top {m.group(0)!r} disagree'
+    return int(ns)
 
 
 def validate_pprof(path):
     """Every profile a test reads goes through pprof's -top, -traces and
     -raw: each must succeed, print something and not complain. Returns the
-    parsed -raw Profile."""
+    parsed -raw Profile (the same object for the same bytes at path, so a
+    profile save() validated costs nothing more)."""
+    digest = _digest(path)
+    done = _validated.get(path)
+    if done and done[0] == digest:
+        return done[1]
+    outs = {}
     for mode in ('-top', '-traces'):
-        out = pprof(mode, path, clean=True)
-        assert out.strip(), f'pprof {mode} printed nothing for {path}'
-    p = raw(path)
+        outs[mode] = pprof(mode, path, clean=True)
+        assert outs[mode].strip(), \
+            f'pprof {mode} printed nothing for {path}'
+    p = parse_raw(pprof('-raw', path, clean=True))
     assert p.sample_types, f'{path}: no sample types'
+    if p.duration is not None and p.duration_ns is None:
+        p.duration_ns = _duration_from_top(p, outs['-top'])
+    _validated[path] = (digest, p)
     return p
 
 
