@@ -7,10 +7,13 @@ PROFFS_TEST_OUT to keep the profiles the tests read somewhere else than
 <build>/tests/integration-out."""
 
 import calendar
+import colorsys
 import errno
 import hashlib
+import html
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import time
@@ -470,6 +473,81 @@ def share(samples, func, leaf=False):
     hit = sum(v for v, _, f in samples
               if ((f and f[0] == func) if leaf else func in f))
     return hit / total if total else 0.0
+
+
+# -- SVG flame graphs --------------------------------------------------------
+
+SVG_NAMESPACES = {'http://www.w3.org/2000/svg',
+                  'http://www.w3.org/1999/xlink'}
+
+# What would make a browser fetch something: a URL's scheme, a
+# protocol-relative "//host" in an attribute or CSS url(), CSS @import,
+# elements that load resources, a script's src, fetch/XHR/import().
+_ELSEWHERE = re.compile(
+    r'\b[a-z][a-z0-9+.-]*://[^"\'\s<>)]*|'
+    r'\b(?:href|src|action)\s*=\s*["\']?\s*//|'
+    r'url\(\s*["\']?\s*//|@import|'
+    r'<(?:image|use|iframe|foreignObject|link|a)\b|'
+    r'<script[^>]*\bsrc\s*=|\bfetch\s*\(|XMLHttpRequest|\bimport\s*\(',
+    re.I)
+
+
+def check_svg(data, name):
+    """Keep an SVG the mount rendered as name, and check what a browser
+    opening it from a file:// URL relies on: well-formed XML (xmllint),
+    and nothing fetched from elsewhere (_ELSEWHERE; the SVG namespace
+    URLs are names, not fetched). Returns (path, text)."""
+    path = save(data, name)
+    assert shutil.which('xmllint'), 'xmllint is not installed (libxml2-utils)'
+    r = subprocess.run(['xmllint', '--noout', path], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    text = data.decode()
+    refs = [m for m in _ELSEWHERE.findall(text)
+            if m not in SVG_NAMESPACES]
+    assert not refs, f'{name} refers elsewhere: {refs}'
+    return path, text
+
+
+_SVG_FRAME = re.compile(r'<g class="frame" data-v="(\d+)"><title>(.*?) '
+                        r'\([^()]*\)</title><rect [^>]*fill="(#[0-9a-f]{6})"')
+_SVG_TEXT = re.compile(r'<text class="(title|sub)"[^>]*>([^<]*)</text>')
+
+
+def svg_frames(text):
+    """[(name, value, fill)] of a flame graph's frames, in document order
+    (the root, "all", first)."""
+    return [(html.unescape(m.group(2)), int(m.group(1)), m.group(3))
+            for m in _SVG_FRAME.finditer(text)]
+
+
+def svg_titles(text):
+    """{'title': ..., 'sub': ...}: a flame graph's two heading lines."""
+    return {k: html.unescape(v) for k, v in _SVG_TEXT.findall(text)}
+
+
+def hue(fill):
+    """(hue in degrees, saturation, value) of "#rrggbb"."""
+    r, g, b = (int(fill[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    h, s, v = colorsys.rgb_to_hsv(r, g, b)
+    return h * 360, s, v
+
+
+def check_fills(frames, palette):
+    """Every frame in the palette's hues (warm: red, a little towards
+    magenta, through orange to yellow, for CPU; green, for memory),
+    saturated and bright; one fill per function name, wherever it is
+    drawn."""
+    lo, hi = {'warm': (-20, 70), 'green': (80, 160)}[palette]
+    by_name = {}
+    for name, _, fill in frames:
+        h, s, v = hue(fill)
+        h = h - 360 if h > 180 else h     # a red past magenta: -20..0
+        assert lo <= h <= hi and s >= 0.5 and v >= 0.6, \
+            f'{name}: {fill} (hue {h:.0f}) is not {palette}'
+        by_name.setdefault(name, set()).add(fill)
+    split = {n: f for n, f in by_name.items() if len(f) > 1}
+    assert not split, f'names drawn in more than one fill: {split}'
 
 
 # -- perf, the reference ---------------------------------------------------
