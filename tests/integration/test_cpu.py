@@ -175,6 +175,8 @@ def test_pprof_reads_mount_path_directly(proffs, target):
     out = pprof('-top', proffs.path(t.pid, 'cpu_2s.pb.gz'), clean=True)
     assert re.search(r'%\s+hot$', out, re.M), out
     assert re.search(r'%\s+sibling$', out, re.M), out
+    # the cached result pprof read, through -traces and -raw too (save)
+    save(proffs.read(t.pid, 'cpu_2s.pb.gz'), 'pprof-direct.pb.gz')
     session_start(proffs, t.pid, 2000)
 
 
