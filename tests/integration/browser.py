@@ -10,8 +10,10 @@ import time
 CHROMIUM = '/usr/bin/chromium'
 CHROMEDRIVER = '/usr/bin/chromedriver'
 GRAPH_WIDTH = 1180.0    # render/flame.c: 1200 px less two 10 px margins
+HIT_FILL = 'rgb(230, 0, 230)'   # render/flame.c: HIT, a match's fill
 
-# Name, x and width of every frame, from the page itself.
+# Name, x, width, display and fill as drawn of every frame, from the
+# page itself.
 _FRAMES_JS = """
 var out = [];
 var gs = document.getElementsByClassName('frame');
@@ -21,7 +23,8 @@ for (var i = 0; i < gs.length; i++) {
     out.push([t.substring(0, t.lastIndexOf(' (')),
               parseFloat(r.getAttribute('x')),
               parseFloat(r.getAttribute('width')),
-              gs[i].style.display]);
+              gs[i].style.display,
+              window.getComputedStyle(r).fill]);
 }
 return out;
 """
@@ -61,13 +64,14 @@ def open_driver():
 
 
 def frames(driver):
-    """[(name, x, width, display)] for every frame, in document order."""
+    """[(name, x, width, display, fill)] for every frame, in document
+    order; fill as the browser paints it ("rgb(r, g, b)")."""
     return [tuple(f) for f in driver.execute_script(_FRAMES_JS)]
 
 
 def _widest(fs, name):
     best = None
-    for i, (n, _, w, _) in enumerate(fs):
+    for i, (n, _, w, _, _) in enumerate(fs):
         if n == name and (best is None or w > fs[best][2]):
             best = i
     return best
@@ -81,12 +85,42 @@ def _click_frame(driver, index):
     rect.find_element(By.TAG_NAME, 'rect').click()
 
 
+def _covered_pct(fs, names):
+    """The share of the graph's width under frames named in names,
+    overlaps (a frame above another of them) counted once."""
+    spans = sorted((f[1], f[1] + f[2]) for f in fs if f[0] in names)
+    total, end = 0.0, None
+    for a, b in spans:
+        if end is None or a >= end:
+            total += b - a
+            end = b
+        elif b > end:
+            total += b - end
+            end = b
+    return 100.0 * total / GRAPH_WIDTH
+
+
+def _search_as_user(driver, regex):
+    """Click "Search", type regex into the prompt it opens, press OK."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.find_element(By.ID, 'search').click()
+    alert = WebDriverWait(driver, 5).until(EC.alert_is_present())
+    alert.send_keys(regex)
+    alert.accept()
+
+
 def check_flame_svg(driver, url, hot_names, screenshot_path):
     """Load the flame graph at url and exercise it: every name in
     hot_names is a frame; clicking the widest frame of hot_names[0] zooms
-    it to the full width; "Reset Zoom" restores it; search() for it
-    highlights it and reports its share in #matched. Saves a screenshot
-    of the search result. Returns the measurements as a dict."""
+    it to the full width; "Reset Zoom" restores it; searching for it as a
+    user does (the Search control, its prompt) paints every frame of it,
+    and only those, in the highlight colour, and #matched reports the
+    share of the width they cover; Search again clears it, every fill as
+    before. Saves a screenshot of the search result. Returns the
+    measurements as a dict."""
     from selenium.webdriver.common.by import By
 
     hot = hot_names[0]
@@ -121,16 +155,29 @@ def check_flame_svg(driver, url, hot_names, screenshot_path):
     assert all(f[3] != 'none' for f in frames(driver)), \
         'frames still hidden after reset'
 
+    plain = frames(driver)
+    assert all(f[4] != HIT_FILL for f in plain), 'highlighted before search'
     t0 = time.monotonic()
-    ret = driver.execute_script(
-        'return search(arguments[0])', '^' + re.escape(hot) + '$')
+    _search_as_user(driver, '^' + re.escape(hot) + '$')
     search_s = time.monotonic() - t0
+    found = frames(driver)
+    for was, now in zip(plain, found):
+        want = HIT_FILL if was[0] == hot else was[4]
+        assert now[4] == want, \
+            f'{now[0]} is {now[4]} after searching {hot}, not {want}'
     text = driver.find_element(By.ID, 'matched').text
     m = re.fullmatch(r'Matched: (\d+(?:\.\d)?)%', text.strip())
     assert m, f'#matched says {text!r}'
     matched = float(m.group(1))
-    assert abs(matched - ret) < 0.051, (matched, ret)
+    covered = _covered_pct(plain, {hot})
+    assert abs(matched - covered) < 0.06, (matched, covered)
     driver.save_screenshot(screenshot_path)
+    # Search again: the highlight goes, every frame its own fill again
+    driver.find_element(By.ID, 'search').click()
+    cleared = frames(driver)
+    assert [f[4] for f in cleared] == [f[4] for f in plain], \
+        'fills not restored when the search was cleared'
+    assert not driver.find_element(By.ID, 'matched').text.strip()
     return {'url': url, 'frames': nframes, 'load_s': load_s,
             'zoom_s': zoom_s, 'search_s': search_s,
             'matched_pct': matched, 'width_before': before,

@@ -4,9 +4,11 @@ here goes through go tool pprof's -top, -traces and -raw
 (util.validate_pprof); shares are checked against perf on the same target.
 """
 
+import ctypes
 import errno
 import os
 import re
+import shutil
 import signal
 import subprocess
 import threading
@@ -22,22 +24,45 @@ PERIOD_99HZ = 10**9 // 99
 
 def read_profile(proffs, pid, name, keep):
     """Read name from the mount, keep it under keep, validate it with
-    pprof; returns (path, util.Profile)."""
+    pprof; returns (path, util.Profile), the profile's read_span set to
+    the wall-clock nanoseconds before the open and after the read."""
+    start = time.time_ns()
     data = proffs.read(pid, name)
+    end = time.time_ns()
     assert data, f'{name}: empty read'
     gz = data[:2] == b'\x1f\x8b'
     assert gz == name.endswith('.gz'), f'{name}: gzip magic is {gz}'
     path = save(data, keep)
-    return path, validate_pprof(path)
+    p = validate_pprof(path)
+    p.read_span = (start, end)
+    return path, p
 
 
-def check_cpu_header(p, hz=99):
+def check_cpu_header(p, hz=99, window_s=None, span=None):
+    """Sample types, period, values; with window_s, pprof's Duration is
+    the window as measured (at least the window, pprof printing it to
+    10 ms; at most 1 s more on a busy machine); with span (wall-clock ns
+    before the read and after it), Time and Time + Duration lie in it."""
     assert p.sample_types == ['samples/count', 'cpu/nanoseconds']
     assert p.period_type == 'cpu nanoseconds'
     assert p.period == 10**9 // hz
     for s in p.samples:
         assert s.values[1] == s.values[0] * p.period, s.values
         assert s.values[0] > 0
+    if window_s is not None:
+        assert p.duration_ns is not None, 'no Duration in the profile'
+        got = p.duration_ns / 1e9
+        assert window_s - 0.02 <= got <= window_s + 1.0, \
+            f'Duration {p.duration!r} ({got} s) for a {window_s} s window'
+    span = span or getattr(p, 'read_span', None)
+    if span is not None:
+        assert p.time_ns is not None, 'no Time in the profile'
+        start, end = span
+        assert start <= p.time_ns <= end, (start, p.time_ns, end)
+        if p.duration_ns:
+            # -raw's Duration is cut to 10 ms (a 1-9 s window)
+            assert p.time_ns + p.duration_ns <= end + 10**7, \
+                (p.time_ns, p.duration_ns, end)
 
 
 def session_start(proffs, pid, window_ms, timeout=5.0):
@@ -74,7 +99,7 @@ def test_burn_matches_perf(proffs, target, tmp_path):
     if 'err' in result:
         raise result['err']
     p = result['p']
-    check_cpu_header(p, hz)
+    check_cpu_header(p, hz, window_s=5)
     # Both count CPU time, which a busy machine may give the target less
     # of than 5 s: compare the counts with each other, not the clock.
     total = p.total()
@@ -101,7 +126,7 @@ def test_qsort_comparator_unwinds_through_libc(proffs, target):
     cmp_ints -> libc frames -> main."""
     t = target('qsorter')
     _, p = read_profile(proffs, t.pid, 'cpu_2s.pb.gz', 'qsorter.pb.gz')
-    check_cpu_header(p)
+    check_cpu_header(p, window_s=2)
     in_cmp = [s for s in p.samples if s.frames[:1] == ['cmp_ints']]
     n_cmp = sum(s.values[0] for s in in_cmp)
     assert n_cmp >= 0.5 * p.total(), f'{n_cmp} of {p.total()} in cmp_ints'
@@ -127,7 +152,7 @@ def test_thread_started_during_window(proffs, target):
     """(iii) a thread created 1 s into a 3 s window is followed."""
     t = target('spawner', '1')
     path, p = read_profile(proffs, t.pid, 'cpu_3s.pb.gz', 'spawner.pb.gz')
-    check_cpu_header(p)
+    check_cpu_header(p, window_s=3)
     late = [s for s in p.samples if 'late_work' in s.frames]
     n_late = sum(s.values[0] for s in late)
     assert n_late >= 60, f'{n_late} samples from the thread started late'
@@ -150,6 +175,8 @@ def test_pprof_reads_mount_path_directly(proffs, target):
     out = pprof('-top', proffs.path(t.pid, 'cpu_2s.pb.gz'), clean=True)
     assert re.search(r'%\s+hot$', out, re.M), out
     assert re.search(r'%\s+sibling$', out, re.M), out
+    # the cached result pprof read, through -traces and -raw too (save)
+    save(proffs.read(t.pid, 'cpu_2s.pb.gz'), 'pprof-direct.pb.gz')
     session_start(proffs, t.pid, 2000)
 
 
@@ -166,9 +193,9 @@ def test_names_and_raw_pb(proffs, target, name, hz):
     t = target('burn')
     keep = 'burn-' + re.sub(r'[^\w.]', '_', name)
     _, p = read_profile(proffs, t.pid, name, keep)
-    check_cpu_header(p, hz)
-    assert p.share('hot') > 0.5
     window_ms = 1500 if 'ms' in name else 1000
+    check_cpu_header(p, hz, window_s=window_ms / 1000)
+    assert p.share('hot') > 0.5
     session_start(proffs, t.pid, window_ms)
 
 
@@ -213,7 +240,7 @@ def test_stripped_binary_debug_file_by_build_id(proffs, target):
                                'stripped.pb.gz')
     finally:
         os.unlink(dfile)
-    check_cpu_header(p)
+    check_cpu_header(p, window_s=2)
     assert p.share('stripped_hot') > 0.5
     body = function_lines(os.path.join(util.TARGET_SRC, 'stripped.c'),
                           'stripped_hot')
@@ -319,16 +346,19 @@ def test_concurrent_readers_share_one_session(proffs, target):
     identical bytes."""
     t = target('burn')
     p = proffs.path(t.pid, 'cpu_3s.pb.gz')
+    start = time.time_ns()
     cats = [subprocess.Popen(['cat', p], stdout=subprocess.PIPE)
             for _ in range(2)]
     outs = [c.communicate(timeout=30)[0] for c in cats]
+    end = time.time_ns()
     assert [c.returncode for c in cats] == [0, 0]
     assert outs[0] and outs[0] == outs[1]
     n = session_start(proffs, t.pid, 3000)
     assert proffs.wait_log(r'^proffs: session %d done: pid=%d kind=cpu '
                            r'window_ms=3000 hz=99 samples=[1-9]\d* lost=0 '
                            r'elapsed_ms=\d+ result=ok$' % (n, t.pid))
-    check_cpu_header(validate_pprof(save(outs[0], 'shared.pb.gz')))
+    check_cpu_header(validate_pprof(save(outs[0], 'shared.pb.gz')),
+                     window_s=3, span=(start, end))
 
 
 def test_interrupted_reader_stops_session(proffs, target):
@@ -353,6 +383,67 @@ def test_interrupted_reader_stops_session(proffs, target):
             cat.wait()
 
 
+def test_handled_signal_gives_eintr(proffs, target):
+    """(vii) a reader whose signal handler was installed without
+    SA_RESTART (Python's signal.signal never sets it) gets -1/EINTR from
+    its read(2) within a second of the signal, not at the end of the
+    30 s window. The read is libc's, through ctypes: Python's os.read
+    would retry (PEP 475). The open file may still be read again, so the
+    session lasts until it is closed, then stops: no readers left."""
+    t = target('burn')
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.read.restype = ctypes.c_ssize_t
+    libc.read.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
+    fired = []
+    old = signal.signal(signal.SIGALRM, lambda *a: fired.append(
+        time.monotonic()))
+    fd = os.open(proffs.path(t.pid, 'cpu_30s.pb.gz'), os.O_RDONLY)
+    try:
+        buf = ctypes.create_string_buffer(1 << 16)
+        signal.setitimer(signal.ITIMER_REAL, 1.5)
+        ret = libc.read(fd, buf, len(buf))
+        err = ctypes.get_errno()
+        back = time.monotonic()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        os.close(fd)
+    assert (ret, errno.errorcode.get(err)) == (-1, 'EINTR'), (ret, err)
+    assert fired, 'the read returned before the signal'
+    assert back - fired[0] < 1.0, f'EINTR {back - fired[0]:.2f} s late'
+    n = session_start(proffs, t.pid, 30000)
+    assert proffs.wait_log(r'^proffs: session %d stopped: pid=%d kind=cpu '
+                           r'.*no readers' % (n, t.pid), 2.0), \
+        proffs.log_text()
+
+
+def test_deleted_executable_through_map_files(proffs, target, tmp_path):
+    """A program whose file was deleted while it runs (an upgrade, a
+    build tree cleaned) is still symbolized, with file:line: its ELF is
+    only reachable through /proc/PID/map_files, not by its path."""
+    exe = str(tmp_path / 'burn-copy')
+    shutil.copy(os.path.join(util.TARGETS, 'burn'), exe)
+    t = target('burn', path=exe)
+    os.unlink(exe)
+    with open(f'/proc/{t.pid}/maps') as f:
+        assert f'{exe} (deleted)' in f.read()
+    _, p = read_profile(proffs, t.pid, 'cpu_2s.pb.gz', 'deleted.pb.gz')
+    check_cpu_header(p, window_s=2)
+    assert p.share('hot') > 0.5, {l[0] for s in p.samples
+                                  for l in s.locations[0].lines}
+    body = function_lines(os.path.join(util.TARGET_SRC, 'burn.c'), 'hot')
+    hot_lines = set()
+    for s in p.samples:
+        if s.frames[:1] == ['hot']:
+            assert s.frames[1:4] == ['level2', 'level1', 'main'], s.frames
+            fn, file, line = s.locations[0].lines[0]
+            assert os.path.basename(file) == 'burn.c', file
+            hot_lines.add(line)
+            assert s.locations[0].mapping.file.startswith(exe), \
+                s.locations[0].mapping.file
+    assert hot_lines and hot_lines <= set(body), (hot_lines, body)
+
+
 def test_target_killed_mid_window_gives_partial(proffs, target):
     """(viii) the target dies 1 s into a 5 s window: the reader gets what
     was sampled, with a comment saying the process exited."""
@@ -360,15 +451,19 @@ def test_target_killed_mid_window_gives_partial(proffs, target):
     timer = threading.Timer(1.0, t.kill)
     timer.start()
     start = time.monotonic()
+    wall0 = time.time_ns()
     try:
         data = proffs.read(t.pid, 'cpu_5s.pb.gz')
     finally:
         timer.join()
+    wall1 = time.time_ns()
     assert time.monotonic() - start < 8
     assert data
     path = save(data, 'killed.pb.gz')
     p = validate_pprof(path)
-    check_cpu_header(p)
+    check_cpu_header(p, span=(wall0, wall1))
+    # Duration is what was sampled, about the 1 s the target lived
+    assert p.duration_ns and 0.5 <= p.duration_ns / 1e9 <= 3.0, p.duration
     assert p.total() >= 30, f'{p.total()} samples in about 1 s'
     comments = pprof('-comments', path)
     assert 'exited' in comments, comments

@@ -59,20 +59,89 @@ def test_flame_svg_opened_from_the_mount_in_chromium(proffs, target, driver):
                             r'window_ms=3000 ' % t.pid)
 
 
+LABEL_UNITS = {'ns': 1, 'us': 1e3, 'ms': 1e6, 's': 1e9, 'hrs': 3600e9,
+               'B': 1, 'kB': 2**10, 'MB': 2**20, 'GB': 2**30, 'TB': 2**40}
+
+
+def label_value(label):
+    """A value as pprof labels it ("1.05s", "222.22ms", "48kB", "22"):
+    two decimals at most, in the unit it picked."""
+    m = re.fullmatch(r'(-?\d+(?:\.\d+)?)([a-zA-Z]*)', label)
+    assert m, label
+    return float(m.group(1)) * LABEL_UNITS.get(m.group(2), 1)
+
+
+def close_label(label, value):
+    """label says value, to its three significant digits."""
+    return abs(label_value(label) - value) <= 0.006 * abs(value) + 0.01
+
+
 def test_flame_svg_is_well_formed_and_offline(proffs, target):
+    """flame_2s.svg read with cpu_2s.pb.gz (one session, the same
+    samples): well-formed, self-contained, titled with the pid, command,
+    kind, sample type, window, start date and total the profile has, in
+    warm colours, one fill per function name."""
     t = target('qsorter')
-    data = proffs.read(t.pid, 'flame_2s.svg')
-    path = save(data, 'qsorter.svg')
-    assert shutil.which('xmllint'), 'xmllint is not installed (libxml2-utils)'
-    r = subprocess.run(['xmllint', '--noout', path], capture_output=True,
-                       text=True)
-    assert r.returncode == 0, r.stderr
-    text = data.decode()
+    start = time.time_ns()
+    got = read_together(proffs, t.pid, ['flame_2s.svg', 'cpu_2s.pb.gz'])
+    end = time.time_ns()
+    assert len(proffs.log_lines(r'session \d+ start')) == 1
+    ref = save(got['cpu_2s.pb.gz'], 'qsorter-flame-ref.pb.gz')
+    p = util.validate_pprof(ref)
+    _, text = util.check_svg(got['flame_2s.svg'], 'qsorter.svg')
     assert 'cmp_ints' in text and 'qsorter' in text
-    urls = set(re.findall(r'https?://[^"\s<>]+', text))
-    assert urls <= {'http://www.w3.org/2000/svg',
-                    'http://www.w3.org/1999/xlink'}, urls
-    assert not re.search(r'<(script|image|use)[^>]+(src|href)=', text)
+    titles = util.svg_titles(text)
+    assert titles['title'] == \
+        f'cpu profile of pid {t.pid}: {" ".join(t.argv)}', titles
+    m = re.fullmatch(r'cpu \(nanoseconds\), (\S+) s window from '
+                     r'(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC, total (\S+)',
+                     titles['sub'])
+    assert m, titles
+    window = float(m.group(1))
+    assert 1.98 <= window <= 3.0, titles
+    assert abs(window - p.duration_ns / 1e9) <= 0.015, (titles, p.duration)
+    when = time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(p.time_ns // 10**9))
+    assert m.group(2) == when, (titles, p.time_ns)
+    assert start // 10**9 <= p.time_ns // 10**9 <= end // 10**9
+    assert close_label(m.group(3), p.total('cpu/nanoseconds')), titles
+    frames = util.svg_frames(text)
+    assert frames[0][0] == 'all'
+    assert frames[0][1] == p.total('cpu/nanoseconds')
+    util.check_fills(frames, 'warm')
+    names = [f[0] for f in frames]
+    assert any(names.count(n) > 1 for n in names), \
+        'no function drawn twice: the one-fill check proved nothing'
+
+
+def test_flame_svg_sample_picks_the_value(proffs, target):
+    """?sample= on an .svg, before or after the format (SPEC §1):
+    sample=samples draws the sample counts, the default the CPU time, of
+    the same samples (one session): every frame's value differs by the
+    period, and the subtitle names the type and its total."""
+    t = target('burn')
+    names = ['flame_2s.svg', 'flame_2s.svg?sample=samples',
+             'flame_2s?sample=samples.svg', 'cpu_2s.pb.gz']
+    got = read_together(proffs, t.pid, names)
+    assert len(proffs.log_lines(r'session \d+ start')) == 1
+    ref = save(got['cpu_2s.pb.gz'], 'sample-ref.pb.gz')
+    p = util.validate_pprof(ref)
+    assert got['flame_2s.svg?sample=samples'] == \
+        got['flame_2s?sample=samples.svg']
+    _, dflt = util.check_svg(got['flame_2s.svg'], 'flame-cpu.svg')
+    _, counts = util.check_svg(got['flame_2s.svg?sample=samples'],
+                               'flame-samples.svg')
+    sub_d, sub_c = util.svg_titles(dflt)['sub'], util.svg_titles(counts)['sub']
+    assert sub_d.startswith('cpu (nanoseconds), '), sub_d
+    assert close_label(sub_d.rsplit(', total ', 1)[1],
+                       p.total('cpu/nanoseconds')), sub_d
+    assert sub_c.startswith('samples (count), ') and \
+        sub_c.endswith(f', total {p.total("samples/count")}'), sub_c
+    fd, fc = util.svg_frames(dflt), util.svg_frames(counts)
+    assert fd[0][1] == p.total('cpu/nanoseconds')
+    assert fc[0][1] == p.total('samples/count') > 0
+    assert [(n, v) for n, v, _ in fd] == \
+        [(n, v * p.period) for n, v, _ in fc]
+    assert 'hot' in [n for n, _, _ in fc]
 
 
 def test_stat_of_svg_waits_but_listing_does_not(proffs, target):

@@ -220,7 +220,7 @@ def test_default_rate_within_sampling_error(proffs, target):
     legacy = proffs.read(t.pid, 'heap_8s?debug=1.txt')
     assert re.match(rb'heap profile: \d+: \d+ \[\d+: \d+\] @ heap/1048576\n',
                     legacy), legacy[:100]
-    lp = util.raw(util.save(legacy, 'heap-legacy.txt'))
+    lp = util.validate_pprof(util.save(legacy, 'heap-legacy.txt'))
     for typ in TYPES:
         want = p.total(typ)
         assert abs(lp.total(typ) - want) <= 0.01 * want, (typ, want,
@@ -304,16 +304,14 @@ def test_human_formats(proffs, target):
     legacy = proffs.read(t.pid, 'heap?rate=1&seconds=2&debug=1.txt')
     assert legacy.startswith(b'heap profile: ') and b' @ heap/2\n' in \
         legacy.split(b'\n')[0] + b'\n', legacy[:100]
-    lp = util.raw(util.save(legacy, 'heap-legacy-rate1.txt'))
+    lp = util.validate_pprof(util.save(legacy, 'heap-legacy-rate1.txt'))
     for typ in TYPES:
         assert lp.total(typ) == p.total(typ), typ
     assert site_values(lp, 'site_small') == site_values(p, 'site_small')
     svg = proffs.read(t.pid, 'heap?rate=1&seconds=2.svg')
-    svg_path = util.save(svg, 'heap.svg')
+    # well-formed and self-contained, as the CPU flame graph
+    util.check_svg(svg, 'heap.svg')
     assert b'site_realloc' in svg and b'inuse_space' in svg
-    r = subprocess.run(['xmllint', '--noout', svg_path],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
     # The memory palette: every frame green (green the largest part).
     fills = [f for f in re.findall(rb'<rect[^>]* fill="#([0-9a-f]{6})"', svg)
              if f != b'f6f6f0']
@@ -321,6 +319,50 @@ def test_human_formats(proffs, target):
     for f in fills:
         r, g, b = (int(f[i:i + 2], 16) for i in (0, 2, 4))
         assert g > r and g > b, f
+
+
+def test_allocs_svg(proffs, target):
+    """allocs.svg through the mount: a well-formed, self-contained flame
+    graph, in greens, of alloc_space (allocs' default) with the sites
+    the target allocates from; ?sample=alloc_objects draws the counts
+    of the same samples (one session), titled so."""
+    t = target('allocs')
+    base = 'allocs?rate=1&seconds=2'
+    names = [base + '.svg', base + '&sample=alloc_objects.svg',
+             base + '.pb.gz']
+    readers = {n: Reader(proffs.path(t.pid, n)) for n in names}
+    wait_agent(t.pid)
+    truth = workload(t)
+    got = {n: r.result() for n, r in readers.items()}
+    assert len(proffs.log_lines(r'session \d+ start')) == 1
+    path = util.save(got[base + '.pb.gz'], 'allocs-svg-ref.pb.gz')
+    p = util.validate_pprof(path)
+    check_header(p, path, 'allocs')
+    want = {'alloc_space (bytes)': 'alloc_space/bytes',
+            'alloc_objects (count)': 'alloc_objects/count'}
+    subs = set()
+    for name, keep in ((base + '.svg', 'allocs.svg'),
+                       (base + '&sample=alloc_objects.svg',
+                        'allocs-objects.svg')):
+        _, text = util.check_svg(got[name], keep)
+        titles = util.svg_titles(text)
+        assert titles['title'] == \
+            f'allocs profile of pid {t.pid}: {" ".join(t.argv)}', titles
+        typ = titles['sub'].split(', ', 1)[0]
+        subs.add(typ)
+        frames = util.svg_frames(text)
+        util.check_fills(frames, 'green')
+        assert frames[0][:2] == ('all', p.total(want[typ])), \
+            (frames[0], typ)
+        # every allocation of the site, exactly (rate=1): the sum of its
+        # frames is the site's value, and what the target counted
+        k = TYPES.index(want[typ])
+        for site in ('site_small', 'site_calloc', 'site_realloc'):
+            drawn = sum(v for n, v, _ in frames if n == site)
+            assert drawn == site_values(p, site)[k], (site, typ, drawn)
+            assert abs(drawn - truth[site][k]) <= 0.02 * truth[site][k], \
+                (site, typ, drawn, truth[site])
+    assert subs == set(want), subs
 
 
 def ops_now(t, timeout=3.0):

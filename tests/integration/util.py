@@ -6,9 +6,14 @@ Set PROFFS_BUILD_DIR to test another build directory than <repo>/build,
 PROFFS_TEST_OUT to keep the profiles the tests read somewhere else than
 <build>/tests/integration-out."""
 
+import calendar
+import colorsys
 import errno
+import hashlib
+import html
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import time
@@ -203,11 +208,16 @@ def pprof(*args, check=True, clean=False):
 
 
 def save(data, name):
-    """Keep a profile with the test output; returns its path."""
+    """Keep a profile with the test output; returns its path. A pprof
+    file (name ending .pb or .pb.gz) is validated at once: every profile
+    a test produces goes through -top, -traces and -raw, whatever the
+    test goes on to read of it (validate_pprof)."""
     os.makedirs(OUT_DIR, exist_ok=True)
     path = os.path.join(OUT_DIR, name)
     with open(path, 'wb') as f:
         f.write(data)
+    if name.endswith(('.pb', '.pb.gz')):
+        validate_pprof(path)
     return path
 
 
@@ -251,6 +261,8 @@ class Profile:
     def __init__(self):
         self.comments, self.sample_types, self.samples = [], [], []
         self.period_type, self.period, self.duration = None, None, None
+        self.time_ns = None       # Time, unix nanoseconds
+        self.duration_ns = None   # Duration; see validate_pprof
         self.locations, self.mappings = {}, {}
 
     def index(self, sample_type):
@@ -286,6 +298,39 @@ def _parse_line(text):
     return (m.group(1), m.group(2), int(m.group(3)))
 
 
+_TIME = re.compile(r'^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.(\d{1,9}))? '
+                   r'([+-])(\d\d)(\d\d) \S+$')
+_GO_DUR = re.compile(r'(\d+(?:\.\d*)?)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)')
+_GO_UNIT = {'ns': 1, 'us': 10**3, '\u00b5s': 10**3, '\u03bcs': 10**3,
+            'ms': 10**6, 's': 10**9, 'm': 60 * 10**9, 'h': 3600 * 10**9}
+
+
+def _parse_time(text):
+    """Go's time.Time.String() ("2006-01-02 15:04:05.999999999 -0700
+    MST", as -raw prints Time) in unix nanoseconds, exactly."""
+    m = _TIME.match(text)
+    assert m, f'unparsable Time {text!r}'
+    secs = calendar.timegm(time.strptime(m.group(1), '%Y-%m-%d %H:%M:%S'))
+    off = (int(m.group(4)) * 60 + int(m.group(5))) * 60
+    secs -= off if m.group(3) == '+' else -off
+    return secs * 10**9 + int((m.group(2) or '').ljust(9, '0'))
+
+
+def _parse_go_duration(text):
+    """A Go time.Duration.String() in nanoseconds, or None when pprof's
+    -raw cut its unit off: it prints Duration with "%.4v", so "2.0183s"
+    comes out as "2.01" (validate_pprof then finds the unit)."""
+    pos, ns = 0, 0
+    for m in _GO_DUR.finditer(text):
+        if m.start() != pos:
+            break
+        ns += float(m.group(1)) * _GO_UNIT[m.group(2)]
+        pos = m.end()
+    if pos != len(text) or not text:
+        return None
+    return int(round(ns))
+
+
 def parse_raw(text):
     """Parse `go tool pprof -raw` output into a Profile; asserts the
     structure pprof guarantees (every location and mapping id resolves)."""
@@ -299,8 +344,11 @@ def parse_raw(text):
                 p.period_type = line.split(None, 1)[1]
             elif line.startswith('Period: '):
                 p.period = int(line.split()[1])
+            elif line.startswith('Time: '):
+                p.time_ns = _parse_time(line[len('Time: '):])
             elif line.startswith('Duration: '):
                 p.duration = line.split()[1]
+                p.duration_ns = _parse_go_duration(p.duration)
             elif line == 'Samples:':
                 section = 'types'
         elif section == 'types':
@@ -348,20 +396,66 @@ def parse_raw(text):
     return p
 
 
+# Profiles validate_pprof has read: {path: (sha256 of the bytes, Profile)}.
+_validated = {}
+
+
+def _digest(path):
+    with open(path, 'rb') as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
 def raw(path):
     """The profile at path, as pprof reads it."""
+    done = _validated.get(path)
+    if done and done[0] == _digest(path):
+        return done[1]
     return parse_raw(pprof('-raw', path, clean=True))
+
+
+_TOP_LABEL = re.compile(r'^Duration: (-?[\d.]+)(ns|us|ms|s|hrs), Total ',
+                        re.M)
+_TOP_UNIT = {'ns': 1, 'us': 1e3, 'ms': 1e6, 's': 1e9, 'hrs': 3600e9}
+
+
+def _duration_from_top(p, top):
+    """Where -raw cut Duration's unit off, the unit -top's label (three
+    significant digits, with a unit) gives it: the reading of -raw's
+    digits, as a prefix of Go's Duration.String(), closest to the label."""
+    m = _TOP_LABEL.search(top)
+    assert m, f'-raw has Duration {p.duration!r}, -top no label:\n{top}'
+    label = float(m.group(1)) * _TOP_UNIT[m.group(2)]
+    try:
+        digits = float(p.duration)
+    except ValueError:      # "1m30.5s" cut to "1m30": -top's label only
+        return int(label)
+    best = min((10**9, 10**6, 10**3, 1),
+               key=lambda u: abs(digits * u - label))
+    ns = digits * best
+    assert abs(ns - label) <= 0.01 * label + 1, \
+        f'-raw Duration {p.duration!r} and -top {m.group(0)!r} disagree'
+    return int(ns)
 
 
 def validate_pprof(path):
     """Every profile a test reads goes through pprof's -top, -traces and
     -raw: each must succeed, print something and not complain. Returns the
-    parsed -raw Profile."""
+    parsed -raw Profile (the same object for the same bytes at path, so a
+    profile save() validated costs nothing more)."""
+    digest = _digest(path)
+    done = _validated.get(path)
+    if done and done[0] == digest:
+        return done[1]
+    outs = {}
     for mode in ('-top', '-traces'):
-        out = pprof(mode, path, clean=True)
-        assert out.strip(), f'pprof {mode} printed nothing for {path}'
-    p = raw(path)
+        outs[mode] = pprof(mode, path, clean=True)
+        assert outs[mode].strip(), \
+            f'pprof {mode} printed nothing for {path}'
+    p = parse_raw(pprof('-raw', path, clean=True))
     assert p.sample_types, f'{path}: no sample types'
+    if p.duration is not None and p.duration_ns is None:
+        p.duration_ns = _duration_from_top(p, outs['-top'])
+    _validated[path] = (digest, p)
     return p
 
 
@@ -379,6 +473,81 @@ def share(samples, func, leaf=False):
     hit = sum(v for v, _, f in samples
               if ((f and f[0] == func) if leaf else func in f))
     return hit / total if total else 0.0
+
+
+# -- SVG flame graphs --------------------------------------------------------
+
+SVG_NAMESPACES = {'http://www.w3.org/2000/svg',
+                  'http://www.w3.org/1999/xlink'}
+
+# What would make a browser fetch something: a URL's scheme, a
+# protocol-relative "//host" in an attribute or CSS url(), CSS @import,
+# elements that load resources, a script's src, fetch/XHR/import().
+_ELSEWHERE = re.compile(
+    r'\b[a-z][a-z0-9+.-]*://[^"\'\s<>)]*|'
+    r'\b(?:href|src|action)\s*=\s*["\']?\s*//|'
+    r'url\(\s*["\']?\s*//|@import|'
+    r'<(?:image|use|iframe|foreignObject|link|a)\b|'
+    r'<script[^>]*\bsrc\s*=|\bfetch\s*\(|XMLHttpRequest|\bimport\s*\(',
+    re.I)
+
+
+def check_svg(data, name):
+    """Keep an SVG the mount rendered as name, and check what a browser
+    opening it from a file:// URL relies on: well-formed XML (xmllint),
+    and nothing fetched from elsewhere (_ELSEWHERE; the SVG namespace
+    URLs are names, not fetched). Returns (path, text)."""
+    path = save(data, name)
+    assert shutil.which('xmllint'), 'xmllint is not installed (libxml2-utils)'
+    r = subprocess.run(['xmllint', '--noout', path], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    text = data.decode()
+    refs = [m for m in _ELSEWHERE.findall(text)
+            if m not in SVG_NAMESPACES]
+    assert not refs, f'{name} refers elsewhere: {refs}'
+    return path, text
+
+
+_SVG_FRAME = re.compile(r'<g class="frame" data-v="(\d+)"><title>(.*?) '
+                        r'\([^()]*\)</title><rect [^>]*fill="(#[0-9a-f]{6})"')
+_SVG_TEXT = re.compile(r'<text class="(title|sub)"[^>]*>([^<]*)</text>')
+
+
+def svg_frames(text):
+    """[(name, value, fill)] of a flame graph's frames, in document order
+    (the root, "all", first)."""
+    return [(html.unescape(m.group(2)), int(m.group(1)), m.group(3))
+            for m in _SVG_FRAME.finditer(text)]
+
+
+def svg_titles(text):
+    """{'title': ..., 'sub': ...}: a flame graph's two heading lines."""
+    return {k: html.unescape(v) for k, v in _SVG_TEXT.findall(text)}
+
+
+def hue(fill):
+    """(hue in degrees, saturation, value) of "#rrggbb"."""
+    r, g, b = (int(fill[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    h, s, v = colorsys.rgb_to_hsv(r, g, b)
+    return h * 360, s, v
+
+
+def check_fills(frames, palette):
+    """Every frame in the palette's hues (warm: red, a little towards
+    magenta, through orange to yellow, for CPU; green, for memory),
+    saturated and bright; one fill per function name, wherever it is
+    drawn."""
+    lo, hi = {'warm': (-20, 70), 'green': (80, 160)}[palette]
+    by_name = {}
+    for name, _, fill in frames:
+        h, s, v = hue(fill)
+        h = h - 360 if h > 180 else h     # a red past magenta: -20..0
+        assert lo <= h <= hi and s >= 0.5 and v >= 0.6, \
+            f'{name}: {fill} (hue {h:.0f}) is not {palette}'
+        by_name.setdefault(name, set()).add(fill)
+    split = {n: f for n, f in by_name.items() if len(f) > 1}
+    assert not split, f'names drawn in more than one fill: {split}'
 
 
 # -- perf, the reference ---------------------------------------------------
