@@ -7,14 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "perf.h"
+#include "perf_ring.h"
 #include "proc.h"
 
 /*
@@ -26,7 +25,6 @@
  */
 #define STACK_BYTES 8192
 #define RING_PAGES_MAX 512
-#define RING_PAGES_MIN 8
 
 /* perf's x86 register indices, in the order a sample lists them. */
 static const enum unwind_reg perf_reg_order[] = {
@@ -38,30 +36,17 @@ static const enum unwind_reg perf_reg_order[] = {
 #define PERF_REGS_MASK (0x1ffull | (0xffull << 16))
 #define NREGS (sizeof(perf_reg_order) / sizeof(perf_reg_order[0]))
 
-struct ring {
-	int fd;			/* the event whose buffer this is, or -1 */
-	void *base;
-	size_t data_size;
-	uint8_t *bounce;
-};
-
 struct perf_rec {
 	pid_t pid;
 	int ncpu;
 	size_t ring_pages;
-	struct ring *rings;	/* ncpu */
+	struct perf_ring *rings;	/* ncpu */
 	int *fds;
 	size_t nfds, capfds;
 	struct pollfd *pfds;	/* one per ring with a buffer */
 	int npfds;
 	uint64_t lost;
 };
-
-static int sys_perf_event_open(struct perf_event_attr *attr, pid_t pid,
-			       int cpu, int group, unsigned long flags)
-{
-	return syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
-}
 
 static void init_attr(struct perf_event_attr *a, unsigned hz, bool kernel)
 {
@@ -102,44 +87,26 @@ static int add_fd(struct perf_rec *r, int fd)
 	return 0;
 }
 
-static int map_ring(struct perf_rec *r, struct ring *ring, int fd)
+/* The first event of a cpu: its ring. When not even the smallest ring
+ * fits the locked-memory limit (perf_event_mlock_kb, RLIMIT_MEMLOCK),
+ * the kernel has refused, and perf_open() says so: -EPERM. */
+static int map_ring(struct perf_rec *r, struct perf_ring *ring, int fd)
 {
-	size_t page = sysconf(_SC_PAGESIZE);
+	int ret = perf_ring_map(fd, &r->ring_pages, ring);
 
-	for (size_t pages = r->ring_pages; pages >= RING_PAGES_MIN;
-	     pages /= 2) {
-		void *base = mmap(NULL, (pages + 1) * page,
-				  PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-
-		if (base == MAP_FAILED) {
-			if (errno == EPERM || errno == ENOMEM)
-				continue;	/* mlock limit: try smaller */
-			return -errno;
-		}
-		ring->bounce = malloc(pages * page);
-		if (!ring->bounce) {
-			munmap(base, (pages + 1) * page);
-			return -ENOMEM;
-		}
-		r->ring_pages = pages;
-		ring->fd = fd;
-		ring->base = base;
-		ring->data_size = pages * page;
-		return 0;
-	}
-	return -EPERM;
+	return ret == -ENOBUFS ? -EPERM : ret;
 }
 
 static int open_one(struct perf_rec *r, struct perf_event_attr *attr,
 		    pid_t tid, int cpu)
 {
-	struct ring *ring = &r->rings[cpu];
+	struct perf_ring *ring = &r->rings[cpu];
 	int fd, ret;
 
 	attr->wakeup_watermark = r->ring_pages * sysconf(_SC_PAGESIZE) / 4;
-	fd = sys_perf_event_open(attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	fd = perf_ring_event_open(attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	ret = add_fd(r, fd);
 	if (ret) {
 		close(fd);
@@ -242,7 +209,7 @@ int perf_open(pid_t pid, unsigned hz, struct perf_rec **out)
 		return -ENOMEM;
 	}
 	for (int cpu = 0; cpu < r->ncpu; cpu++)
-		r->rings[cpu].fd = -1;
+		perf_ring_init(&r->rings[cpu]);
 	ret = open_all(r, hz);
 	if (!ret)
 		ret = make_pollfds(r);
@@ -295,54 +262,31 @@ static bool parse_sample(const uint8_t *p, const uint8_t *end,
 	return true;
 }
 
-static void read_ring(struct perf_rec *r, struct ring *ring,
-		      perf_sample_cb cb, void *arg)
+struct read_ctx {
+	perf_sample_cb cb;
+	void *arg;
+};
+
+static void read_sample(const void *body, size_t len, void *arg)
 {
-	struct perf_event_mmap_page *pg = ring->base;
-	uint8_t *data = (uint8_t *)ring->base + pg->data_offset;
-	uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = pg->data_tail;
+	const struct read_ctx *c = arg;
+	struct perf_sample s;
 
-	while (tail < head) {
-		size_t at = tail % ring->data_size;
-		struct perf_event_header hdr;
-		const uint8_t *rec;
-
-		memcpy(&hdr, data + at, sizeof(hdr)); /* headers never wrap */
-		if (hdr.size < sizeof(hdr) || tail + hdr.size > head)
-			break;
-		rec = data + at;
-		if (at + hdr.size > ring->data_size) {
-			size_t first = ring->data_size - at;
-
-			memcpy(ring->bounce, data + at, first);
-			memcpy(ring->bounce + first, data, hdr.size - first);
-			rec = ring->bounce;
-		}
-		if (hdr.type == PERF_RECORD_SAMPLE) {
-			struct perf_sample s;
-
-			if (parse_sample(rec + sizeof(hdr), rec + hdr.size, &s))
-				cb(&s, arg);
-		} else if (hdr.type == PERF_RECORD_LOST) {
-			uint64_t lost;
-
-			memcpy(&lost, rec + sizeof(hdr) + 8, sizeof(lost));
-			r->lost += lost;
-		}
-		tail += hdr.size;
-	}
-	__atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);
+	if (parse_sample(body, (const uint8_t *)body + len, &s))
+		c->cb(&s, c->arg);
 }
 
 int perf_poll(struct perf_rec *r, int timeout_ms, perf_sample_cb cb,
 	      void *arg)
 {
+	struct read_ctx c = { .cb = cb, .arg = arg };
+
 	if (poll(r->pfds, r->npfds, timeout_ms) < 0 && errno != EINTR)
 		return -errno;
 	for (int cpu = 0; cpu < r->ncpu; cpu++)
 		if (r->rings[cpu].fd >= 0)
-			read_ring(r, &r->rings[cpu], cb, arg);
+			perf_ring_drain(&r->rings[cpu], read_sample, &c,
+					&r->lost);
 	return 0;
 }
 
@@ -353,19 +297,12 @@ uint64_t perf_lost(const struct perf_rec *r)
 
 void perf_close(struct perf_rec *r)
 {
-	size_t page;
-
 	if (!r)
 		return;
-	page = sysconf(_SC_PAGESIZE);
 	for (size_t i = 0; i < r->nfds; i++)
 		close(r->fds[i]);
-	for (int cpu = 0; cpu < r->ncpu; cpu++) {
-		if (r->rings[cpu].base)
-			munmap(r->rings[cpu].base,
-			       r->rings[cpu].data_size + page);
-		free(r->rings[cpu].bounce);
-	}
+	for (int cpu = 0; cpu < r->ncpu; cpu++)
+		perf_ring_unmap(&r->rings[cpu]);
 	free(r->rings);
 	free(r->fds);
 	free(r->pfds);

@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
@@ -23,6 +22,7 @@
 #include <unistd.h>
 
 #include "perf.h"
+#include "perf_ring.h"
 #include "proc.h"
 #include "timeq.h"
 #include "uprobe_rec.h"
@@ -30,21 +30,13 @@
 #define POLL_MS 5
 #define RING_PAGES_MAX 16384	/* 64 MiB a cpu: ~7,600 8 KiB stacks */
 #define RING_BUDGET_PAGES 32768	/* 128 MiB of rings on a big machine */
-#define RING_PAGES_MIN 8
 #define QUEUED_MAX (256u << 20)	/* records waiting for the consumer */
 #define RESCANS 5		/* thread list re-reads while opening */
-#define MAX_RECORD 65536	/* a perf record's u16 size */
 #define MAX_EVENTS 8
 #define READER_NICE -10
 
 #define BASE_TYPE (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | \
 		   PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER)
-
-struct ring {
-	int fd;			/* the event whose buffer it is, or -1 */
-	void *base;
-	size_t size;		/* of the data part */
-};
 
 /* A record in the queues, parsed; 8-aligned. */
 struct rec {
@@ -68,7 +60,7 @@ struct uprobe_rec {
 	int nev;
 	bool plain_inherit;	/* a kernel without inherit_thread */
 	size_t ring_pages;
-	struct ring *rings;	/* ncpu */
+	struct perf_ring *rings;	/* ncpu */
 	struct pollfd *pfds;
 	int npfds;
 	int *fds;
@@ -77,7 +69,6 @@ struct uprobe_rec {
 	size_t nids, capids;
 	pid_t *tids;		/* threads given events of their own */
 	size_t ntids, captids;
-	uint8_t *bounce;	/* a record that wraps its ring */
 
 	pthread_mutex_t lock;
 	pthread_t reader;
@@ -147,45 +138,31 @@ static void init_attr(const struct uprobe_rec *r, int e,
 	a->clockid = CLOCK_MONOTONIC;
 }
 
-static int map_ring(struct uprobe_rec *r, struct ring *g, int fd)
+/* The first event of a cpu: its ring. Not even the smallest ring could
+ * be mapped: -ENOMEM. Not -EPERM, which heap_uprobe.c reports as lacking
+ * root, which it has checked already (heap_uprobe_allowed()). */
+static int map_ring(struct uprobe_rec *r, struct perf_ring *g, int fd)
 {
-	size_t page = sysconf(_SC_PAGESIZE);
+	int ret = perf_ring_map(fd, &r->ring_pages, g);
 
-	for (size_t pages = r->ring_pages; pages >= RING_PAGES_MIN;
-	     pages /= 2) {
-		void *base = mmap(NULL, (pages + 1) * page,
-				  PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-
-		if (base == MAP_FAILED) {
-			if (errno == EPERM || errno == ENOMEM)
-				continue;	/* mlock limit: try smaller */
-			return -errno;
-		}
-		r->ring_pages = pages;
-		g->fd = fd;
-		g->base = base;
-		g->size = pages * page;
-		return 0;
-	}
-	return -ENOMEM;
+	return ret == -ENOBUFS ? -ENOMEM : ret;
 }
 
 static int open_one(struct uprobe_rec *r, int e, pid_t tid, int cpu)
 {
 	struct perf_event_attr attr;
-	struct ring *g = &r->rings[cpu];
+	struct perf_ring *g = &r->rings[cpu];
 	uint64_t id;
 	int fd;
 
 	init_attr(r, e, &attr);
-	fd = syscall(SYS_perf_event_open, &attr, tid, cpu, -1,
-		     PERF_FLAG_FD_CLOEXEC);
-	if (fd < 0 && errno == EINVAL && !r->plain_inherit && !r->nfds) {
+	fd = perf_ring_event_open(&attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd == -EINVAL && !r->plain_inherit && !r->nfds) {
 		r->plain_inherit = true;	/* before 5.13 */
 		return open_one(r, e, tid, cpu);
 	}
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (grow((void **)&r->fds, &r->capfds, r->nfds + 1, sizeof(int)) ||
 	    grow((void **)&r->ids, &r->capids, r->nids + 1,
 		 sizeof(*r->ids))) {
@@ -276,10 +253,17 @@ static int cmp_id(const void *a, const void *b)
 
 /* ---- reading ---- */
 
-/* A sample of cpu's ring, parsed into its queue. Called with lock. */
-static void take(struct uprobe_rec *r, int cpu, const uint8_t *body,
-		 size_t len)
+/* What take() needs besides the sample: the ring's cpu is its queue. */
+struct take_ctx {
+	struct uprobe_rec *r;
+	int cpu;
+};
+
+/* A sample of a cpu's ring, parsed into its queue. Called with lock. */
+static void take(const void *body, size_t len, void *arg)
 {
+	const struct take_ctx *c = arg;
+	struct uprobe_rec *r = c->r;
 	struct id_event key, *ie;
 	struct perf_sample s;
 	struct rec *rec;
@@ -294,7 +278,7 @@ static void take(struct uprobe_rec *r, int cpu, const uint8_t *body,
 	if (s.pid != (uint32_t)r->pid)	/* a child, on an older kernel */
 		return;
 	r->records++;
-	rec = timeq_reserve(r->q, cpu, s.time, sizeof(*rec) + s.stack_len);
+	rec = timeq_reserve(r->q, c->cpu, s.time, sizeof(*rec) + s.stack_len);
 	if (!rec) {
 		r->lost++;
 		return;
@@ -308,45 +292,6 @@ static void take(struct uprobe_rec *r, int cpu, const uint8_t *body,
 		memcpy(rec->stack, s.stack, s.stack_len);
 }
 
-/* Every record of cpu's ring into its queue. Called with lock. */
-static void drain_ring(struct uprobe_rec *r, int cpu)
-{
-	struct ring *g = &r->rings[cpu];
-	struct perf_event_mmap_page *pg = g->base;
-	uint8_t *data = (uint8_t *)g->base + pg->data_offset;
-	uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = pg->data_tail;
-
-	while (tail < head) {
-		size_t at = tail % g->size;
-		struct perf_event_header hdr;
-		const uint8_t *rec = data + at;
-
-		memcpy(&hdr, rec, sizeof(hdr));	/* headers never wrap */
-		if (hdr.size < sizeof(hdr) || tail + hdr.size > head)
-			break;
-		if (at + hdr.size > g->size) {
-			size_t first = g->size - at;
-
-			memcpy(r->bounce, rec, first);
-			memcpy(r->bounce + first, data, hdr.size - first);
-			rec = r->bounce;
-		}
-		if (hdr.type == PERF_RECORD_SAMPLE) {
-			take(r, cpu, rec + sizeof(hdr),
-			     hdr.size - sizeof(hdr));
-		} else if (hdr.type == PERF_RECORD_LOST &&
-			   hdr.size >= sizeof(hdr) + 16) {
-			uint64_t lost;
-
-			memcpy(&lost, rec + sizeof(hdr) + 8, sizeof(lost));
-			r->lost += lost;
-		}
-		tail += hdr.size;
-	}
-	__atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);
-}
-
 /* One drain of every ring. A record stamped before the previous drain
  * began was complete in its ring by the time this one read it. */
 static void drain(struct uprobe_rec *r)
@@ -354,9 +299,12 @@ static void drain(struct uprobe_rec *r)
 	uint64_t t = now_ns();
 
 	pthread_mutex_lock(&r->lock);
-	for (int cpu = 0; cpu < r->ncpu; cpu++)
+	for (int cpu = 0; cpu < r->ncpu; cpu++) {
+		struct take_ctx c = { .r = r, .cpu = cpu };
+
 		if (r->rings[cpu].base)
-			drain_ring(r, cpu);
+			perf_ring_drain(&r->rings[cpu], take, &c, &r->lost);
+	}
 	r->safe_ns = r->read_ns;
 	r->read_ns = t;
 	pthread_mutex_unlock(&r->lock);
@@ -384,16 +332,15 @@ static int start(struct uprobe_rec *r)
 	size_t pages = RING_BUDGET_PAGES / r->ncpu;
 	int ret;
 
-	r->ring_pages = RING_PAGES_MIN;
+	r->ring_pages = PERF_RING_PAGES_MIN;
 	while (r->ring_pages * 2 <= pages && r->ring_pages < RING_PAGES_MAX)
 		r->ring_pages *= 2;
 	r->rings = calloc(r->ncpu, sizeof(*r->rings));
 	r->pfds = calloc(r->ncpu, sizeof(*r->pfds));
-	r->bounce = malloc(MAX_RECORD);
-	if (!r->rings || !r->pfds || !r->bounce)
+	if (!r->rings || !r->pfds)
 		return -ENOMEM;
 	for (int cpu = 0; cpu < r->ncpu; cpu++)
-		r->rings[cpu].fd = -1;
+		perf_ring_init(&r->rings[cpu]);
 	ret = timeq_new(r->ncpu, QUEUED_MAX, &r->q);
 	if (!ret)
 		ret = open_all(r);
@@ -478,8 +425,6 @@ void uprobe_rec_size(const struct uprobe_rec *r, size_t *events,
 
 void uprobe_rec_stop(struct uprobe_rec *r)
 {
-	size_t page = sysconf(_SC_PAGESIZE);
-
 	if (r->stopped)
 		return;
 	r->stopped = true;
@@ -498,11 +443,7 @@ void uprobe_rec_stop(struct uprobe_rec *r)
 		close(r->fds[i]);
 	r->nfds = 0;
 	for (int cpu = 0; r->rings && cpu < r->ncpu; cpu++)
-		if (r->rings[cpu].base) {
-			munmap(r->rings[cpu].base, r->rings[cpu].size + page);
-			r->rings[cpu].base = NULL;
-			r->rings[cpu].fd = -1;
-		}
+		perf_ring_unmap(&r->rings[cpu]);
 }
 
 void uprobe_rec_free(struct uprobe_rec *r)
@@ -517,6 +458,5 @@ void uprobe_rec_free(struct uprobe_rec *r)
 	free(r->fds);
 	free(r->ids);
 	free(r->tids);
-	free(r->bounce);
 	free(r);
 }
