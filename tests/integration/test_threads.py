@@ -290,9 +290,10 @@ def test_threads_ending_mid_dump_are_skipped(proffs, target):
     microseconds: a dump lists threads that are gone by the time it comes
     to them. Every dump succeeds and leaves no thread stopped or traced;
     such threads are counted as skipped (in the profile's comment and
-    the session's log line), which happens within a few hundred dumps
-    even on an idle machine (a short thread is listed in about 4% of
-    them; on a busy one, in half)."""
+    the session's log line). A short thread lives some tens of
+    microseconds of each millisecond, so a few percent of dumps list
+    one, even on an idle machine: 300 dumps at most (on this busy
+    machine, half the dumps skipped one)."""
     t = target('churn')
     skipped = dumps = 0
     while dumps < 20 or (not skipped and dumps < 300):
