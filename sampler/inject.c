@@ -124,10 +124,9 @@ static int seize(struct injector *in, pid_t tid)
 	int ret;
 
 	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL)) {
-		ret = errno;
-		if (ret == ESRCH)
-			return 0;	/* gone already */
-		return ret == EPERM ? tracee_seize_refused(in->pid, tid) : -ret;
+		ret = errno == EPERM ? tracee_seize_refused(in->pid, tid) :
+				       -errno;
+		return ret == -ESRCH ? 0 : ret;	/* gone already, or exiting */
 	}
 	ret = add_held(in, tid, &h);
 	if (ret)

@@ -288,11 +288,11 @@ static int grab(struct dump *d, struct thread_rec *t)
 	if (read_stat(d->pid, t) || t->state == 'Z' || t->state == 'X')
 		goto gone;
 	if (ptrace(PTRACE_SEIZE, t->tid, NULL, NULL)) {
-		ret = errno;
-		if (ret == ESRCH)
-			goto gone;
-		return ret == EPERM ? tracee_seize_refused(d->pid, t->tid) :
-				      -ret;
+		ret = errno == EPERM ? tracee_seize_refused(d->pid, t->tid) :
+				       -errno;
+		if (ret == -ESRCH)
+			goto gone;	/* exited, or exiting */
+		return ret;
 	}
 	t->running_ns = now_ns();
 	if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL))

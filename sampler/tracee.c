@@ -100,11 +100,25 @@ int tracee_tracer_of(pid_t pid, const char *what, pid_t *tracer)
 
 int tracee_seize_refused(pid_t pid, pid_t tid)
 {
-	char what[32];
-	pid_t tracer = 0;
+	char what[64], buf[2048];
+	const char *l;
+	pid_t tracer;
+	size_t len;
+	int ret;
 
-	snprintf(what, sizeof(what), "task/%d", (int)tid);
-	if (!tracee_tracer_of(pid, what, &tracer) && tracer) {
+	/* The kernel will not attach to a thread that has begun to exit
+	 * (a zombie until it is reaped): EPERM, where ESRCH is meant. */
+	snprintf(what, sizeof(what), "task/%d/status", (int)tid);
+	ret = proc_read(pid, what, buf, sizeof(buf) - 1, &len);
+	if (ret)
+		return ret == -ENOENT || ret == -ESRCH ? -ESRCH : -EPERM;
+	buf[len] = '\0';
+	l = strstr(buf, "\nState:\t");
+	if (l && (l[8] == 'Z' || l[8] == 'X'))
+		return -ESRCH;
+	l = strstr(buf, "\nTracerPid:");
+	tracer = l ? (pid_t)atoi(l + 11) : 0;
+	if (tracer) {
 		pr_info("ptrace: thread %d of %d is traced by %d", (int)tid,
 			(int)pid, (int)tracer);
 		return -EBUSY;

@@ -43,8 +43,9 @@ size_t tracee_copy_stack(pid_t pid, struct proc_maps *maps, uint64_t sp,
  * ("." for the process). */
 int tracee_tracer_of(pid_t pid, const char *what, pid_t *tracer);
 
-/* PTRACE_SEIZE of tid failed with EPERM: -EBUSY when someone else traces
- * it (a debugger), else -EPERM. */
+/* PTRACE_SEIZE of tid failed with EPERM: -ESRCH when it is gone or
+ * exiting (the kernel refuses a zombie with EPERM), -EBUSY when someone
+ * else traces it (a debugger), else -EPERM. */
 int tracee_seize_refused(pid_t pid, pid_t tid);
 
 /*

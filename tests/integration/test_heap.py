@@ -3,6 +3,7 @@
 the agent is loaded into a target that never heard of proffs, and what
 it reports per allocation site is compared with what the target knows it
 allocated."""
+import errno
 import json
 import math
 import os
@@ -35,6 +36,9 @@ class Reader(threading.Thread):
         try:
             with open(self.path, 'rb') as f:
                 self.data = f.read()
+            if self.data is None:   # Python's answer to EAGAIN
+                raise BlockingIOError(errno.EAGAIN, os.strerror(
+                    errno.EAGAIN), self.path)
         except OSError as e:
             self.error = e
 
@@ -242,9 +246,11 @@ def test_cxx_operator_new(proffs, target):
 
 def test_library_loaded_later(proffs, target):
     """A library dlopen'd after the agent armed has its allocations
-    sampled from its first one."""
+    sampled from its first one. A window is a difference: the sites of
+    the workload run before it opened show nothing in it, though the
+    agent saw them (the profile without a window has them)."""
     t = target('allocs')
-    read_windowed(proffs, t, 'heap?rate=1&seconds=2.pb.gz')
+    before, _ = read_windowed(proffs, t, 'heap?rate=1&seconds=2.pb.gz')
     r = Reader(proffs.path(t.pid, 'heap?rate=1&seconds=3.pb.gz'))
     time.sleep(0.5)
     truth = workload(t, signal.SIGUSR2)
@@ -255,6 +261,13 @@ def test_library_loaded_later(proffs, target):
            for l in s.locations if l.lines and l.lines[0][0] ==
            'plugin_alloc']
     assert loc and loc[0].mapping.file.endswith('libplugin.so')
+    for site in before:
+        assert site_values(p, site) == [0, 0, 0, 0], \
+            f'{site}, allocated before the window, is in it'
+    since = util.save(proffs.read(t.pid, 'heap.pb.gz'), 'heap-since.pb.gz')
+    q = util.validate_pprof(since)
+    assert_exact(q, before)
+    assert_exact(q, truth)
 
 
 def test_preloaded_agent_sees_allocations_from_the_start(proffs, target):
@@ -365,9 +378,23 @@ def test_allocs_svg(proffs, target):
     assert subs == set(want), subs
 
 
-def ops_now(t, timeout=3.0):
-    """The count of blocks the mallocs target reports next: what was
-    printed so far is skipped, the next "ops N" line is waited for."""
+class Report:
+    """One report line of the mallocs target:
+    "ops TOTAL hooked M F threads C0,C1,..." (tests/targets/mallocs.c)."""
+
+    def __init__(self, line, when):
+        m = re.match(rb'ops (\d+) hooked ([01]) ([01]) threads ([\d,]+)$',
+                     line)
+        assert m, line
+        self.ops, self.when = int(m.group(1)), when
+        # its own calls of malloc and free go through the agent's hooks
+        self.hooked = (m.group(2) == b'1', m.group(3) == b'1')
+        self.threads = [int(c) for c in m.group(4).split(b',')]
+
+
+def next_report(t, timeout=3.0):
+    """The next report line of the mallocs target: what was printed so
+    far is skipped, the next line is waited for."""
     fd = t.proc.stdout.fileno()
     while select.select([fd], [], [], 0)[0]:
         if not os.read(fd, 65536):
@@ -379,9 +406,29 @@ def ops_now(t, timeout=3.0):
         assert left > 0 and select.select([fd], [], [], left)[0], \
             'target printed nothing'
         buf += os.read(fd, 65536)
-    line = buf.split(b'\n')[0]
-    assert line.startswith(b'ops '), line
-    return int(line.split()[1]), time.monotonic()
+    return Report(buf.split(b'\n')[0], time.monotonic())
+
+
+def ops_now(t, timeout=3.0):
+    """The count of blocks the mallocs target reports next, and when."""
+    r = next_report(t, timeout)
+    return r.ops, r.when
+
+
+def hooked(t):
+    """(malloc, free) of the mallocs target go through the agent now: a
+    report line started after this call (the GOT is read as it prints)."""
+    return next_report(t).hooked
+
+
+def wait_hooked(t, want, timeout=10):
+    """Wait until the target's malloc and free are hooked (want True) or
+    libc's again (False); returns what the last report said."""
+    end = time.monotonic() + timeout
+    while True:
+        h = hooked(t)
+        if h == (want, want) or time.monotonic() > end:
+            return h
 
 
 def cpu_seconds(pid):
@@ -409,17 +456,53 @@ def best_cpu_rate(t, tries=3):
     return max(cpu_rate(t, 1.0) for _ in range(tries))
 
 
+def task_holds(pid):
+    """Threads of pid that are stopped (state t or T) or traced, as
+    {tid: (state, TracerPid)}."""
+    held = {}
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        try:
+            with open(f'/proc/{pid}/task/{tid}/status') as f:
+                status = f.read()
+        except FileNotFoundError:
+            continue
+        state = re.search(r'^State:\s+(\S)', status, re.M).group(1)
+        tracer = int(re.search(r'^TracerPid:\s+(\d+)', status,
+                               re.M).group(1))
+        if state in 'tT' or tracer:
+            held[int(tid)] = (state, tracer)
+    return held
+
+
 def test_loads_into_busy_allocators(proffs, target):
     """The agent loads into processes allocating on 8 threads: 100
-    loads into fresh processes, none deadlocks, each target keeps
-    running and is profiled."""
+    loads into fresh processes, none deadlocks (a read that does not
+    return within 30 s fails), each target is left with no thread
+    stopped or traced, every one of its threads keeps allocating, and it
+    is profiled."""
     for i in range(100):
         t = target('mallocs', 8)
-        data = proffs.read(t.pid, 'heap_200ms.pb.gz')
+        data = Reader(proffs.path(t.pid, 'heap_200ms.pb.gz')).result(30)
         assert data[:2] == b'\x1f\x8b'
-        a, _ = ops_now(t)
-        b, _ = ops_now(t)
-        assert b > a, f'attempt {i}: target stopped after the load'
+        held = task_holds(t.pid)
+        assert not held, f'attempt {i}: threads left held: {held}'
+        # Every thread allocates on: a thread deadlocked by the load
+        # never counts again; one the busy machine starved does, soon.
+        a = b = next_report(t)
+        assert len(a.threads) == 8
+        end = time.monotonic() + 10
+        while True:
+            b = next_report(t)
+            stuck = [k for k, (x, y) in enumerate(zip(a.threads, b.threads))
+                     if y <= x]
+            if not stuck or time.monotonic() > end:
+                break
+        assert b.ops > a.ops, f'attempt {i}: target stopped after the load'
+        assert not stuck, \
+            f'attempt {i}: threads {stuck} stopped allocating ' \
+            f'({a.threads} then {b.threads}); ' \
+            f'held now: {task_holds(t.pid)}'
+        assert b.hooked == (True, True), f'attempt {i}: not armed'
         if i % 20 == 0:
             p = util.validate_pprof(util.save(data, f'busy-{i}.pb.gz'))
             assert any('batch' in s.frames for s in p.samples)
@@ -435,14 +518,19 @@ def test_agent_disarms_when_the_daemon_dies(tmp_path, target):
     t = target('mallocs', 1)
     try:
         base = best_cpu_rate(t)
+        assert hooked(t) == (False, False)
         r = Reader(d.path(t.pid, 'heap?rate=1&seconds=30.pb.gz'))
         wait_agent(t.pid)
         time.sleep(1)
         slowed = cpu_rate(t, 1.0)
         assert slowed < 0.5 * base, (slowed, base)
+        assert hooked(t) == (True, True), 'the agent did not arm'
         d.proc.kill()
         d.proc.wait()
         time.sleep(5)
+        # Disarmed: the target's own GOT entries are libc's again (an
+        # agent still armed at a low rate would be fast, yet hooked).
+        assert hooked(t) == (False, False), 'the agent is still armed'
         after = best_cpu_rate(t)
         assert after > 0.7 * base, (after, base, slowed)
         r.join(5)
@@ -458,16 +546,21 @@ def test_idle_agent_disarms_and_arms_again(proffs, target):
     the next read arms it again."""
     t = target('mallocs', 1)
     base = best_cpu_rate(t)
+    assert hooked(t) == (False, False)
     r = Reader(proffs.path(t.pid, 'heap?rate=1&seconds=3.pb.gz'))
     wait_agent(t.pid)
     time.sleep(0.5)
     assert cpu_rate(t, 1.0) < 0.5 * base
+    assert hooked(t) == (True, True), 'the agent did not arm'
     r.result()
     assert proffs.wait_log('letting the agent disarm', timeout=10)
     time.sleep(4)
+    assert hooked(t) == (False, False), 'the agent is still armed'
     assert best_cpu_rate(t) > 0.7 * base
-    data = proffs.read(t.pid, 'heap?rate=1&seconds=1.pb.gz')
-    p = util.validate_pprof(util.save(data, 'rearmed.pb.gz'))
+    # The next read arms it again: hooked while it samples.
+    r = Reader(proffs.path(t.pid, 'heap?rate=1&seconds=2.pb.gz'))
+    assert wait_hooked(t, True) == (True, True), 'the agent did not re-arm'
+    p = util.validate_pprof(util.save(r.result(), 'rearmed.pb.gz'))
     assert any('batch' in s.frames for s in p.samples)
     assert proffs.log_lines(r'heap: pid \d+: agent armed')
 

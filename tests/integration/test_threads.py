@@ -3,6 +3,7 @@
 threads.txt, goroutine.pb.gz, goroutine.svg."""
 
 import errno
+import gzip
 import os
 import re
 import shutil
@@ -21,6 +22,11 @@ PARKERS = {             # thread name -> (parking function, state, syscall)
     'reader': ('park_read', 'sleeping', 'read'),
     'spinner': ('spin_forever', 'running', None),
 }
+
+# Every thread of the parked target: the parkers, the vfork()ing one
+# (in an uninterruptible sleep a ptrace interrupt cannot stop) and main.
+ALL_PARKED = dict(PARKERS, vforker=('park_vfork', 'disk sleep', 'vfork'),
+                  parked=('main', 'sleeping', 'pause'))
 
 
 def task_states(pid):
@@ -88,6 +94,37 @@ def test_goroutine_pprof_one_sample_per_stack(proffs, target):
     assert 'park_cond' in tops and 'spin_forever' not in tops
     assert sum(s.values[0] for s in prof.samples) == \
         len(os.listdir(f'/proc/{t.pid}/task'))
+    # Every kind of parked thread: its own sample, named, in its state,
+    # in its parking function.
+    for name, (func, state, _) in ALL_PARKED.items():
+        mine = [s for s in prof.samples
+                if s.labels.get('thread_name') == name]
+        assert len(mine) == 1, (name, [(s.labels, s.frames)
+                                       for s in prof.samples])
+        s = mine[0]
+        assert s.values[0] == 1, (name, s.values)
+        assert s.labels.get('state') == state, (name, s.labels)
+        assert func in s.frames, (name, s.frames)
+
+
+def test_goroutine_pprof_merges_identical_stacks(proffs, target):
+    """1,000 threads asleep in the same place are one sample of value
+    1,000 in goroutine.pb.gz, as Go merges goroutines with one stack."""
+    t = target('manythreads', 1000)
+    path = save(proffs.read(t.pid, 'goroutine.pb.gz'),
+                'goroutine-1000.pb.gz')
+    prof = util.validate_pprof(path)
+    assert prof.total('goroutine/count') == 1001
+    many = [s for s in prof.samples if 'park_many' in s.frames]
+    assert [s.values[0] for s in many] == [1000], \
+        [(s.values, s.frames) for s in many]
+    assert len(prof.samples) == 2, [(s.values, s.frames)
+                                    for s in prof.samples]
+    # pprof's -traces, one block a sample: park_many's says 1000.
+    traces = util.pprof('-traces', path).split('-----------+')[1:]
+    many = [b for b in traces if re.search(r'^\s+park_many$', b, re.M)]
+    assert len(many) == 1, traces
+    assert re.search(r'^\s+1000\s+clock_nanosleep$', many[0], re.M), many
 
 
 def test_goroutine_svg_and_folded(proffs, target):
@@ -246,3 +283,67 @@ def test_dump_after_an_abandoned_one_is_not_ebusy(proffs, target):
     assert not failures, '\n'.join(failures) + '\n' + proffs.log_text()
     assert not proffs.log_lines('EBUSY')
     assert_nothing_stopped(t.pid, spinning=False)
+
+
+@pytest.mark.parametrize('proffs_options', [('cache_ms=0',)], indirect=True)
+def test_threads_ending_mid_dump_are_skipped(proffs, target):
+    """churn creates a thread every millisecond that lives some tens of
+    microseconds: a dump lists threads that are gone by the time it comes
+    to them. Every dump succeeds and leaves no thread stopped or traced;
+    such threads are counted as skipped (in the profile's comment and
+    the session's log line). A short thread lives some tens of
+    microseconds of each millisecond, so a few percent of dumps list
+    one, even on an idle machine: 300 dumps at most (on this busy
+    machine, half the dumps skipped one)."""
+    t = target('churn')
+    skipped = dumps = 0
+    while dumps < 20 or (not skipped and dumps < 300):
+        data = proffs.read(t.pid, 'goroutine.pb.gz')
+        dumps += 1
+        assert data[:2] == b'\x1f\x8b', (dumps, data[:40])
+        for tid, (state, _, tracer) in task_tracers(t.pid).items():
+            assert tracer == 0, f'dump {dumps}: {tid} traced by {tracer}'
+            assert state not in 'tT', f'dump {dumps}: {tid} left in {state}'
+        m = re.search(rb'proffs: (\d+) threads stopped one at a time, .*; '
+                      rb'(\d+) skipped', gzip.decompress(data))
+        assert m and int(m.group(1)) >= 2, (dumps, m)
+        if int(m.group(2)) and not skipped:
+            path = save(data, 'goroutine-churn.pb.gz')
+            comments = util.validate_pprof(path).comments
+            assert any(f'{int(m.group(2))} skipped' in c
+                       for c in comments), comments
+        skipped += int(m.group(2))
+    print(f'{skipped} threads skipped over {dumps} dumps')
+    assert skipped, f'no thread skipped in {dumps} dumps'
+    logged = proffs.log_lines(r'session \d+ done: .*threads=\d+ '
+                              r'skipped=[1-9]')
+    assert logged, proffs.log_text()
+    assert t.proc.poll() is None
+
+
+def test_threads_ended_by_the_dump_are_skipped(proffs, target):
+    """Deterministic: manythreads 1000 exit ends its 1,000 threads the
+    moment the dump has stopped and released its main thread, the first
+    one /proc lists; the threads after it are gone when the dump comes to
+    them (ptrace says ESRCH, or /proc no longer has them). The dump
+    succeeds with those it read, counts the others as skipped, leaves
+    nothing stopped or traced, and swallows no signal: every thread
+    ends, even one stopped when its signal came."""
+    t = target('manythreads', 1000, 'exit')
+    text = proffs.read(t.pid, 'goroutine.txt').decode()
+    save(text.encode(), 'goroutine-ended.txt')
+    m = re.match(r'threads profile: total (\d+)\n', text)
+    assert m, text[:80]
+    line = proffs.wait_log(r'session \d+ done: .*threads=(\d+) skipped=(\d+)')
+    assert line, proffs.log_text()
+    read, skipped = (int(x) for x in re.search(
+        r'threads=(\d+) skipped=(\d+)', line[0]).groups())
+    assert read == int(m.group(1)) and read + skipped == 1001, line
+    assert skipped >= 100, line
+    end = time.monotonic() + 10
+    while len(os.listdir(f'/proc/{t.pid}/task')) > 1 and \
+            time.monotonic() < end:
+        time.sleep(0.05)
+    for tid, (state, _, tracer) in task_tracers(t.pid).items():
+        assert tracer == 0 and state not in 'tT', (tid, state, tracer)
+    assert os.listdir(f'/proc/{t.pid}/task') == [str(t.pid)]

@@ -43,5 +43,5 @@ int main(int argc, char **argv)
 
 	for (int i = 0; i < n; i++)
 		pthread_create(&t, NULL, worker, (void *)(long)i);
-	report_ops(&ops);
+	report_ops(&ops, NULL);
 }
