@@ -438,24 +438,6 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
 
-def cpu_rate(t, seconds=2.0):
-    """Blocks the mallocs target allocates and frees per second of its
-    own CPU time: what the profiler costs it, whatever else the machine
-    runs (two CPUs, shared)."""
-    a, _ = ops_now(t)
-    c0 = cpu_seconds(t.pid)
-    time.sleep(seconds)
-    b, _ = ops_now(t)
-    return (b - a) / (cpu_seconds(t.pid) - c0)
-
-
-def best_cpu_rate(t, tries=3):
-    """The best of a few one-second cpu_rate()s: other work on the
-    machine (its cache, its memory bandwidth) only ever slows a
-    measurement down, so the best one is the target's own speed."""
-    return max(cpu_rate(t, 1.0) for _ in range(tries))
-
-
 def pin_together(*targets):
     """Every thread of the targets on CPU 0, where they take turns: this
     VM's speed drifts by tens of percent from one second to the next, but
