@@ -131,47 +131,58 @@ static uint64_t rd_fixed(struct reader *r, size_t n)
 	return v;
 }
 
+/*
+ * An offset factored by a CIE's alignment. Hostile CFI can make the
+ * product overflow: it wraps (a nonsense offset, which the unwinder's
+ * bounds checks reject) instead of being undefined.
+ */
+static int64_t scaled(uint64_t v, int64_t align)
+{
+	return (int64_t)(v * (uint64_t)align);
+}
+
 static uint8_t rd_u8(struct reader *r)
 {
 	return rd_fixed(r, 1);
 }
 
-static uint64_t rd_uleb(struct reader *r)
+/* A LEB128 number's bits, and how far they reach (for the sign). */
+static uint64_t rd_leb(struct reader *r, unsigned *shift, uint8_t *last)
 {
 	uint64_t v = 0;
-	unsigned shift = 0;
 	uint8_t b;
 
+	*shift = 0;
 	do {
 		if (r->p >= r->end) {
 			r->bad = true;
+			*last = 0;
 			return 0;
 		}
 		b = *r->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
+		if (*shift < 64)
+			v |= (uint64_t)(b & 0x7f) << *shift;
+		*shift += 7;
 	} while (b & 0x80);
+	*last = b;
 	return v;
+}
+
+static uint64_t rd_uleb(struct reader *r)
+{
+	unsigned shift;
+	uint8_t last;
+
+	return rd_leb(r, &shift, &last);
 }
 
 static int64_t rd_sleb(struct reader *r)
 {
-	uint64_t v = 0;
-	unsigned shift = 0;
-	uint8_t b;
+	unsigned shift;
+	uint8_t last;
+	uint64_t v = rd_leb(r, &shift, &last);
 
-	do {
-		if (r->p >= r->end) {
-			r->bad = true;
-			return 0;
-		}
-		b = *r->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-	} while (b & 0x80);
-	if (shift < 64 && (b & 0x40))
+	if (shift < 64 && (last & 0x40))
 		v |= ~0ull << shift;
 	return (int64_t)v;
 }
@@ -416,26 +427,28 @@ static int exec_reg_op(struct machine *m, struct reader *r, uint8_t op)
 	switch (op) {
 	case DW_CFA_offset_extended:
 		reg = rd_uleb(r);
-		set_rule(&m->s, reg, CFI_OFFSET, rd_uleb(r) * c->data_align, 0);
+		set_rule(&m->s, reg, CFI_OFFSET,
+			 scaled(rd_uleb(r), c->data_align), 0);
 		return 0;
 	case DW_CFA_offset_extended_sf:
 		reg = rd_uleb(r);
-		set_rule(&m->s, reg, CFI_OFFSET, rd_sleb(r) * c->data_align, 0);
+		set_rule(&m->s, reg, CFI_OFFSET,
+			 scaled(rd_sleb(r), c->data_align), 0);
 		return 0;
 	case DW_CFA_GNU_negative_offset_extended:
 		reg = rd_uleb(r);
 		set_rule(&m->s, reg, CFI_OFFSET,
-			 -(int64_t)rd_uleb(r) * c->data_align, 0);
+			 scaled(-rd_uleb(r), c->data_align), 0);
 		return 0;
 	case DW_CFA_val_offset:
 		reg = rd_uleb(r);
 		set_rule(&m->s, reg, CFI_VAL_OFFSET,
-			 rd_uleb(r) * c->data_align, 0);
+			 scaled(rd_uleb(r), c->data_align), 0);
 		return 0;
 	case DW_CFA_val_offset_sf:
 		reg = rd_uleb(r);
 		set_rule(&m->s, reg, CFI_VAL_OFFSET,
-			 rd_sleb(r) * c->data_align, 0);
+			 scaled(rd_sleb(r), c->data_align), 0);
 		return 0;
 	case DW_CFA_restore_extended:
 		restore(m, rd_uleb(r));
@@ -502,7 +515,7 @@ static int exec_cfa_op(struct machine *m, struct reader *r, uint8_t op)
 		return 0;
 	case DW_CFA_def_cfa_sf:
 		reg = rd_uleb(r);
-		def_cfa(&m->s, reg, rd_sleb(r) * c->data_align);
+		def_cfa(&m->s, reg, scaled(rd_sleb(r), c->data_align));
 		return 0;
 	case DW_CFA_def_cfa_register:
 		m->s.cfa_reg = rd_uleb(r);
@@ -511,7 +524,7 @@ static int exec_cfa_op(struct machine *m, struct reader *r, uint8_t op)
 		m->s.cfa_off = rd_uleb(r);
 		return 0;
 	case DW_CFA_def_cfa_offset_sf:
-		m->s.cfa_off = rd_sleb(r) * c->data_align;
+		m->s.cfa_off = scaled(rd_sleb(r), c->data_align);
 		return 0;
 	case DW_CFA_def_cfa_expression:
 		m->expr = true;
@@ -536,7 +549,7 @@ static int run(struct machine *m, struct reader *r)
 			break;
 		case 2:		/* DW_CFA_offset */
 			set_rule(&m->s, low, CFI_OFFSET,
-				 rd_uleb(r) * m->cie->data_align, 0);
+				 scaled(rd_uleb(r), m->cie->data_align), 0);
 			ret = 0;
 			break;
 		case 3:		/* DW_CFA_restore */
