@@ -466,8 +466,8 @@ def task_holds(pid):
         try:
             with open(f'/proc/{pid}/task/{tid}/status') as f:
                 status = f.read()
-        except FileNotFoundError:
-            continue
+        except (FileNotFoundError, ProcessLookupError):
+            continue    # the thread ended meanwhile
         state = re.search(r'^State:\s+(\S)', status, re.M).group(1)
         tracer = int(re.search(r'^TracerPid:\s+(\d+)', status,
                                re.M).group(1))

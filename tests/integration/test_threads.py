@@ -81,8 +81,21 @@ def test_threads_txt_debug2_every_thread(proffs, target):
     assert_nothing_stopped(t.pid)
 
 
+def wait_main_parked(pid, timeout=5.0):
+    """The parked target says "ready" just before its main thread calls
+    pause(): wait until it sleeps there, so what it is known to do by
+    construction is what a dump sees."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with open(f'/proc/{pid}/stat') as f:
+            if f.read().rsplit(')', 1)[1].split()[0] == 'S':
+                return
+        time.sleep(0.01)
+
+
 def test_goroutine_pprof_one_sample_per_stack(proffs, target):
     t = target('parked')
+    wait_main_parked(t.pid)
     path = save(proffs.read(t.pid, 'goroutine.pb.gz'), 'goroutine.pb.gz')
     prof = util.validate_pprof(path)
     raw = util.pprof('-raw', path)
@@ -187,8 +200,8 @@ def task_tracers(pid):
             with open(f'/proc/{pid}/task/{tid}/status') as f:
                 tracer = int(re.search(r'^TracerPid:\s+(\d+)', f.read(),
                                        re.M).group(1))
-        except FileNotFoundError:
-            continue
+        except (FileNotFoundError, ProcessLookupError):
+            continue    # the thread ended meanwhile
         out[int(tid)] = (fields[0], int(fields[11]), tracer)
     return out
 
