@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "heap.h"
+#include "heap_budget.h"
 #include "heap_load.h"
 #include "heap_model.h"
 #include "heap_ring.h"
@@ -56,6 +57,7 @@ struct agent {
 	uint64_t rates[MAX_USERS];	/* one per session using it */
 	unsigned users;
 	uint64_t rate;			/* what the agent samples at now */
+	bool budgets_stale;		/* rate dropped: settle_budgets_locked */
 	uint64_t last_used_ns, last_beat_ns;
 	uint64_t lost_at_start;		/* sh->lost when our count began */
 	bool wanted;			/* heartbeat still going */
@@ -266,9 +268,37 @@ static void set_rate_locked(struct agent *ag)
 			rate = ag->rates[i];
 	if (rate == ag->rate)
 		return;
+	/* 0: taking the agent over; its threads' budgets may be anything */
+	if (rate < ag->rate || !ag->rate)
+		ag->budgets_stale = true;
 	ag->rate = rate;
 	atomic_store(&ag->sh->rate, rate);
 	atomic_fetch_add(&ag->sh->rate_gen, 1);
+}
+
+/* After the rate dropped, and never while the target's threads are held
+ * (a held thread may be halfway through spending its budget). */
+static void settle_budgets_locked(struct agent *ag)
+{
+	struct heap_budget_stats st;
+	uint64_t t0 = now_ns();
+	int ret;
+
+	if (!ag->budgets_stale)
+		return;
+	ag->budgets_stale = false;
+	ret = heap_budgets_reset(ag->pid, ag->sh->threads,
+				 atomic_load(&ag->sh->rate_gen), &st);
+	if (ret && ret != -ESRCH)
+		pr_notice("heap: pid %d: sampling budgets not reset: %s; "
+			  "threads take up to one more sample at the old "
+			  "rate", (int)ag->pid, strerror(-ret));
+	else if (!ret && st.listed)
+		pr_debug("heap: pid %d: rate %llu: %u threads listed, %u "
+			 "budgets zeroed, %u gone, in %llu us", (int)ag->pid,
+			 (unsigned long long)ag->rate, st.listed, st.zeroed,
+			 st.gone,
+			 (unsigned long long)(now_ns() - t0) / 1000);
 }
 
 /* Take the ring over: ours from now on, at this rate. Called with the
@@ -384,6 +414,8 @@ static int attach(struct agent *ag, bool *armed_now)
 	if (!ret)
 		ret = heap_model_new(ag->pid, ag->maps, a->o.max_stacks,
 				     &ag->model);
+	if (!ret)
+		settle_budgets_locked(ag);
 	return ret;
 }
 
@@ -538,6 +570,7 @@ static int enter(struct agent *ag, uint64_t rate)
 	}
 	ag->rates[ag->users++] = rate;
 	set_rate_locked(ag);
+	settle_budgets_locked(ag);
 	beat_locked(ag, now_ns());
 	ag->wanted = true;
 	pthread_mutex_unlock(&ag->lock);

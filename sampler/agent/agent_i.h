@@ -67,22 +67,24 @@ PH_HIDDEN int live_init(void);
 PH_HIDDEN void live_reset(void);
 /* Remember p; false when the tables have no room for it. */
 PH_HIDDEN bool live_insert(uintptr_t p);
-/* The counting filter in front of the tables: one byte per hash bucket. */
+/* The counting filter in front of the tables: one byte per bucket, a
+ * bucket per 16-byte granule of a 1 MiB window (malloc's alignment), so
+ * blocks near each other never share one. In .bss: free() indexes it
+ * without loading a pointer first. */
 #define LIVE_FILTER_BITS 16
-PH_HIDDEN extern _Atomic uint8_t *live_filter;
+PH_HIDDEN extern _Atomic uint8_t live_filter[1u << LIVE_FILTER_BITS];
 
-static inline uint64_t live_hash(uintptr_t p)
+static inline size_t live_bucket(uintptr_t p)
 {
-	return (uint64_t)(p >> 3) * 0x9e3779b97f4a7c15ull;
+	return (p >> 4) & ((1u << LIVE_FILTER_BITS) - 1);
 }
 
 /* Cheap test, inlined into free(): false means p is certainly not in
  * the set. */
 static inline bool live_maybe(uintptr_t p)
 {
-	return atomic_load_explicit(
-		       &live_filter[live_hash(p) >> (64 - LIVE_FILTER_BITS)],
-		       memory_order_relaxed) != 0;
+	return atomic_load_explicit(&live_filter[live_bucket(p)],
+				    memory_order_relaxed) != 0;
 }
 /* Forget p; true if it was there. */
 PH_HIDDEN bool live_remove(uintptr_t p);
@@ -91,6 +93,9 @@ PH_HIDDEN bool live_remove(uintptr_t p);
 
 /* Create and map the shared memfd; NULL on failure. */
 PH_HIDDEN struct ph_shared *ring_create(void);
+/* The threads the daemon can reach (ph_shared.threads): enlisted by
+ * agent.c, at their first budget. */
+PH_HIDDEN extern struct ph_thread agent_threads[PH_THREADS];
 /* What a record may do when the ring is full. */
 enum ph_wait {
 	PH_NO_WAIT,	/* drop it (nested in a sample: we might wait on

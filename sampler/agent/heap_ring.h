@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #define PH_MAGIC 0x70686666666f7270ull	/* "proffhph" little-endian-ish */
-#define PH_VERSION 3
+#define PH_VERSION 4
 #define PH_RING_NAME "proffs-heap-ring"	/* memfd: /memfd:proffs-heap-ring */
 #define PH_AGENT_NAME "proffs-heap"	/* memfd of the injected agent */
 #define PH_HEADER_SIZE 4096		/* ring data starts here */
@@ -42,6 +42,7 @@
 #define PH_STACK_BYTES 8192		/* stack copied per sample (perf's) */
 #define PH_LEASE_MS 3000		/* no heartbeat this long: disarm */
 #define PH_DEFAULT_RATE 524288		/* Go's MemProfileRate */
+#define PH_THREADS 4096			/* threads the daemon can reach */
 
 /* The exported function the daemon calls in the target to arm again. */
 #define PH_ARM_SYMBOL "proffs_heap_arm"
@@ -104,6 +105,36 @@ struct ph_free {
 	uint64_t addr;
 };
 
+/*
+ * A thread's sampling budget, in its thread-local storage. The hooks' fast
+ * path reads only left, never the shared rate: a thread that drew its
+ * budget at a higher rate keeps it after the rate drops. So when the rate
+ * drops the daemon zeroes left in every thread whose gen is older
+ * (sampler/heap_budget.c), and each draws anew, at the new rate, at its
+ * next allocation. The daemon reaches the budgets through the agent's
+ * list of threads (ph_shared.threads): a thread enters it at its first
+ * budget, and the daemon frees the entries of threads that are gone.
+ * The daemon writes nothing here but left, and only where self and tid
+ * say the memory is still that thread's budget.
+ */
+struct ph_budget {
+	uint64_t left;		/* bytes until the next sample */
+	uint64_t self;		/* its own address, once listed */
+	uint32_t gen;		/* ph_shared.rate_gen left was drawn under */
+	uint32_t tid;
+	uint64_t rate;		/* the rate left was drawn at */
+	uint64_t rng;
+	uint32_t in_hook;	/* sampling now: a nested call does not */
+	uint32_t pad;
+};
+
+struct ph_thread {
+	_Atomic uint32_t tid;	/* 0: free (the agent takes it, the daemon
+				 * frees it when the thread is gone) */
+	uint32_t pad;
+	_Atomic uint64_t budget;	/* the thread's struct ph_budget */
+};
+
 struct ph_shared {
 	/* constant after creation */
 	uint64_t magic;
@@ -112,6 +143,8 @@ struct ph_shared {
 	uint64_t ring_size;	/* PH_RING_SIZE */
 	int32_t pid;		/* the process that created it */
 	uint32_t stack_bytes;	/* PH_STACK_BYTES */
+	uint64_t threads;	/* the agent's struct ph_thread[PH_THREADS],
+				 * in its memory, not in this one */
 
 	/* agent */
 	_Atomic uint64_t head __attribute__((aligned(64)));

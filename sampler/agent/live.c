@@ -5,7 +5,7 @@
  * free() must tell, for every pointer, whether it was sampled; nearly
  * none were (one allocation in thousands at the default rate), so the
  * common answer must cost one load: a 64 KiB counting filter indexed by
- * the address's hash says "certainly not" for most pointers. Behind it,
+ * the address says "certainly not" for most pointers. Behind it,
  * open-addressing tables of the addresses themselves, lock-free: an
  * insert claims an empty or deleted slot with a compare-and-swap, a
  * removal turns the slot into a tombstone. An address is inserted after
@@ -36,12 +36,15 @@ struct table {
 	_Atomic unsigned count;
 };
 
-_Atomic uint8_t *live_filter;
+_Atomic uint8_t live_filter[1u << LIVE_FILTER_BITS];
 static struct table small = { .bits = SMALL_BITS };
 static struct table large = { .bits = LARGE_BITS };
 static _Atomic(_Atomic uintptr_t *) large_slots;
 
-#define hash live_hash
+static uint64_t hash(uintptr_t p)
+{
+	return (uint64_t)(p >> 3) * 0x9e3779b97f4a7c15ull;
+}
 
 static void *map(size_t bytes)
 {
@@ -53,9 +56,8 @@ static void *map(size_t bytes)
 
 int live_init(void)
 {
-	live_filter = map(1u << LIVE_FILTER_BITS);
 	small.slots = map(sizeof(uintptr_t) << SMALL_BITS);
-	return live_filter && small.slots ? 0 : -1;
+	return small.slots ? 0 : -1;
 }
 
 void live_reset(void)
@@ -72,9 +74,9 @@ void live_reset(void)
 	}
 }
 
-static void filter_add(uint64_t h, int delta)
+static void filter_add(uintptr_t p, int delta)
 {
-	_Atomic uint8_t *c = &live_filter[h >> (64 - LIVE_FILTER_BITS)];
+	_Atomic uint8_t *c = &live_filter[live_bucket(p)];
 	uint8_t v = atomic_load_explicit(c, memory_order_relaxed);
 
 	/* A saturated counter stays saturated: it may have lost count. */
@@ -160,7 +162,7 @@ bool live_insert(uintptr_t p)
 	if (!ok && large_table())
 		ok = table_insert(&large, p, h);
 	if (ok)
-		filter_add(h, 1);
+		filter_add(p, 1);
 	return ok;
 }
 
@@ -174,6 +176,6 @@ bool live_remove(uintptr_t p)
 		ok = table_remove(&large, p, h);
 	}
 	if (ok)
-		filter_add(h, -1);
+		filter_add(p, -1);
 	return ok;
 }

@@ -34,6 +34,10 @@ static uint64_t ring_bytes(void)
 	return mb << 20;
 }
 
+/* In the agent's own memory, not the ring's: a forked child shares the
+ * ring's pages, and its threads are not its parent's. */
+struct ph_thread agent_threads[PH_THREADS];
+
 struct ph_shared *ring_create(void)
 {
 	uint64_t ring = ring_bytes();
@@ -61,6 +65,7 @@ struct ph_shared *ring_create(void)
 	sh->version = PH_VERSION;
 	sh->header_size = PH_HEADER_SIZE;
 	sh->ring_size = ring;
+	sh->threads = (uintptr_t)agent_threads;
 	sh->pid = getpid();
 	sh->stack_bytes = PH_STACK_BYTES;
 	atomic_store(&sh->rate, PH_DEFAULT_RATE);

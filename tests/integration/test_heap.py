@@ -244,6 +244,21 @@ def test_cxx_operator_new(proffs, target):
                for f in s.frames[:2]), [s.frames[:3] for s in node]
 
 
+def test_rate_drop_reaches_a_thread_holding_a_budget(proffs, target):
+    """The hooks read only their thread's budget, never the rate: when a
+    session asks a lower rate than the agent samples at, the daemon
+    zeroes the budgets drawn at the old one. The target's thread, having
+    allocated at the default rate (so holding a budget of some 512 KiB),
+    has every allocation of a rate=1 window counted from its first."""
+    t = target('allocs')
+    read_windowed(proffs, t, 'heap_2s.pb.gz')
+    r = Reader(proffs.path(t.pid, 'heap?rate=1&seconds=3.pb.gz'))
+    time.sleep(0.5)
+    truth = workload(t)
+    path = util.save(r.result(), 'heap-rate-drop.pb.gz')
+    assert_exact(util.validate_pprof(path), truth)
+
+
 def test_library_loaded_later(proffs, target):
     """A library dlopen'd after the agent armed has its allocations
     sampled from its first one. A window is a difference: the sites of
