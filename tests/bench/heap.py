@@ -9,7 +9,12 @@ detached; under the uprobe fallback (until its breaker ends the window).
 Also the daemon's CPU per allocation sample. Writes heap-results.md.
 
     tests/bench/heap.py [--build DIR] [--out DIR] [--seconds S]
-                        [--rounds N] [--readme]
+                        [--rounds N] [--readme] [--only WORD ...]
+                        [--workload WORD]
+
+--only runs the conditions whose name has one of the words (the
+unprofiled pair always runs: it is the noise); --workload the workloads
+whose name has the word ("only", "fill").
 
 This VM's speed drifts by tens of percent between seconds, and its two
 CPUs are not equally fast at any moment (other guests), far more than the
@@ -212,6 +217,8 @@ def run(args, workload):
         for name, fn in CONDITIONS:
             if 'heaptrack' in name and not shutil.which('heaptrack'):
                 continue
+            if args.only and not any(o in name for o in args.only):
+                continue
             # which of the two starts first alternates
             c = start(args, workload) if r % 2 else None
             t = start(args, workload)
@@ -284,7 +291,15 @@ def main():
     ap.add_argument('--rounds', type=int, default=5)
     ap.add_argument('--readme', action='store_true',
                     help='also put the results into README.md')
+    ap.add_argument('--only', nargs='+', default=[],
+                    help='only the conditions whose name has a word')
+    ap.add_argument('--workload', default='',
+                    help='only the workloads whose name has this word')
     args = ap.parse_args()
+    if (args.only or args.workload) and args.readme:
+        sys.exit('--readme takes the whole run, not --only/--workload')
+    if args.only:
+        args.only.append('unprofiled')
     if os.geteuid() != 0:
         sys.exit('run as root (the uprobe fallback and heaptrack -p)')
     if os.cpu_count() < 2:
@@ -292,6 +307,8 @@ def main():
     os.sched_setaffinity(0, {TOOLS_CPU})
     results = []
     for workload, argv in WORKLOADS:
+        if args.workload not in workload:
+            continue
         print(f'== {workload}', flush=True)
         results.append((workload, run(args, argv)))
     report(results, args)
