@@ -149,7 +149,8 @@ int maps_reload(struct proc_maps *m)
 {
 	struct map_entry *v, *old;
 	uint64_t now = now_ns();
-	size_t n;
+	size_t n, exec_new = 0, exec_old = 0;
+	bool code_changed = false;
 	int ret;
 
 	if (now - m->last_reload_ns < 100000000ull)
@@ -160,18 +161,27 @@ int maps_reload(struct proc_maps *m)
 		return ret;
 	/* Keep loaded dsos: a reload must not re-open every library. */
 	for (size_t i = 0; i < n; i++) {
+		exec_new += v[i].exec;
 		old = find_same(m->v, m->n, &v[i]);
-		if (!old)
+		if (!old) {
+			code_changed |= v[i].exec;
 			continue;
+		}
+		code_changed |= v[i].exec != old->exec;
 		v[i].dso = old->dso;
 		v[i].dso_tried = old->dso_tried;
 		v[i].bias = old->bias;
 		old->dso = NULL;
 	}
+	for (size_t i = 0; i < m->n; i++)
+		exec_old += m->v[i].exec;
 	entries_free(m->v, m->n);
 	m->v = v;
 	m->n = n;
-	m->generation++;
+	/* Programs map and unmap data all the time (cc1: ten times a
+	 * second); only code invalidates what the unwinder cached. */
+	if (code_changed || exec_new != exec_old)
+		m->generation++;
 	return 0;
 }
 

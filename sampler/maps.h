@@ -67,7 +67,8 @@ struct map_entry *maps_main(struct proc_maps *m);
 
 pid_t maps_pid(const struct proc_maps *m);
 
-/* Bumped by every successful reload: lets users drop caches. */
+/* Bumped by a reload that found executable mappings added, removed or
+ * changed: lets users drop what they cached about code. */
 unsigned maps_generation(const struct proc_maps *m);
 
 void maps_free(struct proc_maps *m);

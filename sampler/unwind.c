@@ -52,8 +52,7 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as,
 #define ROWS_MAX 65536
 
 /* A pc's row, or why its stacks go to libunwind. */
-struct row_slot {
-	uint64_t pc;		/* lookup address (ip, or ip - 1); 0 = empty */
+struct row_val {
 	int status;		/* 0, or cfi_row_at()'s error */
 	struct cfi_row row;
 };
@@ -62,7 +61,12 @@ struct unwinder {
 	struct proc_maps *maps;
 	unw_addr_space_t as;
 	unsigned maps_generation;
-	struct row_slot *rows;
+	/* Open addressing over the keys alone, the values beside them at
+	 * the same index: a big program's deep stacks probe tens of keys a
+	 * sample in a table of megabytes, and a probe of 100-byte slots
+	 * missed the cache every time. */
+	uint64_t *row_pcs;	/* lookup address (ip, or ip - 1); 0 = empty */
+	struct row_val *rows;
 	size_t rows_cap, rows_n;
 	uint64_t fast, slow;	/* stacks unwound by each path */
 	size_t last_used;	/* of the last unwind_stack() */
@@ -320,17 +324,16 @@ static inline size_t hash_pc(uint64_t x)
 	return (size_t)x;
 }
 
-static struct row_slot *row_probe(struct row_slot *v, size_t cap,
-				  uint64_t pc)
+static size_t row_probe(const uint64_t *pcs, size_t cap, uint64_t pc)
 {
 	for (size_t i = hash_pc(pc) & (cap - 1);; i = (i + 1) & (cap - 1))
-		if (v[i].pc == pc || !v[i].pc)
-			return &v[i];
+		if (pcs[i] == pc || !pcs[i])
+			return i;
 }
 
 static void rows_clear(struct unwinder *u)
 {
-	memset(u->rows, 0, u->rows_cap * sizeof(*u->rows));
+	memset(u->row_pcs, 0, u->rows_cap * sizeof(*u->row_pcs));
 	u->rows_n = 0;
 }
 
@@ -339,49 +342,61 @@ static void rows_clear(struct unwinder *u)
 static void rows_make_room(struct unwinder *u)
 {
 	size_t ncap = u->rows_cap * 2;
-	struct row_slot *nv;
+	uint64_t *npcs = NULL;
+	struct row_val *nv = NULL;
 
 	if ((u->rows_n + 1) * 2 <= u->rows_cap)
 		return;
-	nv = ncap <= ROWS_MAX ? calloc(ncap, sizeof(*nv)) : NULL;
-	if (!nv) {
+	if (ncap <= ROWS_MAX) {
+		npcs = calloc(ncap, sizeof(*npcs));
+		nv = malloc(ncap * sizeof(*nv));
+	}
+	if (!npcs || !nv) {
+		free(npcs);
+		free(nv);
 		rows_clear(u);
 		return;
 	}
-	for (size_t i = 0; i < u->rows_cap; i++)
-		if (u->rows[i].pc)
-			*row_probe(nv, ncap, u->rows[i].pc) = u->rows[i];
+	for (size_t i = 0; i < u->rows_cap; i++) {
+		size_t k;
+
+		if (!u->row_pcs[i])
+			continue;
+		k = row_probe(npcs, ncap, u->row_pcs[i]);
+		npcs[k] = u->row_pcs[i];
+		nv[k] = u->rows[i];
+	}
+	free(u->row_pcs);
 	free(u->rows);
+	u->row_pcs = npcs;
 	u->rows = nv;
 	u->rows_cap = ncap;
 }
 
-static void row_compute(struct unwinder *u, struct row_slot *slot,
-			uint64_t pc)
+static void row_compute(struct unwinder *u, struct row_val *v, uint64_t pc)
 {
 	struct map_entry *e = maps_find(u->maps, pc);
 
-	slot->pc = pc;
-	slot->status = e && e->dso ? cfi_row_at(e->dso, pc - e->bias,
-						&slot->row)
-				   : -ENOENT;
+	v->status = e && e->dso ? cfi_row_at(e->dso, pc - e->bias, &v->row)
+				: -ENOENT;
 }
 
 /* The row at lookup address pc, or NULL when its stack needs libunwind. */
 static const struct cfi_row *row_get(struct unwinder *u, uint64_t pc)
 {
-	struct row_slot *slot;
+	size_t k;
 
 	if (!pc)
 		return NULL;
-	slot = row_probe(u->rows, u->rows_cap, pc);
-	if (!slot->pc) {
+	k = row_probe(u->row_pcs, u->rows_cap, pc);
+	if (!u->row_pcs[k]) {
 		rows_make_room(u);
-		slot = row_probe(u->rows, u->rows_cap, pc);
-		row_compute(u, slot, pc);
+		k = row_probe(u->row_pcs, u->rows_cap, pc);
+		u->row_pcs[k] = pc;
+		row_compute(u, &u->rows[k], pc);
 		u->rows_n++;
 	}
-	return slot->status ? NULL : &slot->row;
+	return u->rows[k].status ? NULL : &u->rows[k].row;
 }
 
 /* ---- the cached path ---- */
@@ -534,8 +549,9 @@ int unwinder_new(struct proc_maps *maps, struct unwinder **out)
 	unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
 	u->maps_generation = maps_generation(maps);
 	u->rows_cap = ROWS_MIN;
-	u->rows = calloc(u->rows_cap, sizeof(*u->rows));
-	if (!u->rows) {
+	u->row_pcs = calloc(u->rows_cap, sizeof(*u->row_pcs));
+	u->rows = malloc(u->rows_cap * sizeof(*u->rows));
+	if (!u->row_pcs || !u->rows) {
 		unwinder_free(u);
 		return -ENOMEM;
 	}
@@ -551,6 +567,7 @@ void unwinder_free(struct unwinder *u)
 		 "%llu through libunwind", (unsigned long long)u->fast,
 		 u->rows_n, (unsigned long long)u->slow);
 	unw_destroy_addr_space(u->as);
+	free(u->row_pcs);
 	free(u->rows);
 	free(u);
 }
