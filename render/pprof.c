@@ -284,8 +284,10 @@ static int gzip_buf(const uint8_t *in, size_t len, uint8_t **out,
 
 	if (len > UINT_MAX)
 		return -EIO;
-	/* 15 + 16: a gzip header, which is what pprof sniffs for. */
-	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+	/* 15 + 16: a gzip header, which is what pprof sniffs for. Fastest
+	 * compression, as Go's runtime/pprof: the level's default costs a
+	 * deep-stacked profile 3x the time for 10% fewer bytes. */
+	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
 			 Z_DEFAULT_STRATEGY) != Z_OK)
 		return -EIO;
 	cap = deflateBound(&z, len) + 32;

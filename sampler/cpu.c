@@ -198,6 +198,8 @@ static int sample_window(struct cpu_run *run, struct perf_rec *rec,
 {
 	uint64_t start = clock_ns(CLOCK_MONOTONIC);
 	uint64_t end = start + o->window_ms * 1000000ull;
+	uint64_t looked = 0;	/* at /proc/PID/stat: costly, so every
+				 * POLL_MS, not at every wakeup */
 	int ret = 0;
 
 	for (;;) {
@@ -210,9 +212,12 @@ static int sample_window(struct cpu_run *run, struct perf_rec *rec,
 			ret = -ECANCELED;
 			break;
 		}
-		if (!proc_alive(o->pid)) {
-			*exited = true;
-			break;
+		if (now - looked >= POLL_MS * 1000000ull) {
+			looked = now;
+			if (!proc_alive(o->pid)) {
+				*exited = true;
+				break;
+			}
 		}
 		timeout = (end - now) / 1000000ull;
 		ret = perf_poll(rec, timeout < POLL_MS ? timeout : POLL_MS,
