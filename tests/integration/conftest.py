@@ -3,10 +3,18 @@
 target programs, and the daemon's log as part of every verdict."""
 import os
 import shutil
+import signal
 
 import pytest
 
 import util
+
+# Started in the background by a non-interactive shell (nohup ... &), the
+# test runner inherits SIGINT ignored, and so would every reader and
+# daemon it starts, as exec keeps an ignored signal ignored: the tests of
+# Ctrl-C would then test nothing but the ignoring. A handled signal is
+# reset to its default by exec.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(tryfirst=True, hookwrapper=True)
