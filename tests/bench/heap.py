@@ -144,9 +144,10 @@ def heaptrack_run(args, t, c, after):
         time.sleep(5)   # gdb attaches and injects
         if after:
             ht.send_signal(signal.SIGINT)
-            # it first interprets what the target wrote: minutes on a
-            # busy machine
-            ht.wait(timeout=300)
+            # it first interprets what the target wrote, which takes
+            # minutes here at times: the row is then left out rather
+            # than hold the whole run up
+            ht.wait(timeout=90)
             time.sleep(1)
         return pair_rates(t, c, sleep_span(args))
     finally:

@@ -476,19 +476,8 @@ def paired_speed(t, c, seconds=2.0):
 def task_holds(pid):
     """Threads of pid that are stopped (state t or T) or traced, as
     {tid: (state, TracerPid)}."""
-    held = {}
-    for tid in os.listdir(f'/proc/{pid}/task'):
-        try:
-            with open(f'/proc/{pid}/task/{tid}/status') as f:
-                status = f.read()
-        except (FileNotFoundError, ProcessLookupError):
-            continue    # the thread ended meanwhile
-        state = re.search(r'^State:\s+(\S)', status, re.M).group(1)
-        tracer = int(re.search(r'^TracerPid:\s+(\d+)', status,
-                               re.M).group(1))
-        if state in 'tT' or tracer:
-            held[int(tid)] = (state, tracer)
-    return held
+    return {tid: (state, tracer) for tid, state, tracer in util.threads(pid)
+            if state in 'tT' or tracer}
 
 
 def test_loads_into_busy_allocators(proffs, target):

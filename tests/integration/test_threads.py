@@ -193,16 +193,13 @@ def test_thousand_threads_in_under_a_second(proffs, target):
 def task_tracers(pid):
     """{tid: (state letter, utime, TracerPid)} of every thread of pid."""
     out = {}
-    for tid in os.listdir(f'/proc/{pid}/task'):
+    for tid, state, tracer in util.threads(pid):
         try:
             with open(f'/proc/{pid}/task/{tid}/stat') as f:
                 fields = f.read().rsplit(')', 1)[1].split()
-            with open(f'/proc/{pid}/task/{tid}/status') as f:
-                tracer = int(re.search(r'^TracerPid:\s+(\d+)', f.read(),
-                                       re.M).group(1))
         except (FileNotFoundError, ProcessLookupError):
             continue    # the thread ended meanwhile
-        out[int(tid)] = (fields[0], int(fields[11]), tracer)
+        out[tid] = (state, int(fields[11]), tracer)
     return out
 
 
@@ -212,17 +209,9 @@ def caught_mid_dump(pid, daemon_pid, reader):
     seen, or None."""
     daemon_tasks = f'/proc/{daemon_pid}/task'
     while reader.poll() is None:
-        for tid in os.listdir(f'/proc/{pid}/task'):
-            try:
-                with open(f'/proc/{pid}/task/{tid}/status') as f:
-                    status = f.read()
-            except FileNotFoundError:
-                continue
-            tracer = int(re.search(r'^TracerPid:\s+(\d+)', status,
-                                   re.M).group(1))
+        for tid, state, tracer in util.threads(pid):
             if tracer and os.path.exists(f'{daemon_tasks}/{tracer}'):
-                state = re.search(r'^State:\s+(\S)', status, re.M).group(1)
-                return int(tid), state
+                return tid, state
     return None
 
 

@@ -552,6 +552,22 @@ def check_fills(frames, palette):
 
 # -- perf, the reference ---------------------------------------------------
 
+def threads(pid):
+    """(tid, state letter, TracerPid) of each thread of pid, from its
+    /proc status; a thread that ends while it is read is passed over
+    (ENOENT, or ESRCH when it is a zombie)."""
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        try:
+            with open(f'/proc/{pid}/task/{tid}/status') as f:
+                status = f.read()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        state = re.search(r'^State:\s+(\S)', status, re.M).group(1)
+        tracer = int(re.search(r'^TracerPid:\s+(\d+)', status,
+                               re.M).group(1))
+        yield int(tid), state, tracer
+
+
 def perf_record(pid, seconds, tmp, hz=99):
     """`perf record -F hz --call-graph dwarf -p pid -- sleep seconds`, then
     `perf script`: a list of (1, {}, frames leaf first), the shape
