@@ -5,7 +5,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <time.h>
 
 #include "agent/heap_ring.h"
@@ -17,24 +16,6 @@
 #define LOOK_GAP_NS 1000000l	/* a thread's three instructions are long
 				 * past by then, unless it was preempted
 				 * between them */
-
-static int peek(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = { buf, len };
-	struct iovec remote = { (void *)(uintptr_t)addr, len };
-
-	return process_vm_readv(pid, &local, 1, &remote, 1, 0) ==
-	       (ssize_t)len ? 0 : -errno ?: -EFAULT;
-}
-
-static int poke(pid_t pid, uint64_t addr, const void *buf, size_t len)
-{
-	struct iovec local = { (void *)buf, len };
-	struct iovec remote = { (void *)(uintptr_t)addr, len };
-
-	return process_vm_writev(pid, &local, 1, &remote, 1, 0) ==
-	       (ssize_t)len ? 0 : -errno ?: -EFAULT;
-}
 
 static int cmp_tid(const void *a, const void *b)
 {
@@ -61,12 +42,12 @@ static bool look(pid_t pid, const struct ph_thread *e, uint32_t gen,
 	uint64_t addr = atomic_load(&e->budget), zero = 0;
 	struct ph_budget b;
 
-	if (peek(pid, addr, &b, sizeof(b)) || b.self != addr ||
+	if (proc_mem_read(pid, addr, &b, sizeof(b)) || b.self != addr ||
 	    b.tid != atomic_load(&e->tid) || b.gen == gen)
 		return false;
 	if (!b.left)
 		return false;
-	if (poke(pid, addr + offsetof(struct ph_budget, left), &zero,
+	if (proc_mem_write(pid, addr + offsetof(struct ph_budget, left), &zero,
 		 sizeof(zero)))
 		return false;
 	st->zeroed++;
@@ -89,7 +70,7 @@ static size_t sort_out(pid_t pid, uint64_t threads, struct ph_thread *list,
 		if (!alive(tids, ntids, tid)) {
 			/* Only the daemon frees an entry, and only the
 			 * agent takes a free one: no race on tid. */
-			if (!poke(pid, threads + i * sizeof(*list) +
+			if (!proc_mem_write(pid, threads + i * sizeof(*list) +
 				  offsetof(struct ph_thread, tid), &none,
 				  sizeof(none)))
 				st->gone++;
@@ -116,7 +97,7 @@ int heap_budgets_reset(pid_t pid, uint64_t threads, uint32_t gen,
 	todo = malloc(PH_THREADS * sizeof(*todo));
 	ret = list && todo ? 0 : -ENOMEM;
 	if (!ret)
-		ret = peek(pid, threads, list, PH_THREADS * sizeof(*list));
+		ret = proc_mem_read(pid, threads, list, PH_THREADS * sizeof(*list));
 	/* The list first, the threads second: a thread listed after the
 	 * list was read saw the new rate_gen itself. */
 	if (!ret)

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -305,11 +304,8 @@ static void on_free(void *arg, uint64_t addr)
 static int read_ptr(void *arg, uint64_t where, uint64_t *val)
 {
 	struct run *r = arg;
-	struct iovec local = { val, sizeof(*val) };
-	struct iovec remote = { (void *)(uintptr_t)where, sizeof(*val) };
 
-	return process_vm_readv(r->pid, &local, 1, &remote, 1, 0) ==
-	       sizeof(*val) ? 0 : -EFAULT;
+	return proc_mem_read(r->pid, where, val, sizeof(*val));
 }
 
 /*

@@ -536,7 +536,6 @@ int inject_call(struct injector *in, uint64_t fn, const uint64_t *args,
 	uint64_t mask, zero = 0, sp;
 	struct user_regs_struct u;
 	struct saved *s;
-	struct iovec local, remote;
 	int r;
 
 	if (nargs > 6)
@@ -549,12 +548,9 @@ int inject_call(struct injector *in, uint64_t fn, const uint64_t *args,
 		goto out;
 	u = s->regs;
 	sp = call_sp(s);
-	local = (struct iovec){ &zero, sizeof(zero) };
-	remote = (struct iovec){ (void *)(uintptr_t)sp, sizeof(zero) };
-	if (process_vm_writev(in->pid, &local, 1, &remote, 1, 0) != 8) {
-		r = -EFAULT;
+	r = proc_mem_write(in->pid, sp, &zero, sizeof(zero));
+	if (r)
 		goto out;
-	}
 	u.rsp = sp;
 	u.rip = fn;
 	u.rax = 0;
@@ -591,8 +587,8 @@ int inject_push(struct injector *in, const void *data, size_t len,
 		uint64_t *addr)
 {
 	struct user_regs_struct u;
-	struct iovec local, remote;
 	uint64_t a;
+	int ret;
 
 	if (in->scratch_used + len > SCRATCH)
 		return -ENOSPC;
@@ -600,19 +596,14 @@ int inject_push(struct injector *in, const void *data, size_t len,
 		return -errno;
 	in->scratch_used = (in->scratch_used + len + 15) & ~15ull;
 	a = u.rsp - RED_ZONE - in->scratch_used;
-	local = (struct iovec){ (void *)data, len };
-	remote = (struct iovec){ (void *)(uintptr_t)a, len };
-	if (process_vm_writev(in->pid, &local, 1, &remote, 1, 0) != (ssize_t)len)
-		return -EFAULT;
+	ret = proc_mem_write(in->pid, a, data, len);
+	if (ret)
+		return ret;
 	*addr = a;
 	return 0;
 }
 
 int inject_read(struct injector *in, uint64_t addr, void *buf, size_t len)
 {
-	struct iovec local = { buf, len };
-	struct iovec remote = { (void *)(uintptr_t)addr, len };
-
-	return process_vm_readv(in->pid, &local, 1, &remote, 1, 0) ==
-	       (ssize_t)len ? 0 : -EFAULT;
+	return proc_mem_read(in->pid, addr, buf, len);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "proc.h"
@@ -118,6 +119,31 @@ bool proc_alive(pid_t pid)
 	if (proc_state(pid, &state))
 		return false;
 	return state != 'Z' && state != 'X' && state != 'x';
+}
+
+static int mem_result(ssize_t got, size_t len)
+{
+	if (got == (ssize_t)len)
+		return 0;
+	return got < 0 && errno ? -errno : -EFAULT;
+}
+
+int proc_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len };
+	struct iovec remote = { (void *)(uintptr_t)addr, len };
+
+	return mem_result(process_vm_readv(pid, &local, 1, &remote, 1, 0),
+			  len);
+}
+
+int proc_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len)
+{
+	struct iovec local = { (void *)buf, len };
+	struct iovec remote = { (void *)(uintptr_t)addr, len };
+
+	return mem_result(process_vm_writev(pid, &local, 1, &remote, 1, 0),
+			  len);
 }
 
 int proc_tasks(pid_t pid, pid_t **tids, size_t *n)

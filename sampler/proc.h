@@ -32,6 +32,12 @@ int proc_state(pid_t pid, char *state);
 /* True while the process exists and is neither zombie nor dead. */
 bool proc_alive(pid_t pid);
 
+/* len bytes at addr in pid's memory, read or written whole
+ * (process_vm_readv/writev: no stop, the page protections hold). 0, or a
+ * negative errno (-EFAULT for a short copy). */
+int proc_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);
+int proc_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len);
+
 /* The thread ids of pid; *tids is malloc()ed, the caller frees it. */
 int proc_tasks(pid_t pid, pid_t **tids, size_t *n);
 
