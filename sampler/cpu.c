@@ -18,7 +18,7 @@
 #include "unwind.h"
 
 #define MAX_FRAMES 128
-#define POLL_MS 50
+#define POLL_MS 100
 #define THREAD_SLOTS 4096	/* power of two; more threads share names */
 /* See raise_priority(). */
 #define SAMPLER_NICE -10

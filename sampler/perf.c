@@ -103,7 +103,7 @@ static int open_one(struct perf_rec *r, struct perf_event_attr *attr,
 	struct perf_ring *ring = &r->rings[cpu];
 	int fd, ret;
 
-	attr->wakeup_watermark = r->ring_pages * sysconf(_SC_PAGESIZE) / 4;
+	attr->wakeup_watermark = r->ring_pages * sysconf(_SC_PAGESIZE) / 2;
 	fd = perf_ring_event_open(attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		return fd;
