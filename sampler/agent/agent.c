@@ -371,8 +371,11 @@ __attribute__((noinline, cold)) static void sample(void *p, size_t size,
 			   &pos);
 	if (!rec)
 		goto out;
-	if (!live_insert((uintptr_t)p))
+	if (!live_insert((uintptr_t)p)) {
 		flags = PH_ALLOC_UNTRACKED;
+		atomic_fetch_add_explicit(&sh->untracked, 1,
+					  memory_order_relaxed);
+	}
 	memcpy(rec->regs, regs, sizeof(regs));
 	if (room)
 		memcpy(rec->stack, (const void *)(uintptr_t)regs[REG_RSP],
@@ -384,9 +387,8 @@ __attribute__((noinline, cold)) static void sample(void *p, size_t size,
 	rec->addr = (uintptr_t)p;
 	rec->size = size;
 	rec->rate = rate;
-	/* Nothing locked after the copy: that would wait for its stores,
-	 * lines the daemon holds, to reach memory. */
 	ring_commit(rec, pos, len, PH_REC_ALLOC, flags);
+	atomic_fetch_add_explicit(&sh->samples, 1, memory_order_relaxed);
 out:
 	t->in_hook = 0;
 }
@@ -411,6 +413,7 @@ __attribute__((noinline, cold)) static void unsample(void *p)
 	rec->pad = 0;
 	rec->addr = (uintptr_t)p;
 	ring_commit(rec, pos, ph_rec_len(sizeof(*rec)), PH_REC_FREE, 0);
+	atomic_fetch_add_explicit(&sh->frees, 1, memory_order_relaxed);
 }
 
 /* ---- the hooks ---- */

@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #define PH_MAGIC 0x70686666666f7270ull	/* "proffhph" little-endian-ish */
-#define PH_VERSION 5
+#define PH_VERSION 4
 #define PH_RING_NAME "proffs-heap-ring"	/* memfd: /memfd:proffs-heap-ring */
 #define PH_AGENT_NAME "proffs-heap"	/* memfd of the injected agent */
 #define PH_HEADER_SIZE 4096		/* ring data starts here */
@@ -149,6 +149,9 @@ struct ph_shared {
 	/* agent */
 	_Atomic uint64_t head __attribute__((aligned(64)));
 	_Atomic uint64_t lost;		/* records dropped: ring full */
+	_Atomic uint64_t untracked;	/* allocations whose free is unseen */
+	_Atomic uint64_t samples;	/* allocation records written */
+	_Atomic uint64_t frees;		/* free records written */
 	_Atomic uint32_t state;		/* enum ph_state */
 	_Atomic uint32_t epoch;		/* bumped by every arm */
 	_Atomic uint32_t disarms;	/* times the agent disarmed itself */
