@@ -388,6 +388,10 @@ __attribute__((noinline, cold)) static void sample(void *p, size_t size,
 	rec->size = size;
 	rec->rate = rate;
 	ring_commit(rec, pos, len, PH_REC_ALLOC, flags);
+	/* Locked: besides counting, it waits here, in the cold path, for the
+	 * record's stores to lines the daemon last read. Without it they
+	 * drained under the program's own loop, which measured slower (a
+	 * bare malloc/free loop: -13..-16% against -9..-10%). */
 	atomic_fetch_add_explicit(&sh->samples, 1, memory_order_relaxed);
 out:
 	t->in_hook = 0;
