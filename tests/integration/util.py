@@ -550,7 +550,7 @@ def check_fills(frames, palette):
     assert not split, f'names drawn in more than one fill: {split}'
 
 
-# -- perf, the reference ---------------------------------------------------
+# -- /proc -----------------------------------------------------------------
 
 def threads(pid):
     """(tid, state letter, TracerPid) of each thread of pid, from its
@@ -567,6 +567,8 @@ def threads(pid):
                                re.M).group(1))
         yield int(tid), state, tracer
 
+
+# -- perf, the reference ---------------------------------------------------
 
 def perf_record(pid, seconds, tmp, hz=99):
     """`perf record -F hz --call-graph dwarf -p pid -- sleep seconds`, then
