@@ -208,7 +208,7 @@ __attribute__((noinline)) static bool take(size_t size, uint64_t *rate)
 
 bool daemon_alive(void)
 {
-	uint64_t hb, now;
+	uint64_t hb, now, seen;
 
 	if (!atomic_load_explicit(&sh->daemon_pid, memory_order_relaxed))
 		return false;
@@ -219,8 +219,11 @@ bool daemon_alive(void)
 		atomic_store_explicit(&seen_hb_ns, now, memory_order_relaxed);
 		return true;
 	}
-	return now - atomic_load_explicit(&seen_hb_ns, memory_order_relaxed) <=
-	       PH_LEASE_MS * 1000000ull;
+	/* Another thread may have seen the beat after our clock read and
+	 * stored a later time: that is a live daemon, not a wrapped
+	 * difference (which disarmed a busy target at times). */
+	seen = atomic_load_explicit(&seen_hb_ns, memory_order_relaxed);
+	return now < seen || now - seen <= PH_LEASE_MS * 1000000ull;
 }
 
 /* A daemon attached once and has stopped beating: nobody reads us. */
