@@ -54,6 +54,7 @@ static struct ph_shared *sh;
 static bool forked;
 static uint32_t scanned_calls;	/* ph_dlopen_calls at the last rescan */
 static _Atomic uint64_t seen_hb, seen_hb_ns;
+static _Atomic uint32_t next_len;	/* the last sample's record length */
 
 void ph_capture(uint64_t *regs);
 
@@ -351,6 +352,7 @@ __attribute__((noinline, cold)) static void sample(void *p, size_t size,
 	if (t->in_hook || forked)
 		return;
 	t->in_hook = 1;
+	live_prefetch((uintptr_t)p);
 	if (lease_over()) {
 		disarm();
 		goto out;
@@ -396,6 +398,8 @@ __attribute__((noinline, cold)) static void sample(void *p, size_t size,
 	 * drained under the program's own loop, which measured slower (a
 	 * bare malloc/free loop: -13..-16% against -9..-10%). */
 	atomic_fetch_add_explicit(&sh->samples, 1, memory_order_relaxed);
+	atomic_store_explicit(&next_len, len, memory_order_relaxed);
+	ring_prefetch(sh, len);
 out:
 	t->in_hook = 0;
 }
@@ -421,6 +425,8 @@ __attribute__((noinline, cold)) static void unsample(void *p)
 	rec->addr = (uintptr_t)p;
 	ring_commit(rec, pos, ph_rec_len(sizeof(*rec)), PH_REC_FREE, 0);
 	atomic_fetch_add_explicit(&sh->frees, 1, memory_order_relaxed);
+	ring_prefetch(sh, atomic_load_explicit(&next_len,
+					       memory_order_relaxed));
 }
 
 /* ---- the hooks ---- */

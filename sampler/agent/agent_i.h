@@ -28,6 +28,18 @@
 
 #define PH_HIDDEN __attribute__((visibility("hidden")))
 
+/* PREFETCHW is there (CPUID 0x80000001 ECX bit 8: AMD since the K6,
+ * Intel since Broadwell); set by ring_create(). */
+PH_HIDDEN extern bool ph_prefetchw;
+
+/* A hint that this core will write the line at p soon: it comes owned
+ * meanwhile, rather than at the store, with the program waiting. */
+static inline void prefetch_for_write(const void *p)
+{
+	if (ph_prefetchw)
+		__asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+}
+
 /* ---- got.c ---- */
 
 /* One function whose GOT entries are redirected. */
@@ -86,6 +98,8 @@ static inline bool live_maybe(uintptr_t p)
 	return atomic_load_explicit(&live_filter[live_bucket(p)],
 				    memory_order_relaxed) != 0;
 }
+/* p is about to be inserted (prefetch_for_write of its slot). */
+PH_HIDDEN void live_prefetch(uintptr_t p);
 /* Forget p; true if it was there. */
 PH_HIDDEN bool live_remove(uintptr_t p);
 
@@ -111,6 +125,8 @@ enum ph_wait {
  */
 PH_HIDDEN void *ring_reserve(struct ph_shared *sh, uint32_t len,
 			     enum ph_wait wait, uint64_t *pos);
+/* The next len bytes of the ring are wanted soon (prefetch_for_write). */
+PH_HIDDEN void ring_prefetch(struct ph_shared *sh, uint32_t len);
 /* Publish a reserved record: type and flags, then its commit word. */
 PH_HIDDEN void ring_commit(void *rec, uint64_t pos, uint32_t len,
 			   uint16_t type, uint16_t flags);

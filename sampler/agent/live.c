@@ -151,6 +151,11 @@ static bool large_table(void)
 	return true;
 }
 
+void live_prefetch(uintptr_t p)
+{
+	prefetch_for_write(&small.slots[hash(p) >> (64 - SMALL_BITS)]);
+}
+
 bool live_insert(uintptr_t p)
 {
 	uint64_t h = hash(p);

@@ -4,6 +4,7 @@
  * layout and protocol are in heap_ring.h; the consumer is
  * sampler/heap_ring.c).
  */
+#include <cpuid.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -38,13 +39,18 @@ static uint64_t ring_bytes(void)
  * ring's pages, and its threads are not its parent's. */
 struct ph_thread agent_threads[PH_THREADS];
 
+bool ph_prefetchw;
+
 struct ph_shared *ring_create(void)
 {
 	uint64_t ring = ring_bytes();
 	size_t size = PH_HEADER_SIZE + ring;
 	struct ph_shared *sh;
+	unsigned a, b, c, d;
 	int fd;
 
+	ph_prefetchw = __get_cpuid(0x80000001, &a, &b, &c, &d) &&
+		       (c & bit_PRFCHW);
 	/* Close-on-exec: the next program image has no agent to feed it. */
 	fd = memfd_create(PH_RING_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
@@ -166,6 +172,24 @@ void *ring_reserve(struct ph_shared *sh, uint32_t len, enum ph_wait wait,
 		ring_commit(data + off, h, (uint32_t)pad, PH_REC_PAD, 0);
 	*pos = h + pad;
 	return data + ((h + pad) & (size - 1));
+}
+
+/*
+ * Called once a record is written, for the next one: its lines are then
+ * this core's by the next sample, and that record's stores retire at
+ * once instead of each waiting for its line to come back from the
+ * daemon's core, inside the program's own loop. A hint only: another
+ * thread may take the place first.
+ */
+void ring_prefetch(struct ph_shared *sh, uint32_t len)
+{
+	uint64_t size = sh->ring_size;
+	uint64_t off = atomic_load_explicit(&sh->head, memory_order_relaxed) &
+		       (size - 1);
+	uint8_t *next = ring_data(sh) + (off + len > size ? 0 : off);
+
+	for (uint32_t i = 0; i < len; i += 64)
+		prefetch_for_write(next + i);
 }
 
 void ring_commit(void *rec, uint64_t pos, uint32_t len, uint16_t type,
