@@ -356,9 +356,11 @@ static int load_or_arm(struct agent *ag, bool arm_only, bool *armed_now)
 	}
 	*armed_now = true;
 	pr_info("heap: pid %d: agent %s in %llu ms: %u threads held %llu us, "
-		"%u rounds", (int)ag->pid, arm_only ? "armed" : "loaded",
+		"%u rounds; %u GOT entries, %u of 2 hooks leave by a direct "
+		"jump", (int)ag->pid, arm_only ? "armed" : "loaded",
 		(unsigned long long)((now_ns() - t0) / 1000000), st.threads,
-		(unsigned long long)(st.hold_ns / 1000), st.rounds);
+		(unsigned long long)(st.hold_ns / 1000), st.rounds,
+		atomic_load(&ag->sh->slots), ag->sh->direct);
 	return 0;
 }
 

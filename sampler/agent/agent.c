@@ -48,7 +48,7 @@ static struct {
 } real;
 
 
-static __thread struct ph_budget tls __attribute__((tls_model("initial-exec")));
+__thread struct ph_budget ph_tls __attribute__((tls_model("initial-exec")));
 
 static struct ph_shared *sh;
 static bool forked;
@@ -144,7 +144,7 @@ static uint64_t draw(struct ph_budget *t)
  */
 static inline bool skip(size_t size)
 {
-	struct ph_budget *t = &tls;
+	struct ph_budget *t = &ph_tls;
 
 	if (LIKELY(size < t->left)) {
 		t->left -= size;
@@ -186,7 +186,7 @@ static void enlist(struct ph_budget *t)
  * and look again), or a budget run out (sample, draw the next). */
 __attribute__((noinline)) static bool take(size_t size, uint64_t *rate)
 {
-	struct ph_budget *t = &tls;
+	struct ph_budget *t = &ph_tls;
 	uint32_t g;
 
 	if (UNLIKELY(!t->self))
@@ -236,11 +236,9 @@ static bool lease_over(void)
 
 /* ---- arming ---- */
 
-static void *h_malloc(size_t n);
 static void *h_calloc(size_t n, size_t size);
 static void *h_realloc(void *p, size_t n);
 static void *h_reallocarray(void *p, size_t n, size_t size);
-static void h_free(void *p);
 static int h_posix_memalign(void **pp, size_t align, size_t n);
 static void *h_aligned_alloc(size_t align, size_t n);
 static void *h_memalign(size_t align, size_t n);
@@ -260,11 +258,11 @@ static void add_hook(const char *name, void **realp, void *hook)
 static void resolve(void)
 {
 #define HOOK(fn) add_hook(#fn, (void **)&real.fn, (void *)h_##fn)
-	HOOK(malloc);
+	add_hook("malloc", (void **)&real.malloc, (void *)ph_h_malloc);
 	HOOK(calloc);
 	HOOK(realloc);
 	HOOK(reallocarray);
-	HOOK(free);
+	add_hook("free", (void **)&real.free, (void *)ph_h_free);
 	HOOK(posix_memalign);
 	HOOK(aligned_alloc);
 	HOOK(memalign);
@@ -298,7 +296,8 @@ void agent_rescan(void)
 	if (!sh || forked || atomic_load(&sh->state) != PH_ARMED ||
 	    calls == scanned_calls)
 		return;
-	n = got_redirect(hooks, nhooks, (void *)h_malloc, false, &pending);
+	n = got_redirect(hooks, nhooks, (void *)ph_h_malloc, false,
+			 &pending);
 	if (n < 0)
 		return;
 	if (!pending)
@@ -327,7 +326,7 @@ int proffs_heap_arm(void)
 	scanned_calls = atomic_load(&ph_dlopen_calls);
 	atomic_fetch_add(&sh->epoch, 1);
 	atomic_store(&sh->state, PH_ARMED);
-	n = got_redirect(hooks, nhooks, (void *)h_malloc, true, NULL);
+	n = got_redirect(hooks, nhooks, (void *)ph_h_malloc, true, NULL);
 	if (n < 0) {
 		atomic_store(&sh->state, PH_DISARMED);
 		return -1;
@@ -342,7 +341,7 @@ int proffs_heap_arm(void)
 __attribute__((noinline, cold)) static void sample(void *p, size_t size,
 						  uint64_t rate)
 {
-	struct ph_budget *t = &tls;
+	struct ph_budget *t = &ph_tls;
 	uint64_t regs[PH_NREGS];
 	struct ph_alloc *rec;
 	uint16_t flags = 0;
@@ -407,7 +406,7 @@ out:
 /* p was maybe sampled and is being freed: tell the daemon if it was. */
 __attribute__((noinline, cold)) static void unsample(void *p)
 {
-	struct ph_budget *t = &tls;
+	struct ph_budget *t = &ph_tls;
 	struct ph_free *rec;
 	uint64_t pos;
 
@@ -435,18 +434,26 @@ __attribute__((noinline, cold)) static void unsample(void *p)
  * The hooks decide before they allocate, as Go does, so that the common
  * case ends in a tail call of the real function: the hook costs a
  * thread-local subtraction and nothing else. Only a sampled allocation
- * waits for the result.
+ * waits for the result. malloc's and free's fast paths are in fast.c,
+ * the others' here.
  */
-#define SAMPLED(call, n)                                                     \
+#define SAMPLED_SLOW(call, n)                                                \
 	do {                                                                 \
 		uint64_t rate_;                                              \
 		void *p_;                                                    \
-		if (LIKELY(skip(n)) || !take((n), &rate_))                   \
+		if (!take((n), &rate_))                                      \
 			return call;                                         \
 		p_ = call;                                                   \
 		if (p_)                                                      \
 			sample(p_, (n), rate_);                              \
 		return p_;                                                   \
+	} while (0)
+
+#define SAMPLED(call, n)                                                     \
+	do {                                                                 \
+		if (LIKELY(skip(n)))                                         \
+			return call;                                         \
+		SAMPLED_SLOW(call, n);                                       \
 	} while (0)
 
 #define MAYBE_UNSAMPLE(p)                                                    \
@@ -455,9 +462,11 @@ __attribute__((noinline, cold)) static void unsample(void *p)
 			unsample(p);                                         \
 	} while (0)
 
-static void *h_malloc(size_t n)
+/* Past ph_h_malloc's fast path: the budget ran out, or the rate
+ * changed. */
+void *ph_malloc_slow(size_t n)
 {
-	SAMPLED(real.malloc(n), n);
+	SAMPLED_SLOW(real.malloc(n), n);
 }
 
 static void *h_calloc(size_t n, size_t size)
@@ -487,9 +496,10 @@ static void *h_reallocarray(void *old, size_t n, size_t size)
 	SAMPLED(real.reallocarray(old, n, size), bytes);
 }
 
-static void h_free(void *p)
+/* Past ph_h_free's fast path: p's filter byte is set. */
+void ph_free_slow(void *p)
 {
-	MAYBE_UNSAMPLE(p);
+	unsample(p);
 	real.free(p);
 }
 
@@ -560,6 +570,7 @@ __attribute__((constructor)) static void agent_init(void)
 	if (!sh)
 		return;
 	atomic_store(&sh->rate, env_rate());
+	sh->direct = fast_direct((void *)real.malloc, (void *)real.free);
 	pthread_atfork(NULL, NULL, atfork_child);
 	proffs_heap_arm();
 }

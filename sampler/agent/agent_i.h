@@ -4,6 +4,7 @@
  * runs inside a target process (SPEC §3, heap / allocs).
  *
  *   agent.c  the allocation hooks, Poisson sampling, arming and disarming
+ *   fast.c   the fast paths of the malloc and free hooks, in assembly
  *   dlopen.c following objects loaded later (dlopen, dlmopen)
  *   got.c    redirecting GOT entries of every loaded object to the hooks
  *   live.c   the set of sampled addresses still live, probed by free()
@@ -152,7 +153,27 @@ PH_HIDDEN uint32_t stack_room(uintptr_t sp, uint32_t max);
 PH_HIDDEN uint32_t stack_copy_syscall(uint8_t *dst, uintptr_t sp,
 				      uint32_t max);
 
+/* ---- fast.c ---- */
+
+/* The hooks of malloc and free; their fast paths. */
+PH_HIDDEN void *ph_h_malloc(size_t n);
+PH_HIDDEN void ph_h_free(void *p);
+/*
+ * Set where the two hooks go on (the real malloc and free), and make
+ * their exits direct jumps where that can be done. Once, before any GOT
+ * entry points at them. Returns how many exits are direct (0-2).
+ */
+PH_HIDDEN unsigned fast_direct(void *malloc_fn, void *free_fn);
+
 /* ---- agent.c ---- */
+
+/* This thread's budget; the fast paths read left, its first field. */
+PH_HIDDEN extern __thread struct ph_budget ph_tls
+	__attribute__((tls_model("initial-exec")));
+/* The rest of malloc and free past their fast paths (sampling, or a
+ * maybe-sampled block freed). */
+PH_HIDDEN void *ph_malloc_slow(size_t n);
+PH_HIDDEN void ph_free_slow(void *p);
 
 /* Redirect objects loaded since the last look (armed only). */
 PH_HIDDEN void agent_rescan(void);

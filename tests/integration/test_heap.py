@@ -146,6 +146,30 @@ def test_rate1_every_site_exact(proffs, target):
     # No frame of the agent itself in any stack.
     assert not [s for s in p.samples for loc in s.locations
                 if loc.mapping and 'proffs-heap' in loc.mapping.file]
+    # All of it went through the hooks of malloc and free that leave by
+    # a direct jump (libc is within reach of the agent: fast.c).
+    assert proffs.log_lines(r'heap: pid %d: agent loaded .*; \d+ GOT '
+                            r'entries, 2 of 2 hooks leave by a direct '
+                            r'jump$' % t.pid)
+
+
+def test_allocator_out_of_direct_reach(proffs, target):
+    """A process that mapped 16 GiB below its libraries before the agent
+    came (a JVM's heap, a Go arena) gets the agent more than 2 GiB from
+    libc: the hooks of malloc and free keep their indirect jumps out and
+    count the same. At rate=1 every block is sampled and every free seen:
+    the target never holds more than its batch of 64 blocks."""
+    t = target('mallocs', 1, 'far')
+    data = Reader(proffs.path(t.pid, 'heap?rate=1&seconds=1.pb.gz')).result()
+    path = util.save(data, f'far-{t.pid}.pb.gz')
+    p = util.validate_pprof(path)
+    check_header(p, path, 'heap')
+    assert proffs.log_lines(r'heap: pid %d: agent loaded .*, 0 of 2 hooks '
+                            r'leave by a direct jump$' % t.pid)
+    allocs, _, inuse, _ = site_values(p, 'batch')
+    assert allocs > 10000, allocs
+    assert 0 <= inuse <= 64, inuse
+    assert next_report(t).hooked == (True, True)
 
 
 def test_since_loading_without_window(proffs, target):

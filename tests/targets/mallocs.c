@@ -5,7 +5,11 @@
  * reverse order; so a benchmark can measure what a heap profiler costs,
  * and so a test can load the agent into a process busy in malloc on every
  * thread. With "fill" (argv[2]) each block is written whole before it is
- * freed, as a program that uses its memory would; else one byte.
+ * freed, as a program that uses its memory would; else one byte. With
+ * "far" (argv[2]) it first reserves 16 GiB of address space below its
+ * libraries and fills the holes above that, so that an object loaded
+ * later (a heap agent) lands more than 2 GiB away from libc, as in a
+ * process with large mappings of its own (a JVM's heap, a Go arena).
  *
  * Every 200 ms it prints (ops.h)
  *   ops TOTAL hooked M F threads C0,C1,...
@@ -21,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "ops.h"
 
@@ -84,12 +89,33 @@ __attribute__((noinline)) static void more(void)
 		printf(i ? ",%lu" : "%lu", atomic_load(&per_thread[i].n));
 }
 
+/* Every later mapping goes below a 16 GiB reservation: the holes above
+ * it are filled first, a page at a time, until a page lands below. */
+static int push_mappings_away(void)
+{
+	char *r = mmap(NULL, 16ul << 30, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	char *q;
+
+	if (r == MAP_FAILED)
+		return -1;
+	do {
+		q = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+			 -1, 0);
+		if (q == MAP_FAILED)
+			return -1;
+	} while (q > r);
+	return munmap(q, 4096);
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 8;
 	pthread_t t;
 
 	fill = argc > 2 && !strcmp(argv[2], "fill");
+	if (argc > 2 && !strcmp(argv[2], "far") && push_mappings_away())
+		return 1;
 	per_thread = aligned_alloc(64, sizeof(*per_thread) * (n > 0 ? n : 1));
 	if (!per_thread)
 		return 1;
