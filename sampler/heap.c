@@ -360,7 +360,7 @@ static int load_or_arm(struct agent *ag, bool arm_only, bool *armed_now)
 		"jump", (int)ag->pid, arm_only ? "armed" : "loaded",
 		(unsigned long long)((now_ns() - t0) / 1000000), st.threads,
 		(unsigned long long)(st.hold_ns / 1000), st.rounds,
-		atomic_load(&ag->sh->slots), ag->sh->direct);
+		atomic_load(&ag->sh->slots), atomic_load(&ag->sh->direct));
 	return 0;
 }
 

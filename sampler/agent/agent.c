@@ -570,7 +570,8 @@ __attribute__((constructor)) static void agent_init(void)
 	if (!sh)
 		return;
 	atomic_store(&sh->rate, env_rate());
-	sh->direct = fast_direct((void *)real.malloc, (void *)real.free);
+	atomic_store(&sh->direct,
+		     fast_direct((void *)real.malloc, (void *)real.free));
 	pthread_atfork(NULL, NULL, atfork_child);
 	proffs_heap_arm();
 }

@@ -45,9 +45,9 @@ PH_HIDDEN void *ph_exit_malloc, *ph_exit_free;
 #endif
 
 /*
- * h_malloc: size < ph_tls.left? Then left -= size and on to malloc, as
+ * ph_h_malloc: size < ph_tls.left? Then left -= size and on to malloc, as
  * the C hooks' skip() does; else ph_malloc_slow(size).
- * h_free: the filter byte of p zero? Then on to free; else
+ * ph_h_free: the filter byte of p zero? Then on to free; else
  * ph_free_slow(p). The exits, ph_*_exit, are `jmp *ph_exit_*(%rip)`: six
  * bytes fast_direct() may turn into `jmp rel32; nop`.
  */

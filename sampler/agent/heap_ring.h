@@ -157,7 +157,7 @@ struct ph_shared {
 	_Atomic uint32_t disarms;	/* times the agent disarmed itself */
 	_Atomic uint32_t objects;	/* objects whose GOT it redirected */
 	_Atomic uint32_t slots;		/* GOT entries it redirected */
-	uint32_t direct;	/* hooks leaving by a direct jump (0-2) */
+	_Atomic uint32_t direct;	/* hooks leaving by a direct jump (0-2) */
 
 	/* daemon */
 	_Atomic uint64_t tail __attribute__((aligned(64)));
