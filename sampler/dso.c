@@ -1316,6 +1316,96 @@ int dso_symbol_vaddr(struct dso *d, const char *name, uint64_t *vaddr)
 	return ret;
 }
 
+static int range_cmp(const void *a, const void *b)
+{
+	const struct dso_range *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Sort and merge touching or overlapping ranges in place. */
+static size_t ranges_merge(struct dso_range *r, size_t n)
+{
+	size_t k = 0;
+
+	qsort(r, n, sizeof(*r), range_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (k && r[i].start <= r[k - 1].end) {
+			if (r[i].end > r[k - 1].end)
+				r[k - 1].end = r[i].end;
+			continue;
+		}
+		r[k++] = r[i];
+	}
+	return k;
+}
+
+/* Where a symbol of code ends: its size, else what the sorted table (which
+ * bounds labels by the next symbol) says of its address. 0: not code. */
+static uint64_t sym_range_end(const struct dso *d, const GElf_Sym *sym,
+			      GElf_Addr addr)
+{
+	const struct dso_sym *s;
+
+	if (sym->st_size)
+		return addr + sym->st_size;
+	s = dso_sym_find(d, addr);
+	return s && s->addr == addr ? s->end : 0;
+}
+
+int dso_symbol_ranges(struct dso *d, bool (*match)(void *arg,
+						   const char *name),
+		      void *arg, struct dso_range **out, size_t *n)
+{
+	struct dso_range *r = NULL;
+	size_t cnt_r = 0, cap = 0;
+	char buf[512];
+	int ret = 0, cnt;
+
+	pthread_mutex_lock(&d->lock);
+	dso_dw_init(d);
+	cnt = d->mod ? dwfl_module_getsymtab(d->mod) : 0;
+	for (int i = 1; i < cnt && !ret; i++) {
+		GElf_Word shndx;
+		GElf_Addr addr;
+		GElf_Sym sym;
+		const char *s;
+		uint64_t end;
+		int type;
+
+		s = dwfl_module_getsym_info(d->mod, i, &sym, &addr, &shndx,
+					    NULL, NULL);
+		type = s ? GELF_ST_TYPE(sym.st_info) : STT_NOTYPE;
+		if (!s || (type != STT_FUNC && type != STT_GNU_IFUNC) ||
+		    shndx == SHN_UNDEF || shndx >= SHN_LORESERVE)
+			continue;
+		snprintf(buf, sizeof(buf), "%.*s", (int)strcspn(s, "@"), s);
+		end = sym_range_end(d, &sym, addr);
+		if (end <= addr || !match(arg, buf))
+			continue;
+		if (cnt_r == cap) {
+			struct dso_range *v;
+
+			cap = cap ? 2 * cap : 16;
+			v = realloc(r, cap * sizeof(*r));
+			if (!v) {
+				ret = -ENOMEM;
+				break;
+			}
+			r = v;
+		}
+		r[cnt_r++] = (struct dso_range){ addr, end };
+	}
+	pthread_mutex_unlock(&d->lock);
+	if (ret) {
+		free(r);
+		return ret;
+	}
+	*n = ranges_merge(r, cnt_r);
+	*out = r;
+	return 0;
+}
+
 void dso_caps(struct dso *d, struct dso_caps *caps)
 {
 	pthread_mutex_lock(&d->lock);

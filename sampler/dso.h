@@ -130,6 +130,22 @@ int dso_symbolize(struct dso *d, uint64_t vaddr, struct dso_frame *frames,
  */
 int dso_symbol_vaddr(struct dso *d, const char *name, uint64_t *vaddr);
 
+/*
+ * The address ranges of every function symbol whose name (without its
+ * "@VERSION") match() accepts, aliases included: the symbol tables keep
+ * one name per address for symbolization, so a caller that asks "is this
+ * pc inside malloc?" by name misses calloc when it is named __libc_calloc;
+ * by range it cannot. A symbol without a size runs to the end of the
+ * symbol the sorted table keeps at its address. *out is sorted by start,
+ * overlapping ranges merged; free() it. 0 (*n may be 0), or -ENOMEM.
+ */
+struct dso_range {
+	uint64_t start, end;	/* ELF vaddrs, [start, end) */
+};
+int dso_symbol_ranges(struct dso *d, bool (*match)(void *arg,
+						   const char *name),
+		      void *arg, struct dso_range **out, size_t *n);
+
 /* What dso_symbolize() can give, for pprof's Mapping.has_* flags. */
 struct dso_caps {
 	bool functions;		/* a symbol table exists */

@@ -4,9 +4,11 @@
  * in it. The safety rules and the calling convention are in inject.h.
  */
 #include <elf.h>
+#include <stddef.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,11 +22,12 @@
 #include "log.h"
 #include "maps.h"
 #include "proc.h"
+#include "safepoint.h"
 #include "tracee.h"
 #include "unwind.h"
 
 #define STACK_MAX (64 * 1024)
-#define MAX_FRAMES 64
+#define MAX_FRAMES 256
 #define DEFAULT_ROUNDS 200
 #define STOP_WAIT_NS 100000000ull	/* for every thread to stop */
 #define CALL_WAIT_NS 10000000000ull	/* for a call to come back */
@@ -38,13 +41,17 @@ struct held {
 	bool gone;
 	int sig;		/* to hand back on release */
 	int event;		/* of the stop: 0 = signal-delivery stop */
-	const char *why;	/* unsafe: where it was found */
+	bool unsafe;
+	bool armed;		/* a breakpoint at resume_at is set */
+	uint64_t resume_at;	/* unsafe: where it will be safe again */
+	char why[128];		/* unsafe: where it was found */
 };
 
 struct injector {
 	pid_t pid;
 	struct proc_maps *maps;
 	struct unwinder *unw;
+	struct safepoint *safe;
 	unsigned max_rounds;
 	struct held *t;
 	size_t n, cap;
@@ -55,26 +62,9 @@ struct injector {
 	struct held *caller;
 	uint64_t scratch_top, scratch_used;
 	int fn_ret;
+	int broken_sig;		/* a call died of it: no more calls */
 	int (*fn)(struct injector *, void *);
 	void *fn_arg;
-};
-
-/*
- * Functions that hold, or may wait for, a lock dlopen or the agent's
- * arming needs: the allocator's arena locks, the loader's locks, the
- * stack cache lock of thread creation, fork's allocator locks.
- */
-static const char *const unsafe_fns[] = {
-	"malloc", "free", "calloc", "realloc", "reallocarray",
-	"posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
-	"malloc_trim", "malloc_stats", "malloc_info", "mallinfo",
-	"mallinfo2", "mallopt", "fork", "_Fork", "vfork",
-	"dlopen", "dlmopen", "dlclose", "dlsym", "dlvsym", "dladdr",
-	"dladdr1", "dlinfo", "dlerror", "dl_iterate_phdr",
-	"__libc_dlopen_mode", "__libc_dlsym", "__libc_dlclose",
-	"pthread_create", "pthread_join", "pthread_tryjoin_np",
-	"pthread_timedjoin_np", "pthread_clockjoin_np", "exit",
-	"__cxa_finalize", "__cxa_thread_atexit_impl",
 };
 
 static uint64_t now_ns(void)
@@ -198,66 +188,19 @@ static int seize_all(struct injector *in)
 
 /* ---- is a thread somewhere a call could deadlock on? ---- */
 
-static bool is_loader(const char *path)
-{
-	const char *base = strrchr(path, '/');
-
-	base = base ? base + 1 : path;
-	return !strncmp(base, "ld-linux", 8) || !strncmp(base, "ld-musl", 7) ||
-	       !strncmp(base, "ld.so", 5);
-}
-
-static bool is_agent(const char *path)
-{
-	return strstr(path, "proffs-heap") != NULL;
-}
-
-static bool unsafe_name(const char *name)
-{
-	if (!name)
-		return false;
-	for (size_t i = 0; i < sizeof(unsafe_fns) / sizeof(unsafe_fns[0]);
-	     i++)
-		if (!strcmp(name, unsafe_fns[i]))
-			return true;
-	return false;
-}
-
-/* Where pc is, if it is somewhere unsafe; NULL otherwise. */
-static const char *unsafe_pc(struct injector *in, uint64_t pc)
-{
-	struct dso_frame f[8];
-	struct map_entry *e;
-	int n = 0;
-
-	e = maps_find(in->maps, pc);
-	if (!e && !maps_reload(in->maps))
-		e = maps_find(in->maps, pc);
-	if (!e)
-		return NULL;
-	if (is_loader(e->path))
-		return "the dynamic loader";
-	if (is_agent(e->path))
-		return "the heap agent";
-	if (!e->dso || dso_symbolize(e->dso, pc - e->bias, f, 8, &n))
-		return NULL;
-	for (int i = 0; i < n; i++)
-		if (unsafe_name(f[i].system_name))
-			return f[i].system_name;
-	return NULL;
-}
-
+/* Registers, and the system call the thread is in (-1: none). */
 static int thread_regs(struct injector *in, struct held *h,
-		       struct unwind_regs *r)
+		       struct unwind_regs *r, long *sysno)
 {
 	struct user_regs_struct u;
-	long sysno;
 
 	if (!h->stopped)	/* asleep in the kernel, interrupt pending */
-		return tracee_syscall_regs(in->pid, h->tid, &sysno, r);
+		return tracee_syscall_regs(in->pid, h->tid, sysno, r);
 	if (ptrace(PTRACE_GETREGS, h->tid, NULL, &u))
 		return -errno;
 	tracee_regs(&u, r);
+	/* interrupted in a system call: its number stays in orig_rax */
+	*sysno = (long)u.orig_rax;
 	return 0;
 }
 
@@ -266,29 +209,128 @@ static void classify(struct injector *in, struct held *h)
 {
 	uint64_t pcs[MAX_FRAMES];
 	struct unwind_regs r;
+	long sysno = -1;
 	size_t len;
 	int n;
 
-	h->why = NULL;
-	if (thread_regs(in, h, &r)) {
-		h->why = h->stopped ? "registers unreadable" : NULL;
+	h->unsafe = false;
+	h->resume_at = 0;
+	if (thread_regs(in, h, &r, &sysno)) {
+		h->unsafe = h->stopped;
+		snprintf(h->why, sizeof(h->why), "registers unreadable");
 		return;
 	}
 	len = tracee_copy_stack(in->pid, in->maps, r.r[UREG_RSP], in->stack,
 				STACK_MAX);
 	unwind_stack(in->unw, &r, in->stack, len, pcs, MAX_FRAMES, &n);
-	for (int i = 0; i < n && !h->why; i++)
-		h->why = unsafe_pc(in, pcs[i]);
+	h->unsafe = safepoint_unsafe(in->safe, pcs, n,
+				     unwind_last_complete(in->unw), sysno,
+				     &h->resume_at, h->why, sizeof(h->why));
 }
 
-/* Let the unsafe threads run a moment, then interrupt them again. */
+/*
+ * An execution breakpoint in the thread's own debug registers at addr
+ * (0: none). Nothing of the target's code is written, and no other thread
+ * sees it.
+ */
+static int hw_break(pid_t tid, uint64_t addr)
+{
+	const size_t dr = offsetof(struct user, u_debugreg);
+
+	if (addr && ptrace(PTRACE_POKEUSER, tid, (void *)dr, (void *)addr))
+		return -errno;
+	/* DR7: local enable of DR0, as an instruction breakpoint */
+	if (ptrace(PTRACE_POKEUSER, tid, (void *)(dr + 7 * sizeof(long)),
+		   (void *)(long)(addr ? 1 : 0)))
+		return -errno;
+	return 0;
+}
+
+/* Wait until every let-go thread with a breakpoint stopped on its own
+ * (reached it, or met a signal), or the time is up. */
+static void wait_armed(struct injector *in, uint64_t budget_ns)
+{
+	uint64_t start = now_ns();
+	bool waiting = true;
+
+	while (waiting && now_ns() - start < budget_ns) {
+		waiting = false;
+		for (size_t i = 0; i < in->n; i++) {
+			struct held *h = &in->t[i];
+			int ret;
+
+			if (h->gone || h->stopped || !h->unsafe)
+				continue;
+			if (!h->armed) {
+				waiting = true;	/* only time ends its run */
+				continue;
+			}
+			ret = tracee_poll_stop(h->tid, &h->sig, &h->event);
+			if (ret == -EAGAIN)
+				waiting = true;
+			else if (ret)
+				h->gone = true;
+			else
+				h->stopped = true;
+		}
+		if (waiting)
+			nap(20000);
+	}
+}
+
+/*
+ * Clear the breakpoint. A stop at it is not the target's SIGTRAP: the
+ * signal is dropped, and the stop turned into an interrupt stop like the
+ * others' (calls are made from those), before the thread runs a single
+ * instruction.
+ */
+static void disarm(struct held *h)
+{
+	struct user_regs_struct u;
+	uint64_t start;
+	int ret;
+
+	if (!h->armed || h->gone)
+		return;
+	h->armed = false;
+	hw_break(h->tid, 0);
+	if (h->sig != SIGTRAP || h->event ||
+	    ptrace(PTRACE_GETREGS, h->tid, NULL, &u) || u.rip != h->resume_at)
+		return;
+	h->sig = 0;
+	if (ptrace(PTRACE_INTERRUPT, h->tid, NULL, NULL) ||
+	    ptrace(PTRACE_CONT, h->tid, NULL, NULL)) {
+		h->gone = true;
+		return;
+	}
+	h->stopped = false;
+	start = now_ns();
+	do {
+		ret = tracee_poll_stop(h->tid, &h->sig, &h->event);
+		if (ret == -EAGAIN)
+			nap(20000);
+	} while (ret == -EAGAIN && now_ns() - start < STOP_WAIT_NS);
+	if (ret && ret != -EAGAIN)
+		h->gone = true;
+	h->stopped = !ret;
+}
+
+/*
+ * Let the unsafe threads run alone, each until it returns from its
+ * outermost unsafe frame (a breakpoint at that return address) or a
+ * moment passes, then interrupt those still running. Waiting for the
+ * return, not a fixed time, matters for a thread that spends most of its
+ * time inside the allocator: stopped again after a fixed time it is
+ * nearly always found there again.
+ */
 static void let_go(struct injector *in, unsigned round)
 {
 	for (size_t i = 0; i < in->n; i++) {
 		struct held *h = &in->t[i];
 
-		if (h->gone || !h->stopped || !h->why)
+		if (h->gone || !h->stopped || !h->unsafe)
 			continue;
+		h->armed = h->resume_at && !hw_break(h->tid, h->resume_at);
 		if (ptrace(PTRACE_CONT, h->tid, NULL, (void *)(long)h->sig)) {
 			h->gone = true;
 			continue;
@@ -296,22 +338,26 @@ static void let_go(struct injector *in, unsigned round)
 		h->stopped = false;
 		h->sig = 0;
 	}
-	nap(round < 20 ? 100000 : 1000000);
+	wait_armed(in, round < 20 ? 1000000 : 5000000);
 	for (size_t i = 0; i < in->n; i++) {
 		struct held *h = &in->t[i];
 
-		if (!h->gone && !h->stopped && h->why &&
+		if (!h->gone && !h->stopped && h->unsafe &&
 		    ptrace(PTRACE_INTERRUPT, h->tid, NULL, NULL))
 			h->gone = true;
 	}
 	wait_stops(in);
+	for (size_t i = 0; i < in->n; i++)
+		if (in->t[i].stopped)
+			disarm(&in->t[i]);
 }
 
 static int make_safe(struct injector *in)
 {
+	char last_why[sizeof(in->t->why)] = "";
+
 	for (unsigned round = 0; round < in->max_rounds; round++) {
 		unsigned unsafe = 0;
-		const char *why = NULL;
 		int ret;
 
 		for (size_t i = 0; i < in->n; i++) {
@@ -320,22 +366,25 @@ static int make_safe(struct injector *in)
 			if (h->gone)
 				continue;
 			classify(in, h);
-			if (h->why) {
+			if (h->unsafe) {
 				unsafe++;
-				why = h->why;
+				memcpy(last_why, h->why, sizeof(last_why));
 			}
 		}
 		in->st->unsafe += unsafe;
 		if (!unsafe)
 			return 0;
-		pr_debug("inject: pid %d: %u threads unsafe (e.g. in %s), "
-			 "round %u", (int)in->pid, unsafe, why, round);
+		pr_debug("inject: pid %d: %u threads unsafe (e.g. %s), "
+			 "round %u", (int)in->pid, unsafe, last_why, round);
 		in->st->rounds++;
 		let_go(in, round);
 		ret = seize_all(in);	/* they may have made new threads */
 		if (ret)
 			return ret;
 	}
+	pr_warn("inject: pid %d: threads never all at a safe point in %u "
+		"rounds (last seen: %s); refused", (int)in->pid,
+		in->max_rounds, last_why);
 	return -EAGAIN;
 }
 
@@ -356,10 +405,38 @@ static struct held *pick_caller(struct injector *in)
 	return best;
 }
 
+/*
+ * A breakpoint left in a thread's debug registers outlives the detach and
+ * would kill it with SIGTRAP: a thread still armed but not yet stopped
+ * (its interrupt came while it slept in the kernel) is waited for. */
+static void disarm_late(struct injector *in, struct held *h)
+{
+	uint64_t start = now_ns();
+	int ret = -EAGAIN;
+
+	while (ret == -EAGAIN && now_ns() - start < CALL_WAIT_NS) {
+		ret = tracee_poll_stop(h->tid, &h->sig, &h->event);
+		if (ret == -EAGAIN)
+			nap(1000000);
+	}
+	if (!ret) {
+		h->stopped = true;
+		disarm(h);
+	} else if (ret == -EAGAIN) {
+		pr_err("inject: pid %d: thread %d never stopped to have its "
+		       "breakpoint cleared", (int)in->pid, (int)h->tid);
+	}
+}
+
 static void release_all(struct injector *in)
 {
 	for (size_t i = 0; i < in->n; i++) {
 		struct held *h = &in->t[i];
+
+		if (h->armed && !h->gone && !h->stopped)
+			disarm_late(in, h);
+		else if (h->armed && !h->gone)
+			disarm(h);
 
 		/* Not stopped: the kernel detaches it when this thread
 		 * ends. */
@@ -415,11 +492,14 @@ int inject_run(const struct inject_opts *o, inject_fn fn, void *arg,
 	in.stack = malloc(STACK_MAX);
 	ret = in.stack ? unwinder_new(o->maps, &in.unw) : -ENOMEM;
 	if (!ret)
+		ret = safepoint_new(o->pid, o->maps, &in.safe);
+	if (!ret)
 		ret = -pthread_create(&th, NULL, tracer_main, &in);
 	if (!ret) {
 		pthread_join(th, NULL);
 		ret = in.fn_ret;
 	}
+	safepoint_free(in.safe);
 	unwinder_free(in.unw);
 	free(in.stack);
 	free(in.t);
@@ -494,8 +574,14 @@ static int abandon(struct injector *in, pid_t tid)
 
 /*
  * Run the call to its end: the fault at address 0 when it returns.
- * Other stops: an interrupt or group stop is resumed; any other fault is
- * the function's own and ends the call with -EFAULT.
+ * Other stops: an interrupt or group stop is resumed; any other signal
+ * (an abort, a fault) is the call's own and ends it with -EIO. Then the
+ * target's state is not what it was: the call may have changed its heap
+ * or hold a lock halfway. Putting the registers back would resume the
+ * thread on that state as if nothing had happened, so the thread is left
+ * where the signal stopped it and gets the signal when released: the
+ * target fails as it would have failed on its own, not later and
+ * somewhere else.
  */
 static int wait_return(struct injector *in, pid_t tid, uint64_t *ret)
 {
@@ -523,9 +609,12 @@ static int wait_return(struct injector *in, pid_t tid, uint64_t *ret)
 			*ret = u.rax;
 			return 0;
 		}
-		pr_err("inject: pid %d: call stopped by signal %d at 0x%llx",
-		       (int)in->pid, sig, (unsigned long long)u.rip);
-		return -EFAULT;
+		pr_err("inject: pid %d: thread %d: the injected call was "
+		       "stopped by signal %d (%s) at 0x%llx; the thread gets "
+		       "the signal where it stopped", (int)in->pid, (int)tid,
+		       sig, strsignal(sig), (unsigned long long)u.rip);
+		in->broken_sig = sig;
+		return -EIO;
 	}
 }
 
@@ -540,6 +629,8 @@ int inject_call(struct injector *in, uint64_t fn, const uint64_t *args,
 
 	if (nargs > 6)
 		return -EINVAL;
+	if (in->broken_sig)
+		return -EIO;
 	s = malloc(sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -576,6 +667,10 @@ int inject_call(struct injector *in, uint64_t fn, const uint64_t *args,
 	in->caller->stopped = false;
 	r = wait_return(in, tid, ret);
 	in->caller->stopped = true;
+	if (r == -EIO && in->broken_sig) {
+		in->caller->sig = in->broken_sig;	/* see wait_return */
+		goto out;
+	}
 	restore(tid, s);
 	in->caller->sig = 0;	/* the fault at 0 is ours: not delivered */
 out:
@@ -590,6 +685,8 @@ int inject_push(struct injector *in, const void *data, size_t len,
 	uint64_t a;
 	int ret;
 
+	if (in->broken_sig)
+		return -EIO;
 	if (in->scratch_used + len > SCRATCH)
 		return -ENOSPC;
 	if (ptrace(PTRACE_GETREGS, in->caller->tid, NULL, &u))

@@ -6,11 +6,12 @@
  *
  * inject_run() starts a tracer thread that seizes and interrupts every
  * thread (PTRACE_SEIZE + PTRACE_INTERRUPT, never SIGSTOP), then unwinds
- * each one: a thread inside the allocator (malloc & co., fork), the
- * dynamic loader (ld.so, dlopen, dl_iterate_phdr), thread creation or the
- * agent itself may hold a lock the call would need, so it is let run a
- * moment alone with the other unsafe ones and interrupted again, until
- * none is left (or max_rounds pass: -EAGAIN). Then fn runs on the tracer
+ * each one and asks safepoint.h whether it may hold a lock the call would
+ * need, or be halfway through changing the heap (inside the allocator,
+ * the loader, fork, thread creation or exit, or the agent itself). Such
+ * a thread is let run a moment alone with the other unsafe ones and
+ * interrupted again, until none is left (or max_rounds pass: -EAGAIN,
+ * logged). Then fn runs on the tracer
  * thread and may call inject_call() any number of times; afterwards every
  * thread is released. The kernel releases them too if the tracer thread
  * (or the whole daemon) dies.
@@ -23,8 +24,11 @@
  *
  * Errors: -EBUSY when the process (or a thread) is traced already,
  * -EPERM when ptrace is refused, -ESRCH when it is gone, -EAGAIN when the
- * threads never were all safe at once, -ETIMEDOUT / -EFAULT when a call
- * did not come back cleanly (logged), -ENOMEM.
+ * threads never were all safe at once, -ETIMEDOUT when a call did not
+ * come back (logged; its thread is put back), -EIO when a call was
+ * stopped by a signal (an abort, a fault: logged as an error; the thread
+ * is released with that signal, where it stopped, and every later call
+ * of the same inject_run() fails with -EIO), -ENOMEM.
  */
 #ifndef PROFFS_INJECT_H
 #define PROFFS_INJECT_H

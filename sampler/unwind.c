@@ -71,6 +71,7 @@ struct unwinder {
 	uint64_t fast, slow;	/* stacks unwound by each path */
 	size_t last_used;	/* of the last unwind_stack() */
 	bool last_short;
+	bool last_complete;
 };
 
 /* What one unwind_stack() call lends the accessors. */
@@ -82,6 +83,7 @@ struct unwind_ctx {
 	uint64_t sp;
 	size_t used;		/* bytes of the copy read, from its start */
 	bool short_copy;	/* a stack word beyond the copy was wanted */
+	bool complete;		/* the outermost frame was reached */
 };
 
 /* Stack words sit below this distance from sp; farther is not stack. */
@@ -449,8 +451,10 @@ static void apply_rule(const struct cfi_rule *ru, uint64_t cfa,
 }
 
 /*
- * Step f to its caller with row: 1, or 0 where libunwind's unw_step stops
- * (CFA or RA not known, RA or RBP undefined, nothing changed).
+ * Step f to its caller with row: 1; 0 at the outermost frame (RA or RBP
+ * undefined: what _start and clone's child mark), -1 where the unwind
+ * cannot go on (CFA or RA not known, nothing changed). libunwind's
+ * unw_step stops at the same places.
  */
 static int apply_row(const struct cfi_row *row, struct unwind_ctx *ctx,
 		     struct frame *f)
@@ -459,7 +463,7 @@ static int apply_row(const struct cfi_row *row, struct unwind_ctx *ctx,
 	uint64_t cfa;
 
 	if (!(old.known & BIT(row->cfa_reg)))
-		return 0;
+		return -1;
 	cfa = old.r[row->cfa_reg] + (int64_t)row->cfa_off;
 	for (int i = 0; i < row->nrules; i++)
 		apply_rule(&row->rules[i], cfa, &old, ctx, f);
@@ -467,12 +471,13 @@ static int apply_row(const struct cfi_row *row, struct unwind_ctx *ctx,
 	f->r[CFI_REG_RSP] = cfa;
 	f->known |= BIT(CFI_REG_RSP);
 	f->undef &= ~BIT(CFI_REG_RSP);
-	if ((f->undef & (BIT(CFI_REG_RA) | BIT(CFI_REG_RBP))) ||
-	    !(f->known & BIT(CFI_REG_RA)))
+	if (f->undef & (BIT(CFI_REG_RA) | BIT(CFI_REG_RBP)))
 		return 0;
+	if (!(f->known & BIT(CFI_REG_RA)))
+		return -1;
 	if (f->r[CFI_REG_RA] == old.r[CFI_REG_RA] &&
 	    cfa == old.r[CFI_REG_RSP])
-		return 0;
+		return -1;
 	return 1;
 }
 
@@ -489,11 +494,15 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 	pcs[cnt++] = lookup;
 	while (cnt < max) {
 		const struct cfi_row *row = row_get(u, lookup);
+		int step;
 
 		if (!row || row->signal)
 			return -EAGAIN;
-		if (apply_row(row, ctx, &f) <= 0 || !f.r[CFI_REG_RA])
+		step = apply_row(row, ctx, &f);
+		if (step <= 0 || !f.r[CFI_REG_RA]) {
+			ctx->complete = step >= 0;
 			break;
+		}
 		/* A return address points after the call; the call itself is
 		 * one byte earlier (a signal frame's would not be: those go
 		 * to libunwind). */
@@ -519,11 +528,20 @@ static void unwind_libunwind(struct unwinder *u, struct unwind_ctx *ctx,
 	while (cnt < max) {
 		unw_word_t ip;
 
+		int step;
+
 		prev_signal = unw_is_signal_frame(&c) > 0;
-		if (unw_step(&c) <= 0)
+		step = unw_step(&c);
+		if (step <= 0) {
+			ctx->complete = step == 0;
 			break;
-		if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || !ip)
+		}
+		if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0)
 			break;
+		if (!ip) {
+			ctx->complete = true;
+			break;
+		}
 		/* A return address points after the call; the call itself is
 		 * one byte earlier. A frame interrupted by a signal was not
 		 * calling anything. */
@@ -594,6 +612,7 @@ int unwind_stack(struct unwinder *u, const struct unwind_regs *regs,
 	}
 	u->last_used = ctx.used;
 	u->last_short = ctx.short_copy;
+	u->last_complete = ctx.complete;
 	return 0;
 }
 
@@ -602,4 +621,9 @@ void unwind_last_stack_use(const struct unwinder *u, size_t *used,
 {
 	*used = u->last_used;
 	*short_copy = u->last_short;
+}
+
+bool unwind_last_complete(const struct unwinder *u)
+{
+	return u->last_complete;
 }

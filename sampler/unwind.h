@@ -67,4 +67,13 @@ int unwind_stack(struct unwinder *u, const struct unwind_regs *regs,
 void unwind_last_stack_use(const struct unwinder *u, size_t *used,
 			   bool *short_copy);
 
+/*
+ * Whether the last unwind_stack() reached the outermost frame (the return
+ * address marked undefined, as _start and a new thread's first frame
+ * have it, or 0), rather than stopping where the CFI or the stack copy
+ * ran out or at max frames. What a caller needs that must know no frame
+ * was missed (inject.c's safety check).
+ */
+bool unwind_last_complete(const struct unwinder *u);
+
 #endif

@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * safepoint.c - decide, by address, whether a stopped thread may hold
+ * something an injected call needs. The rules are in safepoint.h.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "dso.h"
+#include "maps.h"
+#include "safepoint.h"
+
+/*
+ * Functions an injected dlopen, the agent's arming or the agent's hooks
+ * would wait on, grouped by what they hold. Every alias counts: the
+ * ranges come from all symbols with these names. Names glibc keeps in
+ * .symtab only (the internals) count when a debug file is installed;
+ * without one the neighbour rule below covers them.
+ */
+static const char *const unsafe_exact[] = {
+	/* the heap: arena locks, and a heap halfway through a change */
+	"malloc", "free", "cfree", "calloc", "realloc", "reallocarray",
+	"posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
+	"malloc_usable_size", "malloc_trim", "malloc_stats", "malloc_info",
+	"mallinfo", "mallinfo2", "mallopt", "sysmalloc", "systrim",
+	"malloc_consolidate", "arena_get2", "arena_get_retry",
+	"ptmalloc_init", "malloc_printerr", "munmap_chunk", "mremap_chunk",
+	"__posix_memalign",
+	/* other allocators' own interfaces (jemalloc, tcmalloc) */
+	"mallocx", "rallocx", "xallocx", "sallocx", "dallocx", "sdallocx",
+	"nallocx", "mallctl", "mallctlnametomib", "mallctlbymib",
+	"malloc_stats_print",
+	/* fork: every arena lock and the atfork list lock */
+	"fork", "_Fork", "__fork", "__libc_fork", "vfork", "__vfork",
+	"__run_fork_handlers", "__register_atfork", "pthread_atfork",
+	"posix_spawn", "posix_spawnp",
+	/* the loader: dl_load_lock, dl_load_write_lock, the error state */
+	"dlopen", "dlmopen", "dlclose", "dlsym", "dlvsym", "dladdr",
+	"dladdr1", "dlinfo", "dlerror", "dl_iterate_phdr",
+	"__libc_dlopen_mode", "__libc_dlsym", "__libc_dlvsym",
+	"__libc_dlclose", "_dl_catch_error", "_dl_catch_exception",
+	"_dl_signal_error", "__cxa_finalize", "__cxa_thread_atexit_impl",
+	"backtrace",
+	/* threads: the stack cache lock, the thread list (join: below) */
+	"pthread_create", "pthread_tryjoin_np", "pthread_detach",
+	"pthread_exit", "__pthread_exit", "__nptl_deallocate_stack",
+	"__nptl_free_stacks", "allocate_stack", "__libc_thread_freeres",
+	/* exit: the atexit list lock, then every destructor */
+	"exit", "quick_exit", "_exit", "__run_exit_handlers",
+	"__call_tls_dtors", "atexit", "__cxa_atexit", "on_exit",
+};
+
+/*
+ * Functions that take the stack cache lock (freeing the joined thread's
+ * stack, which a dlopen of an initial-exec TLS object needs too) but
+ * spend their life waiting for the thread to end, holding nothing. They
+ * are unsafe except in that wait: a futex system call. Refusing every
+ * program whose main thread joins its workers would make the agent
+ * useless for most of them.
+ */
+static const char *const wait_exact[] = {
+	"pthread_join", "pthread_timedjoin_np", "pthread_clockjoin_np",
+	"__pthread_clockjoin_ex",
+};
+
+static const char *const unsafe_prefix[] = {
+	"__libc_malloc", "__libc_free", "__libc_calloc", "__libc_realloc",
+	"__libc_memalign", "__libc_valloc", "__libc_pvalloc",
+	"__libc_mallinfo", "__libc_mallopt", "__malloc_", "_int_", "tcache_",
+	/* operator new and delete, every variant: in tcmalloc and jemalloc
+	 * they are the allocator */
+	"_Znw", "_Zna", "_Zdl", "_Zda",
+	"je_", "tc_", "mi_",
+};
+
+struct obj_rule {
+	struct dso *dso;	/* reference */
+	const char *whole;	/* unsafe as a whole: why */
+	bool base;		/* libc or the loader: not the program's own */
+	bool neighbours;	/* unnamed code beside unsafe code is unsafe */
+	struct dso_range *unsafe, *named, *waits;
+	size_t nunsafe, nnamed, nwaits;
+};
+
+struct safepoint {
+	pid_t pid;
+	struct proc_maps *maps;
+	char exe[PATH_MAX];
+	struct obj_rule *rules;
+	size_t n, cap;
+};
+
+int safepoint_new(pid_t pid, struct proc_maps *maps, struct safepoint **out)
+{
+	struct safepoint *sp = calloc(1, sizeof(*sp));
+	char path[64];
+	ssize_t len;
+
+	if (!sp)
+		return -ENOMEM;
+	sp->pid = pid;
+	sp->maps = maps;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	len = readlink(path, sp->exe, sizeof(sp->exe) - 1);
+	sp->exe[len > 0 ? len : 0] = '\0';
+	*out = sp;
+	return 0;
+}
+
+void safepoint_free(struct safepoint *sp)
+{
+	if (!sp)
+		return;
+	for (size_t i = 0; i < sp->n; i++) {
+		dso_put(sp->rules[i].dso);
+		free(sp->rules[i].unsafe);
+		free(sp->rules[i].named);
+		free(sp->rules[i].waits);
+	}
+	free(sp->rules);
+	free(sp);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+static bool is_loader(const char *path)
+{
+	const char *b = base_name(path);
+
+	return !strncmp(b, "ld-linux", 8) || !strncmp(b, "ld-musl", 7) ||
+	       !strncmp(b, "ld.so", 5);
+}
+
+static bool is_agent(const char *path)
+{
+	return strstr(path, "proffs-heap") != NULL;
+}
+
+static bool unsafe_name(void *arg, const char *name)
+{
+	(void)arg;
+	for (size_t i = 0; i < sizeof(unsafe_exact) / sizeof(*unsafe_exact);
+	     i++)
+		if (!strcmp(name, unsafe_exact[i]))
+			return true;
+	for (size_t i = 0;
+	     i < sizeof(unsafe_prefix) / sizeof(*unsafe_prefix); i++)
+		if (!strncmp(name, unsafe_prefix[i],
+			     strlen(unsafe_prefix[i])))
+			return true;
+	return false;
+}
+
+static bool wait_name(void *arg, const char *name)
+{
+	(void)arg;
+	for (size_t i = 0; i < sizeof(wait_exact) / sizeof(*wait_exact); i++)
+		if (!strcmp(name, wait_exact[i]))
+			return true;
+	return false;
+}
+
+static bool any_name(void *arg, const char *name)
+{
+	(void)arg;
+	(void)name;
+	return true;
+}
+
+static bool defines(struct dso *d, const char *name)
+{
+	uint64_t v;
+
+	return !dso_symbol_vaddr(d, name, &v);
+}
+
+static int rule_make(struct safepoint *sp, const struct map_entry *e,
+		     struct obj_rule *r)
+{
+	bool libc, alloc;
+	int ret;
+
+	*r = (struct obj_rule){ .dso = dso_get(e->dso) };
+	libc = defines(e->dso, "__libc_start_main");
+	alloc = defines(e->dso, "malloc") || defines(e->dso, "free");
+	r->base = libc;
+	if (alloc && !libc && strcmp(e->path, sp->exe)) {
+		r->whole = "an allocator library";
+		return 0;
+	}
+	r->neighbours = alloc;
+	ret = dso_symbol_ranges(e->dso, unsafe_name, NULL, &r->unsafe,
+				&r->nunsafe);
+	if (!ret)
+		ret = dso_symbol_ranges(e->dso, wait_name, NULL, &r->waits,
+					&r->nwaits);
+	if (!ret && alloc)
+		ret = dso_symbol_ranges(e->dso, any_name, NULL, &r->named,
+					&r->nnamed);
+	return ret;
+}
+
+/* The rule of e's object, made on first sight; NULL on failure (then the
+ * object is taken as unsafe). */
+static struct obj_rule *rule_for(struct safepoint *sp,
+				 const struct map_entry *e)
+{
+	struct obj_rule *r;
+
+	for (size_t i = 0; i < sp->n; i++)
+		if (sp->rules[i].dso == e->dso)
+			return &sp->rules[i];
+	if (sp->n == sp->cap) {
+		size_t cap = sp->cap ? 2 * sp->cap : 16;
+
+		r = realloc(sp->rules, cap * sizeof(*r));
+		if (!r)
+			return NULL;
+		sp->rules = r;
+		sp->cap = cap;
+	}
+	r = &sp->rules[sp->n];
+	if (rule_make(sp, e, r)) {
+		dso_put(r->dso);
+		free(r->unsafe);
+		free(r->named);
+		free(r->waits);
+		return NULL;
+	}
+	sp->n++;
+	return r;
+}
+
+/* Index of the last range starting at or below v, or -1. */
+static ssize_t range_below(const struct dso_range *r, size_t n, uint64_t v)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r[mid].start <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (ssize_t)lo - 1;
+}
+
+static bool in_ranges(const struct dso_range *r, size_t n, uint64_t v)
+{
+	ssize_t i = range_below(r, n, v);
+
+	return i >= 0 && v < r[i].end;
+}
+
+/*
+ * Code no symbol names, in an object that defines the allocator: glibc's
+ * _int_malloc, sysmalloc and the rest of malloc.c's static functions
+ * (absent from .dynsym) lie between the exported malloc functions. If
+ * the named code next to it on either side is unsafe, so is it.
+ */
+static bool unsafe_neighbour(const struct obj_rule *r, uint64_t v)
+{
+	ssize_t i;
+
+	if (!r->neighbours || in_ranges(r->named, r->nnamed, v))
+		return false;
+	i = range_below(r->named, r->nnamed, v);
+	if (i >= 0 && in_ranges(r->unsafe, r->nunsafe, r->named[i].start))
+		return true;
+	return (size_t)(i + 1) < r->nnamed &&
+	       in_ranges(r->unsafe, r->nunsafe, r->named[i + 1].start);
+}
+
+static void say(char *why, size_t len, const char *what,
+		const struct map_entry *e, uint64_t vaddr)
+{
+	struct dso_frame f[8];
+	int n = 0;
+
+	if (!why)
+		return;
+	if (!what && e->dso && !dso_symbolize(e->dso, vaddr, f, 8, &n) && n)
+		what = f[n - 1].system_name;
+	snprintf(why, len, "%s in %s", what ? what : "unnamed code",
+		 base_name(e->path));
+}
+
+/* Why frame e/v is unsafe, in why; false when it is safe. *own is set
+ * when the frame is the program's own (neither libc nor the loader). */
+static bool frame_unsafe(struct safepoint *sp, const struct map_entry *e,
+			 uint64_t pc, long sysno, bool *own, char *why,
+			 size_t why_len)
+{
+	const struct obj_rule *r;
+	uint64_t v = pc - e->bias;
+
+	if (is_loader(e->path) || is_agent(e->path)) {
+		say(why, why_len, is_agent(e->path) ? "the heap agent" :
+				  "the dynamic loader", e, 0);
+		return true;
+	}
+	if (!e->dso) {
+		*own = true;
+		return false;
+	}
+	r = rule_for(sp, e);
+	if (!r || r->whole) {
+		say(why, why_len, r ? r->whole : "an unreadable object", e, 0);
+		return true;
+	}
+	if (in_ranges(r->unsafe, r->nunsafe, v) || unsafe_neighbour(r, v) ||
+	    (sysno != SYS_futex && in_ranges(r->waits, r->nwaits, v))) {
+		say(why, why_len, NULL, e, v);
+		return true;
+	}
+	*own |= !r->base;
+	return false;
+}
+
+bool safepoint_unsafe(struct safepoint *sp, const uint64_t *pcs, int n,
+		      bool complete, long sysno, uint64_t *resume_at,
+		      char *why, size_t why_len)
+{
+	int outermost = -1;
+	bool own = false;
+
+	*resume_at = 0;
+	for (int i = 0; i < n; i++) {
+		struct map_entry *e = maps_find(sp->maps, pcs[i]);
+
+		if (!e && !maps_reload(sp->maps))
+			e = maps_find(sp->maps, pcs[i]);
+		if (!e)
+			own = true;	/* JIT code, or a wild pc */
+		else if (frame_unsafe(sp, e, pcs[i], sysno, &own,
+				      outermost < 0 ? why : NULL,
+				      outermost < 0 ? why_len : 0))
+			outermost = i;
+	}
+	if (outermost >= 0) {
+		/* Frames other than the leaf hold return address - 1. */
+		if (outermost + 1 < n)
+			*resume_at = pcs[outermost + 1] + 1;
+		return true;
+	}
+	if (!own && !complete) {
+		snprintf(why, why_len, "a stack that does not unwind out of "
+			 "libc");
+		return true;
+	}
+	return false;
+}
