@@ -2,9 +2,11 @@
 # contrib/deps.sh - sourced by run.sh and test.sh: the Debian 12 packages
 # proffs needs, and how to build it. Every function is idempotent.
 
-# To build and run the daemon and the demo.
+# To build and run the daemon and the demo. g++ too: the build compiles the
+# C++ test targets (issue 19: run.sh stopped at "Unknown compiler c++" on a
+# minimal Debian, where only the test packages had it).
 # shellcheck disable=SC2034  # used by the scripts that source this file
-PROFFS_BUILD_PKGS="meson ninja-build pkg-config gcc libc6-dev binutils
+PROFFS_BUILD_PKGS="meson ninja-build pkg-config gcc g++ libc6-dev binutils
 	libfuse3-dev fuse3 libunwind-dev libprotobuf-c-dev protobuf-c-compiler
 	zlib1g-dev libelf-dev libdw-dev elfutils golang-go util-linux"
 # The integration tests and their external validators (go tool pprof is
@@ -13,7 +15,8 @@ PROFFS_BUILD_PKGS="meson ninja-build pkg-config gcc libc6-dev binutils
 # shellcheck disable=SC2034
 PROFFS_TEST_PKGS="python3 python3-pytest linux-perf mount systemd man-db
 	chromium chromium-driver python3-selenium libxml2-utils
-	clang libclang-rt-14-dev strace valgrind g++"
+	clang libclang-rt-14-dev strace valgrind
+	libgoogle-perftools-dev libjemalloc-dev"
 
 # install_deps PACKAGE...: apt-get update and install what is missing;
 # nothing (and no network) when everything is installed.

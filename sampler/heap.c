@@ -611,6 +611,34 @@ static int wait_window(struct agent *ag, const struct heap_opts *o,
 	return 0;
 }
 
+/*
+ * An empty profile should say why (issue 16: C++ programs on tcmalloc
+ * gave "samples=0 result=ok" and nothing else): no allocation function
+ * hooked at all, or none of the hooked ones called in the window.
+ */
+static int add_empty_comment(struct profile *p, const struct agent *ag,
+			     const struct heap_opts *o, uint64_t samples)
+{
+	uint32_t slots = atomic_load(&ag->sh->slots);
+	char text[240];
+
+	if (slots && samples)
+		return 0;
+	if (!slots)
+		snprintf(text, sizeof(text), "proffs: the agent found no call "
+			 "of an allocation function it hooks (malloc & co., "
+			 "operator new of an allocator other than libstdc++) "
+			 "in any loaded object: nothing can be sampled");
+	else
+		snprintf(text, sizeof(text), "proffs: no allocation was "
+			 "sampled (%u call sites hooked in %u objects): the "
+			 "process allocated less than the rate, or not through "
+			 "malloc & co. or operator new", slots,
+			 atomic_load(&ag->sh->objects));
+	pr_notice("heap: pid %d: %s", (int)o->pid, text + 8);
+	return profile_add_comment(p, text);
+}
+
 static int add_comments(struct profile *p, const struct agent *ag,
 			const struct heap_opts *o, uint64_t lost,
 			uint64_t samples, bool exited, uint64_t elapsed_ns)
@@ -636,6 +664,8 @@ static int add_comments(struct profile *p, const struct agent *ag,
 			 (int)o->pid, elapsed_ns / 1e9, o->window_ms / 1e3);
 		ret = profile_add_comment(p, text);
 	}
+	if (!ret)
+		ret = add_empty_comment(p, ag, o, samples);
 	return ret;
 }
 

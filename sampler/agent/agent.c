@@ -19,6 +19,7 @@
  * or no longer wants samples. The daemon arms it again by calling
  * proffs_heap_arm() in the target. A forked child starts disarmed.
  */
+#define _GNU_SOURCE 1	/* dladdr */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
@@ -245,7 +246,42 @@ static void *h_memalign(size_t align, size_t n);
 static void *h_valloc(size_t n);
 static void *h_pvalloc(size_t n);
 
-static struct got_hook hooks[12];
+/*
+ * operator new and delete, every variant, by mangled name. They get hooks
+ * only where the object that defines them also defines malloc: tcmalloc,
+ * jemalloc and mimalloc allocate in operator new without calling malloc,
+ * so a C++ program linked with them showed nothing. libstdc++'s operator
+ * new calls malloc, which is hooked already: hooking it too would count
+ * each block twice. The extra arguments (alignment, nothrow tag, size)
+ * pass through in their registers.
+ */
+typedef void *(*new_fn)(size_t, uintptr_t, uintptr_t);
+typedef void (*delete_fn)(void *, uintptr_t, uintptr_t);
+
+#define NEW_VARIANTS(X)                                                      \
+	X(_Znwm) X(_Znam) X(_ZnwmRKSt9nothrow_t) X(_ZnamRKSt9nothrow_t)      \
+	X(_ZnwmSt11align_val_t) X(_ZnamSt11align_val_t)                      \
+	X(_ZnwmSt11align_val_tRKSt9nothrow_t)                                \
+	X(_ZnamSt11align_val_tRKSt9nothrow_t)
+#define DELETE_VARIANTS(X)                                                   \
+	X(_ZdlPv) X(_ZdaPv) X(_ZdlPvm) X(_ZdaPvm) X(_ZdlPvRKSt9nothrow_t)    \
+	X(_ZdaPvRKSt9nothrow_t) X(_ZdlPvSt11align_val_t)                     \
+	X(_ZdaPvSt11align_val_t) X(_ZdlPvmSt11align_val_t)                   \
+	X(_ZdaPvmSt11align_val_t) X(_ZdlPvSt11align_val_tRKSt9nothrow_t)     \
+	X(_ZdaPvSt11align_val_tRKSt9nothrow_t)
+
+#define DECLARE_REAL(name) static void *real_##name;
+NEW_VARIANTS(DECLARE_REAL)
+DELETE_VARIANTS(DECLARE_REAL)
+#undef DECLARE_REAL
+#define DECLARE_HOOK(name) static void *h##name(size_t, uintptr_t, uintptr_t);
+NEW_VARIANTS(DECLARE_HOOK)
+#undef DECLARE_HOOK
+#define DECLARE_HOOK(name) static void h##name(void *, uintptr_t, uintptr_t);
+DELETE_VARIANTS(DECLARE_HOOK)
+#undef DECLARE_HOOK
+
+static struct got_hook hooks[40];
 static size_t nhooks;
 
 static void add_hook(const char *name, void **realp, void *hook)
@@ -253,6 +289,28 @@ static void add_hook(const char *name, void **realp, void *hook)
 	*realp = dlsym(RTLD_DEFAULT, name);
 	if (*realp)
 		hooks[nhooks++] = (struct got_hook){ name, hook };
+}
+
+/* Base address of the object holding fn, NULL if none. */
+static void *object_of(void *fn)
+{
+	Dl_info info;
+
+	return fn && dladdr(fn, &info) ? info.dli_fbase : NULL;
+}
+
+static void resolve_cxx(void)
+{
+	void *alloc = object_of((void *)real.malloc);
+
+#define HOOK_CXX(name)                                                       \
+	if (object_of(dlsym(RTLD_DEFAULT, #name)) == alloc)                  \
+		add_hook(#name, &real_##name, (void *)h##name);
+	if (!alloc)
+		return;
+	NEW_VARIANTS(HOOK_CXX)
+	DELETE_VARIANTS(HOOK_CXX)
+#undef HOOK_CXX
 }
 
 static void resolve(void)
@@ -271,6 +329,7 @@ static void resolve(void)
 #undef HOOK
 	add_hook("dlopen", &ph_real_dlopen, (void *)ph_dlopen_tramp);
 	add_hook("dlmopen", &ph_real_dlmopen, (void *)ph_dlmopen_tramp);
+	resolve_cxx();
 }
 
 static void disarm(void)
@@ -535,6 +594,24 @@ static void *h_pvalloc(size_t n)
 {
 	SAMPLED(real.pvalloc(n), n);
 }
+
+/* operator new: size first; may throw, through this frame (it has CFI). */
+#define NEW_HOOK(name)                                                       \
+	static void *h##name(size_t n, uintptr_t a, uintptr_t b)             \
+	{                                                                    \
+		SAMPLED(((new_fn)real_##name)(n, a, b), n);                  \
+	}
+NEW_VARIANTS(NEW_HOOK)
+#undef NEW_HOOK
+
+#define DELETE_HOOK(name)                                                    \
+	static void h##name(void *p, uintptr_t a, uintptr_t b)               \
+	{                                                                    \
+		MAYBE_UNSAMPLE(p);                                           \
+		((delete_fn)real_##name)(p, a, b);                           \
+	}
+DELETE_VARIANTS(DELETE_HOOK)
+#undef DELETE_HOOK
 
 /* ---- life cycle ---- */
 

@@ -268,6 +268,19 @@ def test_cxx_operator_new(proffs, target):
                for f in s.frames[:2]), [s.frames[:3] for s in node]
 
 
+@pytest.mark.parametrize('alloc', ['tcmalloc', 'jemalloc'])
+def test_cxx_allocator_operator_new(proffs, target, alloc):
+    """The same C++ sites linked with tcmalloc or jemalloc, whose operator
+    new and delete allocate without calling malloc: the agent hooks them
+    where the allocator defines them, and every site is exact at rate=1
+    (issue 16; they came back empty before)."""
+    t = target('allocs_cxx_' + alloc)
+    maps = open(f'/proc/{t.pid}/maps').read()
+    assert f'lib{alloc}' in maps, f'{alloc} is not loaded'
+    truth, path = read_windowed(proffs, t, 'heap?rate=1&seconds=3.pb.gz')
+    assert_exact(util.validate_pprof(path), truth)
+
+
 def test_rate_drop_reaches_a_thread_holding_a_budget(proffs, target):
     """The hooks read only their thread's budget, never the rate: when a
     session asks a lower rate than the agent samples at, the daemon
