@@ -23,6 +23,7 @@
 #include "dso.h"
 #include "heap.h"
 #include "log.h"
+#include "mountwatch.h"
 #include "nodes.h"
 #include "proffs_i.h"
 #include "registry.h"
@@ -282,6 +283,7 @@ int main(int argc, char *argv[])
 	struct fuse_cmdline_opts cl;
 	struct fuse_loop_config *lc = NULL;
 	struct fuse_session *se;
+	struct mountwatch *watch = NULL;
 	struct proffs fs = {
 		.opts = {
 			.max_window_s = 300,
@@ -353,6 +355,7 @@ int main(int argc, char *argv[])
 	/* Probes a killed daemon left behind pin the files they name. */
 	uprobe_group_sweep();
 	pr_info("fs: mounted on %s", cl.mountpoint);
+	mountwatch_start(cl.mountpoint, &watch);	/* logs a failure */
 	if (cl.singlethread) {
 		ret = fuse_session_loop(se);
 	} else {
@@ -366,6 +369,7 @@ int main(int argc, char *argv[])
 	 * SIGTERM and SIGINT are the normal way to stop a daemon. */
 	if (ret > 0)
 		ret = 0;
+	mountwatch_stop(watch);
 	fuse_session_unmount(se);
 err_out4:
 	fuse_remove_signal_handlers(se);

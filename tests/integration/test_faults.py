@@ -135,6 +135,44 @@ def test_unmount_while_reader_waits(tmp_path, target):
     assert_running(t.pid)
 
 
+def test_unmount_while_another_namespace_holds_a_copy(tmp_path):
+    """A mount namespace made while proffs is mounted holds a copy of the
+    mount; fusermount3 -u removes ours only, and the kernel kept the
+    connection, so the daemon never exited (issue 19's "did not exit
+    within 30 s of the unmount"). The daemon notices its mount is gone
+    here and ends the connection itself: it exits 0 within seconds, while
+    the other namespace still lives."""
+    d = util.Daemon(str(tmp_path))
+    holder = subprocess.Popen(['unshare', '--mount', '--propagation',
+                               'private', 'sleep', '120'])
+    try:
+        # the copy exists once the child runs in its own namespace
+        end = time.monotonic() + 5
+        while os.readlink(f'/proc/{holder.pid}/ns/mnt') == \
+                os.readlink('/proc/self/ns/mnt'):
+            assert time.monotonic() < end, 'unshare did not start'
+            time.sleep(0.02)
+        with open(f'/proc/{holder.pid}/mountinfo') as f:
+            assert d.mnt in f.read(), 'the namespace holds no copy'
+        start = time.monotonic()
+        r = subprocess.run(['fusermount3', '-u', d.mnt],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        code = d.proc.wait(timeout=15)
+        took = time.monotonic() - start
+        d.stopped = True
+        assert code == 0, d.log_text()
+        assert took < 10, f'exited {took:.1f} s after the unmount'
+        assert holder.poll() is None, 'the other namespace was not kept'
+        assert d.log_lines('another mount namespace still holds')
+        d.check_log()
+    finally:
+        holder.kill()
+        holder.wait()
+        if d.proc.poll() is None:
+            d.cleanup()
+
+
 def perf_fds(pid):
     """How many perf events pid holds open."""
     n = 0
