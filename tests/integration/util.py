@@ -98,6 +98,11 @@ class Daemon:
         return [l for l in self.log_text().splitlines()
                 if re.search(pattern, l)]
 
+    def log_lines_of_pid(self, pid):
+        """The agent's and injector's lines about pid."""
+        return [l for l in self.log_lines(rf'\bpid {pid}\b')
+                if re.search(r'inject|agent|heap', l)]
+
     def wait_log(self, pattern, timeout=5.0):
         """Lines matching pattern, waiting up to timeout for the first."""
         end = time.monotonic() + timeout

@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * heapstress - allocation patterns that stress the moment the heap agent
+ * is loaded into a process (issue 16): a loader that stops a thread
+ * halfway through a heap change, or swallows a failed call, shows here as
+ * an abort, a crash, a corrupted block or a hang.
+ *
+ * Usage: heapstress PATTERN SECONDS. Runs the pattern for SECONDS, checks
+ * every block it kept (each is filled with a pattern of its own address),
+ * prints "checksum N" and exits 0; a corrupted block exits 3.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CORRUPT 3
+
+static double deadline;
+static const char *plugin_path;
+static volatile unsigned long checksum;
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int running(void)
+{
+	return now() < deadline;
+}
+
+static unsigned char tag(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+
+	return (unsigned char)(a ^ a >> 8 ^ a >> 16 ^ 0x5a);
+}
+
+/* Fill: the first and last 32 bytes and one byte a page. */
+static void fill(void *p, size_t n)
+{
+	unsigned char *c = p, t = tag(p);
+
+	for (size_t i = 0; i < n; i += i < 32 || i + 32 >= n ? 1 : 4096)
+		c[i] = t;
+	if (n)
+		c[n - 1] = t;
+}
+
+static void check(const void *p, size_t n)
+{
+	const unsigned char *c = p;
+	unsigned char t = tag(p);
+
+	for (size_t i = 0; i < n; i += i < 32 || i + 32 >= n ? 1 : 4096) {
+		if (c[i] != t) {
+			fprintf(stderr, "heapstress: block %p+%zu corrupted\n",
+				p, i);
+			_exit(CORRUPT);
+		}
+	}
+	if (n && c[n - 1] != t)
+		_exit(CORRUPT);
+	checksum += t + n;
+}
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n);
+
+	if (!p) {
+		fprintf(stderr, "heapstress: out of memory\n");
+		exit(2);
+	}
+	fill(p, n);
+	return p;
+}
+
+static void release(void *p, size_t n)
+{
+	check(p, n);
+	free(p);
+}
+
+static unsigned rnd(unsigned *s)
+{
+	*s = *s * 1103515245u + 12345u;
+	return *s >> 8;
+}
+
+/* One thread growing the heap: kept 1 KiB blocks, 64 KiB blocks (mmap
+ * threshold) made and freed, kept callocs, a growing realloc. */
+struct kept {
+	void *p;
+	size_t n;
+};
+
+static void keep(struct kept **k, size_t *nk, size_t *cap, void *p,
+		 size_t n)
+{
+	if (*nk == *cap) {
+		*cap = *cap ? 2 * *cap : 4096;
+		*k = realloc(*k, *cap * sizeof(**k));
+		if (!*k)
+			exit(2);
+	}
+	(*k)[(*nk)++] = (struct kept){ p, n };
+}
+
+static void pat_grow(void)
+{
+	struct kept *kept = NULL;
+	size_t nkept = 0, cap = 0, big_n = 0;
+	char *big = NULL;
+
+	while (running()) {
+		for (int i = 0; i < 1024; i++)
+			keep(&kept, &nkept, &cap, xmalloc(1024), 1024);
+		for (int i = 0; i < 64; i++)
+			release(xmalloc(65536), 65536);
+		for (int i = 0; i < 64; i++) {
+			char *c = calloc(1, 4096);
+
+			if (c[0] || c[4095])
+				_exit(CORRUPT);
+			fill(c, 4096);
+			keep(&kept, &nkept, &cap, c, 4096);
+		}
+		big = realloc(big, big_n + 65536);
+		memset(big + big_n, 0x77, 65536);
+		big_n += 65536;
+		if (big[0] != 0x77 || big[big_n - 1] != 0x77)
+			_exit(CORRUPT);
+		usleep(100000);
+	}
+	for (size_t i = 0; i < nkept; i++)
+		release(kept[i].p, kept[i].n);
+	free(kept);
+	free(big);
+}
+
+/* calloc with no top padding and no trim threshold: every calloc grows
+ * the heap top by brk and every free gives it back (issue 16's
+ * reproduction: 15 of 20 loads failed this way). */
+static void pat_calloc(void)
+{
+	static void *p[1000];
+
+	mallopt(M_TOP_PAD, 0);
+	mallopt(M_TRIM_THRESHOLD, 0);
+	while (running()) {
+		for (int i = 0; i < 1000; i++) {
+			unsigned char *c = calloc(1, 4096);
+
+			if (c[0] || c[4095])
+				_exit(CORRUPT);
+			fill(c, 4096);
+			p[i] = c;
+		}
+		for (int i = 0; i < 1000; i++)
+			release(p[i], 4096);
+	}
+}
+
+/* 8 threads, 16 B to 1 MiB: tcache, fast and small bins, large bins,
+ * mmap; blocks handed between threads. */
+#define SLOTS 512
+static void *shared_p[SLOTS];
+static size_t shared_n[SLOTS];
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *thread_worker(void *arg)
+{
+	unsigned s = (unsigned)(uintptr_t)arg * 7919u + 1;
+
+	while (running()) {
+		for (int k = 0; k < 256; k++) {
+			unsigned r = rnd(&s), slot = r % SLOTS;
+			size_t n = (size_t)16 << (r >> 9) % 17;	/* 16 B..1 MiB */
+			void *old, *p;
+			size_t oldn;
+
+			n += r % 97;
+			p = xmalloc(n);
+			pthread_mutex_lock(&shared_lock);
+			old = shared_p[slot];
+			oldn = shared_n[slot];
+			shared_p[slot] = p;
+			shared_n[slot] = n;
+			pthread_mutex_unlock(&shared_lock);
+			if (old)
+				release(old, oldn);
+		}
+		usleep(1000);
+	}
+	return NULL;
+}
+
+static void run_threads(void *(*fn)(void *), int n)
+{
+	pthread_t t[16];
+
+	for (int i = 0; i < n; i++)
+		pthread_create(&t[i], NULL, fn, (void *)(uintptr_t)i);
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+}
+
+static void pat_threads(void)
+{
+	run_threads(thread_worker, 8);
+	for (int i = 0; i < SLOTS; i++)
+		if (shared_p[i])
+			release(shared_p[i], shared_n[i]);
+}
+
+/* realloc growth and shrink of a few blocks, with the contents kept. */
+static void pat_realloc(void)
+{
+	unsigned char *p[16] = { 0 };
+	size_t n[16] = { 0 };
+	unsigned s = 1;
+
+	while (running()) {
+		for (int k = 0; k < 1000; k++) {
+			int i = rnd(&s) % 16;
+			size_t m = n[i] < (4 << 20) ? n[i] + 1 + rnd(&s) % 70000 :
+				   rnd(&s) % 4096 + 1;
+			size_t keep = m < n[i] ? m : n[i];
+
+			p[i] = realloc(p[i], m);
+			for (size_t j = 0; j < keep; j += 4093)
+				if (p[i][j] != (unsigned char)(j * 31 + i))
+					_exit(CORRUPT);
+			for (size_t j = keep; j < m; j++)
+				p[i][j] = (unsigned char)(j * 31 + i);
+			n[i] = m;
+		}
+		usleep(1000);
+	}
+	for (int i = 0; i < 16; i++)
+		free(p[i]);
+}
+
+/* fork with allocations around it: fork holds every arena lock. */
+static void pat_fork(void)
+{
+	while (running()) {
+		void *a = xmalloc(4096);
+		pid_t c = fork();
+		int st;
+
+		if (c == 0) {
+			void *b = xmalloc(100);
+
+			release(b, 100);
+			_exit(0);
+		}
+		release(a, 4096);
+		while (c > 0 && waitpid(c, &st, 0) < 0 && errno == EINTR)
+			;
+		if (c > 0 && (!WIFEXITED(st) || WEXITSTATUS(st)))
+			_exit(CORRUPT);
+		usleep(2000);
+	}
+}
+
+/* A signal handler that allocates (not async-signal-safe, but common),
+ * interrupting a loop that allocates too. */
+static void on_alarm(int sig)
+{
+	(void)sig;
+	release(xmalloc(200), 200);
+}
+
+static void pat_signal(void)
+{
+	struct itimerval it = { { 0, 1000 }, { 0, 1000 } };
+
+	signal(SIGALRM, on_alarm);
+	setitimer(ITIMER_REAL, &it, NULL);
+	while (running())
+		for (int i = 0; i < 100; i++)
+			release(xmalloc(64 + i), 64 + i);
+	it = (struct itimerval){ 0 };
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+/* dlopen and dlclose of a library that allocates: the loader's locks. */
+static void pat_dlopen(void)
+{
+	while (running()) {
+		void *h = dlopen(plugin_path, RTLD_NOW);
+		long (*fn)(long, long);
+
+		if (!h) {
+			fprintf(stderr, "heapstress: %s\n", dlerror());
+			exit(2);
+		}
+		fn = (long (*)(long, long))dlsym(h, "plugin_alloc");
+		if (fn)
+			fn(16, 256);
+		dlclose(h);
+		usleep(1000);
+	}
+}
+
+/* Threads created and joined in a loop: the stack cache lock. */
+static void *short_thread(void *arg)
+{
+	release(xmalloc(1000 + (uintptr_t)arg), 1000 + (uintptr_t)arg);
+	return NULL;
+}
+
+static void pat_threadloop(void)
+{
+	while (running())
+		run_threads(short_thread, 4);
+}
+
+static const struct {
+	const char *name;
+	void (*run)(void);
+} patterns[] = {
+	{ "grow", pat_grow },
+	{ "calloc", pat_calloc },
+	{ "threads", pat_threads },
+	{ "realloc", pat_realloc },
+	{ "fork", pat_fork },
+	{ "signal", pat_signal },
+	{ "dlopen", pat_dlopen },
+	{ "threadloop", pat_threadloop },
+};
+
+int main(int argc, char **argv)
+{
+	char self[4096];
+	ssize_t len;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: heapstress PATTERN SECONDS\n");
+		return 2;
+	}
+	/* the plugin lies beside the targets: ../targets/libplugin.so */
+	len = readlink("/proc/self/exe", self, sizeof(self) - 64);
+	if (len > 0) {
+		static char path[4096 + 64];
+
+		self[len] = '\0';
+		*strrchr(self, '/') = '\0';
+		snprintf(path, sizeof(path), "%s/../targets/libplugin.so", self);
+		plugin_path = path;
+	}
+	deadline = now() + atof(argv[2]);
+	for (size_t i = 0; i < sizeof(patterns) / sizeof(*patterns); i++) {
+		if (strcmp(argv[1], patterns[i].name))
+			continue;
+		patterns[i].run();
+		printf("checksum %lu\n", checksum);
+		return 0;
+	}
+	fprintf(stderr, "heapstress: no pattern %s\n", argv[1]);
+	return 2;
+}

@@ -1,0 +1,218 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""stress.py - load the heap agent into fresh processes at random moments
+and give each load a verdict (issue 16).
+
+Each load starts a new target running one allocation pattern (heapstress
+PATTERN, or heapstress_cxx built on libstdc++, tcmalloc or jemalloc),
+waits a random 0.1-0.9 s, reads heap_1s?rate=1.pb.gz through a mounted
+proffs, and waits for the target to finish its run and check its blocks.
+
+Verdicts: ok; refused (the read failed with EAGAIN: threads never safe at
+once, a clean refusal); abort (the target died of SIGABRT); crash (another
+fatal signal); corrupt (a block changed: exit 3); hang (the read or the
+target did not finish in time); stopped (the target was left in a
+ptrace or job-control stop); error (any other failed read or exit).
+Passes when nothing is bad and at most max(1, loads // 100) are refused.
+
+    stress.py --loads 1000 --jobs 2 [--seed S] [--patterns a,b]
+              [--build DIR] [--mount DIR | --proffs-build DIR]
+"""
+import argparse
+import collections
+import concurrent.futures
+import errno
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+C_PATTERNS = ['grow', 'calloc', 'threads', 'realloc', 'fork', 'signal',
+              'dlopen', 'threadloop']
+CXX_PATTERNS = ['cxx', 'cxx_tcmalloc', 'cxx_jemalloc']
+BAD = ('abort', 'crash', 'corrupt', 'hang', 'stopped', 'error')
+RUN_S = 2.5          # each target's own run
+READ_TIMEOUT = 40    # a 1 s window, the load, and room for a busy machine
+EXIT_TIMEOUT = 40
+
+
+def command(build, pattern):
+    d = os.path.join(build, 'tests', 'stress')
+    if pattern in C_PATTERNS:
+        return [os.path.join(d, 'heapstress'), pattern, str(RUN_S)]
+    name = 'heapstress_' + pattern
+    return [os.path.join(d, name), str(RUN_S)]
+
+
+def available(build, patterns):
+    return [p for p in patterns if os.access(command(build, p)[0], os.X_OK)]
+
+
+def proc_state(pid):
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().rsplit(')', 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+def read_profile(path, out):
+    try:
+        with open(path, 'rb') as f:
+            data = f.read()
+        out['result'] = 'ok' if data[:2] == b'\x1f\x8b' else 'error:short'
+    except OSError as e:
+        out['result'] = ('refused' if e.errno == errno.EAGAIN else
+                         'error:' + (errno.errorcode.get(e.errno) or
+                                     str(e.errno)))
+
+
+def one_load(build, mnt, pattern, seed):
+    """Returns (verdict, detail, pid)."""
+    rng = random.Random(seed)
+    t = subprocess.Popen(command(build, pattern), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(rng.uniform(0.1, 0.9))
+    out = {}
+    reader = threading.Thread(
+        target=read_profile,
+        args=(os.path.join(mnt, str(t.pid), 'heap_1s?rate=1.pb.gz'), out),
+        daemon=True)
+    reader.start()
+    reader.join(READ_TIMEOUT)
+    read = out.get('result', 'hang')
+    try:
+        stdout, stderr = t.communicate(timeout=EXIT_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        state = proc_state(t.pid)
+        t.kill()
+        t.communicate()
+        return ('stopped' if state in ('t', 'T') else 'hang',
+                f'target state {state} after {EXIT_TIMEOUT} s', t.pid)
+    rc = t.returncode
+    if rc == -signal.SIGABRT:
+        return 'abort', stderr.strip()[-200:], t.pid
+    if rc < 0:
+        return 'crash', f'signal {-rc}: {stderr.strip()[-200:]}', t.pid
+    if rc == 3:
+        return 'corrupt', stderr.strip()[-200:], t.pid
+    if rc != 0 or 'checksum' not in stdout:
+        return 'error', f'exit {rc}: {stderr.strip()[-200:]}', t.pid
+    if read == 'hang':
+        return 'hang', f'read did not finish in {READ_TIMEOUT} s', t.pid
+    if read.startswith('error'):
+        return 'error', read, t.pid
+    return read, '', t.pid
+
+
+class Mount:
+    """Our own proffs, from the build directory, for the run."""
+
+    def __init__(self, build):
+        self.dir = tempfile.mkdtemp(prefix='proffs-stress-')
+        self.log_path = self.dir + '.log'
+        agent = os.path.join(build, 'sampler', 'agent', 'libproffs-heap.so')
+        self.log = open(self.log_path, 'w')
+        self.proc = subprocess.Popen(
+            [os.path.join(build, 'fs', 'proffs'), '-f', '-o',
+             'agent=' + agent, self.dir], stdout=self.log,
+            stderr=subprocess.STDOUT)
+        end = time.monotonic() + 10
+        while not os.path.ismount(self.dir):
+            if self.proc.poll() is not None or time.monotonic() > end:
+                sys.exit('stress: proffs did not mount')
+            time.sleep(0.05)
+
+    def close(self):
+        subprocess.run(['fusermount3', '-u', self.dir])
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        os.rmdir(self.dir)
+
+    def lines(self, pid):
+        with open(self.log_path, errors='replace') as f:
+            return [l.rstrip() for l in f if re.search(rf'\bpid {pid}\b', l)
+                    and re.search(r'inject|agent|heap', l)]
+
+
+def run(build, mnt, loads, jobs, seed, patterns, log_lines=None):
+    """Returns {pattern: Counter(verdict)} and the list of bad loads."""
+    rng = random.Random(seed)
+    plan = [patterns[i % len(patterns)] for i in range(loads)]
+    rng.shuffle(plan)
+    table = collections.defaultdict(collections.Counter)
+    bad = []
+    with concurrent.futures.ThreadPoolExecutor(jobs) as ex:
+        futs = {ex.submit(one_load, build, mnt, p, rng.random()): p
+                for p in plan}
+        for f in concurrent.futures.as_completed(futs):
+            p = futs[f]
+            verdict, detail, pid = f.result()
+            table[p][verdict] += 1
+            if verdict in BAD or verdict == 'refused':
+                extra = log_lines(pid) if log_lines else []
+                bad.append((p, verdict, pid, detail, extra))
+    return table, bad
+
+
+def report(table, bad, loads):
+    cols = ['ok', 'refused'] + list(BAD)
+    print(f'{"pattern":14}' + ''.join(f'{c:>9}' for c in cols))
+    total = collections.Counter()
+    for p in sorted(table):
+        total.update(table[p])
+        print(f'{p:14}' + ''.join(f'{table[p][c]:>9}' for c in cols))
+    print(f'{"all":14}' + ''.join(f'{total[c]:>9}' for c in cols))
+    for p, verdict, pid, detail, extra in bad:
+        print(f'{verdict}: {p} pid {pid}: {detail}')
+        for l in extra[-3:]:
+            print('    ' + l)
+    nbad = sum(total[c] for c in BAD)
+    ok = nbad == 0 and total['refused'] <= max(1, loads // 100)
+    print(f'stress: {loads} loads, {total["ok"]} ok, {total["refused"]} '
+          f'refused, {nbad} bad: {"PASS" if ok else "FAIL"}')
+    return ok, total
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--loads', type=int, default=100)
+    ap.add_argument('--jobs', type=int, default=2)
+    ap.add_argument('--seed', type=int, default=1)
+    ap.add_argument('--patterns', default=','.join(C_PATTERNS +
+                                                   CXX_PATTERNS))
+    ap.add_argument('--build', default=os.path.join(REPO, 'build'))
+    ap.add_argument('--mount', help='a mounted proffs to use')
+    ap.add_argument('--proffs-build', help='the build directory of the '
+                    'proffs to mount (default: --build), e.g. an older one '
+                    'to compare with')
+    a = ap.parse_args()
+    want = a.patterns.split(',')
+    patterns = available(a.build, want)
+    if patterns != want:
+        print('stress: not built, skipped: ' +
+              ', '.join(sorted(set(want) - set(patterns))))
+    m = None if a.mount else Mount(a.proffs_build or a.build)
+    try:
+        t0 = time.monotonic()
+        table, bad = run(a.build, a.mount or m.dir, a.loads, a.jobs,
+                         a.seed, patterns, m.lines if m else None)
+        ok, _ = report(table, bad, a.loads)
+        print(f'stress: {time.monotonic() - t0:.0f} s')
+    finally:
+        if m:
+            m.close()
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == '__main__':
+    main()
