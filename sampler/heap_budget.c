@@ -82,6 +82,20 @@ static size_t sort_out(pid_t pid, uint64_t threads, struct ph_thread *list,
 	return n;
 }
 
+/* The agent lists its threads by gettid(): in a pid namespace, numbers of
+ * that namespace. Renumber ours the same way (a thread gone meanwhile
+ * keeps its number: it matches nothing). */
+static void ns_tids(pid_t pid, pid_t *tids, size_t n)
+{
+	pid_t ns;
+
+	if (proc_ns_tid(pid, pid, &ns) || ns == pid)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (!proc_ns_tid(pid, tids[i], &ns))
+			tids[i] = ns;
+}
+
 int heap_budgets_reset(pid_t pid, uint64_t threads, uint32_t gen,
 		       struct heap_budget_stats *st)
 {
@@ -104,6 +118,7 @@ int heap_budgets_reset(pid_t pid, uint64_t threads, uint32_t gen,
 		ret = proc_tasks(pid, &tids, &ntids);
 	if (ret)
 		goto out;
+	ns_tids(pid, tids, ntids);
 	qsort(tids, ntids, sizeof(*tids), cmp_tid);
 	n = sort_out(pid, threads, list, tids, ntids, todo, st);
 	for (unsigned k = 0; k < LOOKS && n; k++) {

@@ -13,12 +13,14 @@
 
 #include "heap_ring.h"
 #include "log.h"
+#include "proc.h"
 
 #define RING_LINK "/memfd:" PH_RING_NAME " (deleted)"
 #define MAX_REC ph_rec_len(sizeof(struct ph_alloc) + PH_STACK_BYTES)
 
 struct heap_ring {
 	pid_t pid;
+	pid_t ns_pid;		/* what the agent's getpid() says */
 	int fd_in_target;
 	dev_t dev;
 	ino_t ino;
@@ -46,7 +48,7 @@ static int mapped_ok(struct heap_ring *r, int fd)
 	    ring + PH_HEADER_SIZE > r->map_size ||
 	    sh->stack_bytes > PH_STACK_BYTES)
 		return -EPROTO;
-	if (sh->pid != r->pid)
+	if (sh->pid != r->ns_pid)
 		return -ENOENT;	/* its parent's, inherited by fork */
 	r->ring_size = ring;
 	r->stack_bytes = sh->stack_bytes;
@@ -143,6 +145,9 @@ int heap_ring_open(pid_t pid, struct heap_ring **out)
 	if (!r)
 		return -ENOMEM;
 	r->pid = pid;
+	/* In a pid namespace the agent knows itself by another number. */
+	if (proc_ns_tid(pid, pid, &r->ns_pid))
+		r->ns_pid = pid;
 	r->copy = malloc(MAX_REC);
 	ret = r->copy ? find_ring(r) : -ENOMEM;
 	if (ret) {

@@ -54,6 +54,35 @@ static void strip_newline(char *s)
 	s[strcspn(s, "\n")] = '\0';
 }
 
+int proc_ns_tid(pid_t pid, pid_t tid, pid_t *out)
+{
+	char path[64], buf[4096];
+	const char *line;
+	size_t len;
+	int ret;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid,
+		 (int)tid);
+	ret = read_path(path, buf, sizeof(buf) - 1, &len);
+	if (ret)
+		return ret;
+	buf[len] = '\0';
+	*out = tid;
+	line = strstr(buf, "\nNSpid:");
+	if (line) {
+		const char *end = line + 1 + strcspn(line + 1, "\n");
+		const char *last = end;
+
+		while (last > line && (last[-1] == ' ' || last[-1] == '\t'))
+			last--;
+		while (last > line && last[-1] >= '0' && last[-1] <= '9')
+			last--;
+		if (last < end && *last >= '0' && *last <= '9')
+			*out = (pid_t)strtol(last, NULL, 10);
+	}
+	return 0;
+}
+
 int proc_comm(pid_t pid, pid_t tid, char *buf, size_t size)
 {
 	char path[64];

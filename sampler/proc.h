@@ -47,6 +47,13 @@ struct proc_creds {
 	uint64_t cap_eff;
 };
 
+/*
+ * The number tid of pid goes by in its own (innermost) pid namespace: the
+ * last field of NSpid in /proc/PID/task/TID/status; tid itself where the
+ * kernel has no NSpid. What the process's getpid()/gettid() return, and
+ * so what an agent inside it writes down.
+ */
+int proc_ns_tid(pid_t pid, pid_t tid, pid_t *out);
 /* Credentials from /proc/PID/status, and the owner of that file. */
 int proc_creds(pid_t pid, struct proc_creds *creds);
 

@@ -19,8 +19,8 @@
  * or no longer wants samples. The daemon arms it again by calling
  * proffs_heap_arm() in the target. A forked child starts disarmed.
  */
-#define _GNU_SOURCE 1	/* dladdr */
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -291,17 +291,44 @@ static void add_hook(const char *name, void **realp, void *hook)
 		hooks[nhooks++] = (struct got_hook){ name, hook };
 }
 
-/* Base address of the object holding fn, NULL if none. */
-static void *object_of(void *fn)
-{
-	Dl_info info;
+struct find_obj {
+	uintptr_t addr;
+	uintptr_t base;		/* found: the object's load address + 1 */
+};
 
-	return fn && dladdr(fn, &info) ? info.dli_fbase : NULL;
+static int find_obj_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct find_obj *f = arg;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && f->addr >= start &&
+		    f->addr - start < ph->p_memsz) {
+			f->base = info->dlpi_addr + 1;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The object holding fn, as a token (its load address + 1: the program's
+ * is 0), 0 if none. dl_iterate_phdr, not dladdr: the agent imports
+ * nothing more of the loader than it must (test-agent-imports). */
+static uintptr_t object_of(void *fn)
+{
+	struct find_obj f = { .addr = (uintptr_t)fn };
+
+	if (fn)
+		dl_iterate_phdr(find_obj_cb, &f);
+	return f.base;
 }
 
 static void resolve_cxx(void)
 {
-	void *alloc = object_of((void *)real.malloc);
+	uintptr_t alloc = object_of((void *)real.malloc);
 
 #define HOOK_CXX(name)                                                       \
 	if (object_of(dlsym(RTLD_DEFAULT, #name)) == alloc)                  \

@@ -57,7 +57,8 @@ harness_args()
 		libs="-ldw -lelf"
 		max_len=65536 ;;
 	heap-ring)
-		srcs="sampler/heap_ring.c sampler/agent/ring.c sampler/log.c"
+		srcs="sampler/heap_ring.c sampler/agent/ring.c sampler/log.c
+		      sampler/proc.c"
 		incs="-Isampler"
 		libs=""
 		max_len=65536 ;;
