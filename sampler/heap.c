@@ -760,7 +760,10 @@ int heap_profile(struct heap_agents *a, const struct heap_opts *o,
 		goto out;
 	}
 	ret = get_agent(a, o->pid, rate, &ag, &st->armed_now);
-	if (ret == -ENOTSUP && a->o.method == HEAP_AUTO) {
+	/* ENOEXEC: the loader in the process refused the agent (a chroot
+	 * without /proc cannot open /proc/self/fd/N). */
+	if ((ret == -ENOTSUP || ret == -ENOEXEC) &&
+	    a->o.method == HEAP_AUTO) {
 		pr_info("heap: pid %d: the agent cannot be loaded: uprobes "
 			"for %llu ms instead", (int)o->pid,
 			(unsigned long long)o->window_ms);

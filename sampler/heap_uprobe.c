@@ -132,17 +132,19 @@ static bool probed(const struct run *r, const char *seen, uint64_t offset)
 
 /* The path the kernel opens for the object of e: through the process's
  * root (containers), or map_files/ for a file replaced since it was
- * mapped (an upgraded libc) or one whose name the definition would split
- * at a space. */
+ * mapped (an upgraded libc), one whose name the definition would split
+ * at a space, or one not found through the root (a chroot). */
 static void kernel_path(pid_t pid, const struct map_entry *e, char *buf,
 			size_t size)
 {
-	if (deleted(e->path) || strpbrk(e->path, " \t\n"))
+	snprintf(buf, size, "/proc/%d/root%s", (int)pid, e->path);
+	/* A chroot's maps name files from our root, not its own: there
+	 * root+path names nothing, and map_files/ is the way in. */
+	if (deleted(e->path) || strpbrk(e->path, " \t\n") ||
+	    access(buf, F_OK))
 		snprintf(buf, size, "/proc/%d/map_files/%llx-%llx", (int)pid,
 			 (unsigned long long)e->start,
 			 (unsigned long long)e->end);
-	else
-		snprintf(buf, size, "/proc/%d/root%s", (int)pid, e->path);
 }
 
 /* Define the probes of fn at offset of e's file: its entry, and its

@@ -159,21 +159,44 @@ class Target:
     """A program from tests/targets, running until the test ends; waits
     for the "ready" line it prints once running."""
 
-    def __init__(self, name, *args, path=None, user=None):
+    def __init__(self, name, *args, path=None, user=None, wrap=(),
+                 run_as=None):
+        """wrap: a command the target runs under (unshare, chroot);
+        run_as: the target's path as the wrapper sees it. self.pid is
+        the target's own process, however deep the wrapper puts it."""
         prefix = ['setpriv', f'--reuid={user}', f'--regid={user}',
                   '--clear-groups', '--'] if user is not None else []
+        prefix += list(wrap)
         self.argv = [path or os.path.join(TARGETS, name)] + \
             [str(a) for a in args]
         if not os.path.exists(self.argv[0]):
             pytest.fail(f'{self.argv[0]} is not built')
-        self.proc = subprocess.Popen(prefix + self.argv,
+        argv = ([run_as] + self.argv[1:]) if run_as else self.argv
+        self.proc = subprocess.Popen(prefix + argv,
                                      stdout=subprocess.PIPE,
                                      stdin=subprocess.DEVNULL)
         line = self.proc.stdout.readline()
         if line.strip() != b'ready':
             self.kill()
             pytest.fail(f'{name} did not start: {line!r}')
-        self.pid = self.proc.pid
+        self.pid = self._innermost(self.proc.pid)
+
+    def _innermost(self, pid):
+        """pid, or the descendant that runs the target (unshare --fork
+        runs it as a child)."""
+        want = os.path.basename(self.argv[0])
+        for _ in range(8):
+            try:
+                if os.path.basename(os.readlink(f'/proc/{pid}/exe')) == want:
+                    return pid
+                with open(f'/proc/{pid}/task/{pid}/children') as f:
+                    kids = f.read().split()
+            except OSError:
+                break
+            if not kids:
+                break
+            pid = int(kids[0])
+        return self.proc.pid
 
     def kill(self):
         if self.proc.poll() is None:
