@@ -43,6 +43,7 @@ struct held {
 	int event;		/* of the stop: 0 = signal-delivery stop */
 	bool unsafe;
 	bool armed;		/* a breakpoint at resume_at is set */
+	bool let;		/* let run alone this round */
 	uint64_t resume_at;	/* unsafe: where it will be safe again */
 	char why[128];		/* unsafe: where it was found */
 };
@@ -128,10 +129,11 @@ static int seize(struct injector *in, pid_t tid)
 	return 0;
 }
 
-/* Wait (bounded) for every held thread to report its stop. Threads that
- * do not (asleep in the kernel) stay interrupted: they cannot run user
- * code before they are released. */
-static void wait_stops(struct injector *in)
+/* Wait (bounded) for every held thread (only_let: every thread let run
+ * this round) to report its stop. Threads that do not (asleep in the
+ * kernel) stay interrupted: they cannot run user code before they are
+ * released. */
+static void wait_some_stops(struct injector *in, bool only_let)
 {
 	uint64_t start = now_ns();
 	bool waiting = true;
@@ -142,7 +144,7 @@ static void wait_stops(struct injector *in)
 			struct held *h = &in->t[i];
 			int ret;
 
-			if (h->gone || h->stopped)
+			if (h->gone || h->stopped || (only_let && !h->let))
 				continue;
 			ret = tracee_poll_stop(h->tid, &h->sig, &h->event);
 			if (ret == -EAGAIN)
@@ -155,6 +157,11 @@ static void wait_stops(struct injector *in)
 		if (waiting)
 			nap(20000);
 	}
+}
+
+static void wait_stops(struct injector *in)
+{
+	wait_some_stops(in, false);
 }
 
 /* Seize every thread, again until no new one shows up: a thread being
@@ -259,7 +266,7 @@ static void wait_armed(struct injector *in, uint64_t budget_ns)
 			struct held *h = &in->t[i];
 			int ret;
 
-			if (h->gone || h->stopped || !h->unsafe)
+			if (h->gone || h->stopped || !h->let)
 				continue;
 			if (!h->armed) {
 				waiting = true;	/* only time ends its run */
@@ -337,19 +344,24 @@ static void let_go(struct injector *in, unsigned round)
 		}
 		h->stopped = false;
 		h->sig = 0;
+		h->let = true;
 	}
 	wait_armed(in, round < 20 ? 1000000 : 5000000);
 	for (size_t i = 0; i < in->n; i++) {
 		struct held *h = &in->t[i];
 
-		if (!h->gone && !h->stopped && h->unsafe &&
+		if (!h->gone && !h->stopped && h->let &&
 		    ptrace(PTRACE_INTERRUPT, h->tid, NULL, NULL))
 			h->gone = true;
 	}
-	wait_stops(in);
-	for (size_t i = 0; i < in->n; i++)
+	/* Only the threads let go: one that never stopped (asleep in the
+	 * kernel since it was seized) must not cost every round the wait. */
+	wait_some_stops(in, true);
+	for (size_t i = 0; i < in->n; i++) {
 		if (in->t[i].stopped)
 			disarm(&in->t[i]);
+		in->t[i].let = false;
+	}
 }
 
 static int make_safe(struct injector *in)

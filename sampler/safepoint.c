@@ -36,9 +36,8 @@ static const char *const unsafe_exact[] = {
 	"nallocx", "mallctl", "mallctlnametomib", "mallctlbymib",
 	"malloc_stats_print",
 	/* fork: every arena lock and the atfork list lock */
-	"fork", "_Fork", "__fork", "__libc_fork", "vfork", "__vfork",
+	"fork", "_Fork", "__fork", "__libc_fork",
 	"__run_fork_handlers", "__register_atfork", "pthread_atfork",
-	"posix_spawn", "posix_spawnp",
 	/* the loader: dl_load_lock, dl_load_write_lock, the error state */
 	"dlopen", "dlmopen", "dlclose", "dlsym", "dlvsym", "dladdr",
 	"dladdr1", "dlinfo", "dlerror", "dl_iterate_phdr",
@@ -56,17 +55,38 @@ static const char *const unsafe_exact[] = {
 };
 
 /*
- * Functions that take the stack cache lock (freeing the joined thread's
- * stack, which a dlopen of an initial-exec TLS object needs too) but
- * spend their life waiting for the thread to end, holding nothing. They
- * are unsafe except in that wait: a futex system call. Refusing every
- * program whose main thread joins its workers would make the agent
- * useless for most of them.
+ * Functions that spend their life waiting in one system call, holding
+ * nothing, but do unsafe work around it: unsafe except in that wait.
+ * pthread_join frees the joined thread's stack under the stack cache lock
+ * (which a dlopen of the agent's initial-exec TLS takes too) and waits in
+ * futex; vfork and posix_spawn wait in the system call that made the
+ * child until it execs or exits. Refusing every program whose main
+ * thread joins its workers, or that keeps a vfork child, would make the
+ * agent useless for most of them.
  */
-static const char *const wait_exact[] = {
-	"pthread_join", "pthread_timedjoin_np", "pthread_clockjoin_np",
-	"__pthread_clockjoin_ex",
+enum wait_class { WAIT_JOIN, WAIT_SPAWN, WAIT__COUNT };
+
+static const struct {
+	const char *name;
+	enum wait_class class;
+} wait_fns[] = {
+	{ "pthread_join", WAIT_JOIN },
+	{ "pthread_timedjoin_np", WAIT_JOIN },
+	{ "pthread_clockjoin_np", WAIT_JOIN },
+	{ "__pthread_clockjoin_ex", WAIT_JOIN },
+	{ "vfork", WAIT_SPAWN },
+	{ "__vfork", WAIT_SPAWN },
+	{ "posix_spawn", WAIT_SPAWN },
+	{ "posix_spawnp", WAIT_SPAWN },
 };
+
+static bool waiting_in(enum wait_class c, long sysno)
+{
+	if (c == WAIT_JOIN)
+		return sysno == SYS_futex;
+	return sysno == SYS_vfork || sysno == SYS_clone ||
+	       sysno == SYS_clone3;
+}
 
 static const char *const unsafe_prefix[] = {
 	"__libc_malloc", "__libc_free", "__libc_calloc", "__libc_realloc",
@@ -83,8 +103,8 @@ struct obj_rule {
 	const char *whole;	/* unsafe as a whole: why */
 	bool base;		/* libc or the loader: not the program's own */
 	bool neighbours;	/* unnamed code beside unsafe code is unsafe */
-	struct dso_range *unsafe, *named, *waits;
-	size_t nunsafe, nnamed, nwaits;
+	struct dso_range *unsafe, *named, *waits[WAIT__COUNT];
+	size_t nunsafe, nnamed, nwaits[WAIT__COUNT];
 };
 
 struct safepoint {
@@ -112,16 +132,21 @@ int safepoint_new(pid_t pid, struct proc_maps *maps, struct safepoint **out)
 	return 0;
 }
 
+static void rule_drop(struct obj_rule *r)
+{
+	dso_put(r->dso);
+	free(r->unsafe);
+	free(r->named);
+	for (int c = 0; c < WAIT__COUNT; c++)
+		free(r->waits[c]);
+}
+
 void safepoint_free(struct safepoint *sp)
 {
 	if (!sp)
 		return;
-	for (size_t i = 0; i < sp->n; i++) {
-		dso_put(sp->rules[i].dso);
-		free(sp->rules[i].unsafe);
-		free(sp->rules[i].named);
-		free(sp->rules[i].waits);
-	}
+	for (size_t i = 0; i < sp->n; i++)
+		rule_drop(&sp->rules[i]);
 	free(sp->rules);
 	free(sp);
 }
@@ -163,12 +188,14 @@ static bool unsafe_name(void *arg, const char *name)
 
 static bool wait_name(void *arg, const char *name)
 {
-	(void)arg;
-	for (size_t i = 0; i < sizeof(wait_exact) / sizeof(*wait_exact); i++)
-		if (!strcmp(name, wait_exact[i]))
+	const enum wait_class *c = arg;
+
+	for (size_t i = 0; i < sizeof(wait_fns) / sizeof(*wait_fns); i++)
+		if (wait_fns[i].class == *c && !strcmp(name, wait_fns[i].name))
 			return true;
 	return false;
 }
+
 
 static bool any_name(void *arg, const char *name)
 {
@@ -201,9 +228,9 @@ static int rule_make(struct safepoint *sp, const struct map_entry *e,
 	r->neighbours = alloc;
 	ret = dso_symbol_ranges(e->dso, unsafe_name, NULL, &r->unsafe,
 				&r->nunsafe);
-	if (!ret)
-		ret = dso_symbol_ranges(e->dso, wait_name, NULL, &r->waits,
-					&r->nwaits);
+	for (enum wait_class c = 0; c < WAIT__COUNT && !ret; c++)
+		ret = dso_symbol_ranges(e->dso, wait_name, &c, &r->waits[c],
+					&r->nwaits[c]);
 	if (!ret && alloc)
 		ret = dso_symbol_ranges(e->dso, any_name, NULL, &r->named,
 					&r->nnamed);
@@ -231,10 +258,7 @@ static struct obj_rule *rule_for(struct safepoint *sp,
 	}
 	r = &sp->rules[sp->n];
 	if (rule_make(sp, e, r)) {
-		dso_put(r->dso);
-		free(r->unsafe);
-		free(r->named);
-		free(r->waits);
+		rule_drop(r);
 		return NULL;
 	}
 	sp->n++;
@@ -283,6 +307,15 @@ static bool unsafe_neighbour(const struct obj_rule *r, uint64_t v)
 	       in_ranges(r->unsafe, r->nunsafe, r->named[i + 1].start);
 }
 
+static bool unsafe_wait(const struct obj_rule *r, uint64_t v, long sysno)
+{
+	for (enum wait_class c = 0; c < WAIT__COUNT; c++)
+		if (in_ranges(r->waits[c], r->nwaits[c], v) &&
+		    !waiting_in(c, sysno))
+			return true;
+	return false;
+}
+
 static void say(char *why, size_t len, const char *what,
 		const struct map_entry *e, uint64_t vaddr)
 {
@@ -321,7 +354,7 @@ static bool frame_unsafe(struct safepoint *sp, const struct map_entry *e,
 		return true;
 	}
 	if (in_ranges(r->unsafe, r->nunsafe, v) || unsafe_neighbour(r, v) ||
-	    (sysno != SYS_futex && in_ranges(r->waits, r->nwaits, v))) {
+	    unsafe_wait(r, v, sysno)) {
 		say(why, why_len, NULL, e, v);
 		return true;
 	}

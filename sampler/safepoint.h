@@ -28,8 +28,9 @@
  *    loader is unsafe (the frame that would have told is missing).
  * A thread inside a system call issued by the allocator or the loader is
  * caught by the same rules: its stack shows the allocator's frame.
- * pthread_join is unsafe except while it waits (in futex) for the
- * thread to end: see wait_exact in safepoint.c.
+ * pthread_join, vfork and posix_spawn are unsafe except while they wait
+ * in their system call (futex; vfork, clone): see wait_fns in
+ * safepoint.c.
  *
  * One per injection; not thread-safe. The maps are borrowed. Errors are
  * negative errno values.

@@ -138,6 +138,14 @@ class Mount:
             self.proc.kill()
         os.rmdir(self.dir)
 
+    def load_costs(self):
+        """(load ms, hold us, rounds) of every agent load the log shows."""
+        pat = re.compile(r'agent loaded in (\d+) ms: \d+ threads held '
+                         r'(\d+) us, (\d+) rounds')
+        with open(self.log_path, errors='replace') as f:
+            return [tuple(int(x) for x in m.groups())
+                    for m in map(pat.search, f) if m]
+
     def lines(self, pid):
         with open(self.log_path, errors='replace') as f:
             return [l.rstrip() for l in f if re.search(rf'\bpid {pid}\b', l)
@@ -183,6 +191,22 @@ def report(table, bad, loads):
     return ok, total
 
 
+def pct(v, q):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(q * len(v)))] if v else 0
+
+
+def print_costs(costs):
+    """What a load costs the target: how long it took, how long its
+    threads were held, how many rounds unsafe threads were let go."""
+    if not costs:
+        return
+    for i, what in enumerate(('load ms', 'threads held us', 'rounds')):
+        v = [c[i] for c in costs]
+        print(f'stress: {what}: median {pct(v, 0.5)}, p90 {pct(v, 0.9)}, '
+              f'p99 {pct(v, 0.99)}, max {max(v)} ({len(v)} loads)')
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--loads', type=int, default=100)
@@ -208,6 +232,8 @@ def main():
                          a.seed, patterns, m.lines if m else None)
         ok, _ = report(table, bad, a.loads)
         print(f'stress: {time.monotonic() - t0:.0f} s')
+        if m:
+            print_costs(m.load_costs())
     finally:
         if m:
             m.close()
