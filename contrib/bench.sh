@@ -4,7 +4,7 @@
 # tests/bench/results.md and results.png; then what heap profiling costs a
 # malloc-heavy program - unprofiled, the agent armed and disarmed,
 # heaptrack -p, the uprobe fallback - into tests/bench/heap-results.md.
-# Both tables are also put into README.md. About 35 minutes.
+# Both tables are also put into docs/performance.md. About 35 minutes.
 # Run it on a quiet machine: the figures are ratios within one run.
 set -euo pipefail
 cd "$(dirname "$0")/.."

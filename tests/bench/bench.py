@@ -426,16 +426,16 @@ def load_note(rows):
 
 
 def splice_readme(name, text):
-    """Put text between the README's <!-- bench:name --> and
-    <!-- /bench:name --> lines, so the command regenerates the README's
-    figures too."""
-    path = os.path.join(REPO, 'README.md')
+    """Put text between docs/performance.md's <!-- bench:name --> and
+    <!-- /bench:name --> lines, so the command regenerates the published
+    figures too (they moved there from the README)."""
+    path = os.path.join(REPO, 'docs', 'performance.md')
     with open(path) as f:
         readme = f.read()
     begin, end = f'<!-- bench:{name} -->\n', f'<!-- /bench:{name} -->'
     a, b = readme.find(begin), readme.find(end)
     if a < 0 or b < a:
-        sys.exit(f'README.md has no {begin.strip()} ... {end} block')
+        sys.exit(f'{path} has no {begin.strip()} ... {end} block')
     with open(path, 'w') as f:
         f.write(readme[:a + len(begin)] + text + readme[b:])
 
@@ -518,7 +518,7 @@ def main():
     ap.add_argument('--window', type=int, default=10)
     ap.add_argument('--quick', action='store_true')
     ap.add_argument('--readme', action='store_true',
-                    help='also put the results into README.md')
+                    help='also put the results into docs/performance.md')
     args = ap.parse_args()
     rows, mem = run(args)
     report(rows, mem, args)

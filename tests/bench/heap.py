@@ -291,7 +291,7 @@ def main():
     ap.add_argument('--seconds', type=int, default=4)
     ap.add_argument('--rounds', type=int, default=5)
     ap.add_argument('--readme', action='store_true',
-                    help='also put the results into README.md')
+                    help='also put the results into docs/performance.md')
     ap.add_argument('--only', nargs='+', default=[],
                     help='only the conditions whose name has a word')
     ap.add_argument('--workload', default='',
