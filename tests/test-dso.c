@@ -631,6 +631,70 @@ static void test_self_and_timing(uint64_t mark)
 	dso_cache_free(c);
 }
 
+static bool name_is(void *arg, const char *name)
+{
+	return !strcmp(name, (const char *)arg);
+}
+
+static bool no_name(void *arg, const char *name)
+{
+	(void)arg;
+	(void)name;
+	return false;
+}
+
+static bool covers(const struct dso_range *r, size_t n, uint64_t a)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a >= r[i].start && a < r[i].end)
+			return true;
+	return false;
+}
+
+/*
+ * Ranges by name, aliases included (issue 16): the symbolizer names
+ * calloc's address by one alias (glibc: __libc_calloc); asked for
+ * "calloc" or for that alias, the ranges cover the address either way.
+ */
+static void test_ranges(void)
+{
+	const char *libc = "/lib/x86_64-linux-gnu/libc.so.6";
+	struct dso_range *r = NULL, *r2 = NULL;
+	struct dso_frame f[4];
+	struct dso_cache *c;
+	size_t n = 0, n2 = 0;
+	uint64_t a = 0;
+	struct dso *d;
+	int nf = 0;
+
+	if (access(libc, R_OK)) {
+		printf("ranges: no %s, skipped\n", libc);
+		return;
+	}
+	CHECK(!dso_cache_new(path("empty-root"), &c), "cache");
+	d = get(c, libc);
+	CHECK(!dso_symbol_vaddr(d, "calloc", &a) && a, "calloc's address");
+	CHECK(!dso_symbolize(d, a, f, 4, &nf) && nf, "symbolize calloc");
+	CHECK(!dso_symbol_ranges(d, name_is, (void *)"calloc", &r, &n) && n,
+	      "ranges of calloc: %zu", n);
+	CHECK(covers(r, n, a) && covers(r, n, a + 8), "calloc's range");
+	CHECK(!dso_symbol_ranges(d, name_is, (void *)f[nf - 1].system_name,
+				 &r2, &n2) && covers(r2, n2, a),
+	      "the alias %s covers calloc too", f[nf - 1].system_name);
+	printf("ranges: calloc at 0x%llx is named %s by the symbolizer\n",
+	      (unsigned long long)a, f[nf - 1].system_name);
+	for (size_t i = 0; i + 1 < n; i++)
+		CHECK(r[i].start < r[i].end && r[i].end < r[i + 1].start,
+		      "sorted, merged");
+	free(r);
+	free(r2);
+	r = NULL;
+	CHECK(!dso_symbol_ranges(d, no_name, NULL, &r, &n) && !n, "none");
+	free(r);
+	dso_put(d);
+	dso_cache_free(c);
+}
+
 int main(void)
 {
 	uint64_t mark, caller, main_addr, crc_mark;
@@ -646,6 +710,7 @@ int main(void)
 	test_debug_files(mark, crc_mark);
 	test_debug_frame();
 	test_dynsym();
+	test_ranges();
 	test_cache();
 	test_raw();
 	test_bad();
