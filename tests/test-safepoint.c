@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * test-safepoint - the rules of safepoint.h on stacks made of this test's
+ * own addresses: libc's calloc by address whatever its name, pthread_join
+ * and vfork safe only in their wait, a stack that never leaves libc, and
+ * the return address an unsafe thread is let run to.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "dso.h"
+#include "maps.h"
+#include "safepoint.h"
+
+static struct safepoint *sp;
+
+__attribute__((noinline)) static void own_code(void)
+{
+	__asm__ volatile("");
+}
+
+/* Judge a stack of fn + 4 (the leaf) called from own_code. */
+static bool judge(void *fn, bool complete, long sysno, uint64_t *resume,
+		  char *why)
+{
+	uint64_t pcs[2] = { (uintptr_t)fn + 4, (uintptr_t)own_code + 1 };
+
+	return safepoint_unsafe(sp, pcs, 2, complete, sysno, resume, why,
+				128);
+}
+
+static void *libc_fn(const char *name)
+{
+	void *p = dlsym(RTLD_DEFAULT, name);
+
+	if (!p)
+		die(name, -1);
+	return p;
+}
+
+static void test_by_address(void)
+{
+	uint64_t resume = 0;
+	char why[128] = "";
+
+	/* calloc is named __libc_calloc by the symbol table's choice */
+	CHECK(judge(libc_fn("calloc"), true, -1, &resume, why),
+	      "calloc safe");
+	CHECK(resume == (uintptr_t)own_code + 2, "resume at 0x%llx",
+	      (unsigned long long)resume);
+	CHECK(strstr(why, "libc"), "why: %s", why);
+	CHECK(judge(libc_fn("reallocarray"), true, -1, &resume, why),
+	      "reallocarray safe");
+	CHECK(judge(libc_fn("fork"), true, -1, &resume, why), "fork safe");
+	CHECK(judge(libc_fn("dlopen"), true, -1, &resume, why),
+	      "dlopen safe");
+	CHECK(!judge(libc_fn("read"), true, SYS_read, &resume, why),
+	      "read unsafe: %s", why);
+	CHECK(!judge(libc_fn("nanosleep"), true, SYS_nanosleep, &resume,
+		     why), "nanosleep unsafe: %s", why);
+}
+
+static void test_waits(void)
+{
+	uint64_t resume;
+	char why[128];
+
+	CHECK(judge(libc_fn("pthread_join"), true, -1, &resume, why),
+	      "pthread_join outside its wait safe");
+	CHECK(!judge(libc_fn("pthread_join"), true, SYS_futex, &resume, why),
+	      "pthread_join in futex unsafe: %s", why);
+	CHECK(judge(libc_fn("vfork"), true, SYS_futex, &resume, why),
+	      "vfork outside its wait safe");
+	CHECK(!judge(libc_fn("vfork"), true, SYS_vfork, &resume, why),
+	      "vfork in vfork unsafe: %s", why);
+}
+
+static void test_incomplete(void)
+{
+	uint64_t pcs[1] = { (uintptr_t)libc_fn("read") + 4 };
+	uint64_t resume;
+	char why[128];
+
+	CHECK(safepoint_unsafe(sp, pcs, 1, false, SYS_read, &resume, why,
+			       sizeof(why)), "libc only, incomplete: safe");
+	CHECK(resume == 0, "nothing to resume at");
+	CHECK(!safepoint_unsafe(sp, pcs, 1, true, SYS_read, &resume, why,
+				sizeof(why)), "libc only, complete: %s", why);
+}
+
+int main(void)
+{
+	struct dso_cache *cache;
+	struct proc_maps *maps;
+
+	MUST(dso_cache_new(NULL, &cache));
+	MUST(maps_load(getpid(), cache, &maps));
+	MUST(safepoint_new(getpid(), maps, &sp));
+	test_by_address();
+	test_waits();
+	test_incomplete();
+	safepoint_free(sp);
+	maps_free(maps);
+	dso_cache_free(cache);
+	if (failures) {
+		fprintf(stderr, "%d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("all safepoint checks passed\n");
+	return 0;
+}
