@@ -129,6 +129,20 @@ static int seize(struct injector *in, pid_t tid)
 	return 0;
 }
 
+/* One look at h: false once it stopped (or is gone). */
+static bool still_running(struct held *h)
+{
+	int ret = tracee_poll_stop(h->tid, &h->sig, &h->event);
+
+	if (ret == -EAGAIN)
+		return true;
+	if (ret)
+		h->gone = true;
+	else
+		h->stopped = true;
+	return false;
+}
+
 /* Wait (bounded) for every held thread (only_let: every thread let run
  * this round) to report its stop. Threads that do not (asleep in the
  * kernel) stay interrupted: they cannot run user code before they are
@@ -142,17 +156,10 @@ static void wait_some_stops(struct injector *in, bool only_let)
 		waiting = false;
 		for (size_t i = 0; i < in->n; i++) {
 			struct held *h = &in->t[i];
-			int ret;
 
 			if (h->gone || h->stopped || (only_let && !h->let))
 				continue;
-			ret = tracee_poll_stop(h->tid, &h->sig, &h->event);
-			if (ret == -EAGAIN)
-				waiting = true;
-			else if (ret)
-				h->gone = true;
-			else
-				h->stopped = true;
+			waiting |= still_running(h);
 		}
 		if (waiting)
 			nap(20000);
@@ -264,7 +271,6 @@ static void wait_armed(struct injector *in, uint64_t budget_ns)
 		waiting = false;
 		for (size_t i = 0; i < in->n; i++) {
 			struct held *h = &in->t[i];
-			int ret;
 
 			if (h->gone || h->stopped || !h->let)
 				continue;
@@ -272,13 +278,7 @@ static void wait_armed(struct injector *in, uint64_t budget_ns)
 				waiting = true;	/* only time ends its run */
 				continue;
 			}
-			ret = tracee_poll_stop(h->tid, &h->sig, &h->event);
-			if (ret == -EAGAIN)
-				waiting = true;
-			else if (ret)
-				h->gone = true;
-			else
-				h->stopped = true;
+			waiting |= still_running(h);
 		}
 		if (waiting)
 			nap(20000);
