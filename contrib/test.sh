@@ -6,7 +6,8 @@
 # failed and something ran.
 #
 # With CI=true a skipped test counts as failed: CI must prove everything.
-# PROFFS_BUILD_DIR picks the build directory (default: build).
+# PROFFS_BUILD_DIR picks the build directory (default: build);
+# PROFFS_TEST_LOAD=N keeps N CPU hogs running during the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . contrib/deps.sh
@@ -28,6 +29,17 @@ build_proffs "$build" || summary_fail "proffs: build failed"
 
 rm -rf "$out"
 mkdir -p "$out"
+
+# PROFFS_TEST_LOAD=N: N CPU hogs run beside the whole suite, as on a busy
+# machine (issue 19); the suite must pass that way too.
+hogs=()
+for _ in $(seq "${PROFFS_TEST_LOAD:-0}"); do
+	/bin/sh -c 'while :; do :; done' &
+	hogs+=($!)
+done
+stop_hogs() { [ ${#hogs[@]} -eq 0 ] || kill "${hogs[@]}" 2>/dev/null || true; }
+trap stop_hogs EXIT
+[ ${#hogs[@]} -eq 0 ] || echo "== load: ${#hogs[@]} CPU hogs running"
 
 # run_suite BUILD TAG: unit tests, then integration tests, of one build;
 # results land in $out/TAG-unit.json and $out/TAG-integration.xml.
@@ -83,6 +95,8 @@ build_proffs "$build-asan" -Db_sanitize=address,undefined -Db_lundef=false ||
 run_suite "$build-asan" asan
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
+stop_hogs
+trap - EXIT
 echo "== summary"
 exec /usr/bin/python3 - "$out" <<'PY'
 import json

@@ -12,6 +12,7 @@
  * released by the kernel when the ptrace thread exits.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -37,6 +38,7 @@
 #define SPIN_NS 200000ull	/* spin-poll a stop this long, then nap */
 #define STOP_WAIT_NS 2000000ull	/* then set the thread aside */
 #define LATE_WAIT_NS 50000000ull	/* for all set-aside threads */
+#define RUNNABLE_WAIT_NS 500000000ull	/* ... while one of them is runnable */
 #define NAME_MAX_LEN 64
 
 struct thread_rec {
@@ -333,10 +335,41 @@ static void read_unstopped(struct dump *d, struct thread_rec *t)
 	unwind_copy(d, t, d->stack, len);
 }
 
+/*
+ * Is a set-aside thread runnable? Then it stops as soon as it gets a CPU:
+ * on a busy machine that can take longer than LATE_WAIT_NS (a spinning
+ * thread was dumped as "[not stopped]" beside two CPU hogs), unlike one
+ * asleep in the kernel, which may never stop.
+ */
+static bool late_runnable(const struct dump *d)
+{
+	char path[64], buf[512];
+	const char *st;
+	ssize_t n;
+	int fd;
+
+	for (size_t i = 0; i < d->n; i++) {
+		if (!d->t[i].late)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat",
+			 (int)d->pid, (int)d->t[i].tid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		st = strrchr(buf, ')');
+		if (st && st[1] == ' ' && st[2] == 'R')
+			return true;
+	}
+	return false;
+}
+
 static int dump_all(struct dump *d)
 {
 	struct timespec nap = { 0, 20000 };
-	uint64_t deadline;
+	uint64_t deadline, start;
 	int ret;
 
 	for (size_t i = 0; i < d->n; i++) {
@@ -345,8 +378,11 @@ static int dump_all(struct dump *d)
 			return ret;
 		sweep_late(d);
 	}
-	deadline = now_ns() + LATE_WAIT_NS;
-	while (d->nlate && now_ns() < deadline) {
+	start = now_ns();
+	deadline = start + LATE_WAIT_NS;
+	while (d->nlate && (now_ns() < deadline ||
+			    (now_ns() - start < RUNNABLE_WAIT_NS &&
+			     late_runnable(d)))) {
 		nanosleep(&nap, NULL);
 		sweep_late(d);
 	}

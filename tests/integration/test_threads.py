@@ -151,6 +151,14 @@ def test_goroutine_svg_and_folded(proffs, target):
         len(os.listdir(f'/proc/{t.pid}/task'))
 
 
+def traced_by(pid, tracer):
+    """pid's main thread is traced by tracer (strace -p, without -f,
+    attaches to that one only)."""
+    with open(f'/proc/{pid}/status') as f:
+        line = [l for l in f if l.startswith('TracerPid:')][0]
+    return int(line.split()[1]) == tracer
+
+
 def test_traced_target_is_ebusy_at_once(proffs, target):
     if not shutil.which('strace'):
         pytest.skip('strace not installed')
@@ -158,7 +166,12 @@ def test_traced_target_is_ebusy_at_once(proffs, target):
     st = subprocess.Popen(['strace', '-p', str(t.pid), '-o', '/dev/null'],
                           stderr=subprocess.DEVNULL)
     try:
-        time.sleep(0.5)
+        # On a busy machine strace had not always attached after 0.5 s:
+        # wait until it has.
+        end = time.monotonic() + 20
+        while not traced_by(t.pid, st.pid):
+            assert time.monotonic() < end, 'strace never attached'
+            time.sleep(0.05)
         start = time.monotonic()
         util.expect_errno(lambda: proffs.read(t.pid, 'goroutine.txt'),
                           errno.EBUSY)
