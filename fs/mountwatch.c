@@ -162,6 +162,13 @@ int mountwatch_start(const char *mountpoint, struct mountwatch **out)
 	int ret;
 
 	*out = NULL;
+	/* Mounted by whoever handed us the /dev/fuse descriptor: the mount
+	 * point is theirs, not known here, and so is its unmount. */
+	if (!strncmp(mountpoint, "/dev/fd/", 8)) {
+		pr_debug("fs: mounted through %s: the mount is not watched",
+			 mountpoint);
+		return 0;
+	}
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
@@ -176,9 +183,9 @@ int mountwatch_start(const char *mountpoint, struct mountwatch **out)
 	if (!ret)
 		ret = -pthread_create(&w->thread, NULL, watch, w);
 	if (ret) {
-		pr_warn("fs: cannot watch the mount at %s: %s; the daemon will "
-			"not notice an unmount while another mount namespace "
-			"holds the mount", mountpoint, strerror(-ret));
+		pr_notice("fs: cannot watch the mount at %s: %s; the daemon will "
+			  "not notice an unmount while another mount namespace "
+			  "holds the mount", mountpoint, strerror(-ret));
 		if (w->stop_fd >= 0)
 			close(w->stop_fd);
 		free(w);
