@@ -364,6 +364,19 @@ static void let_go(struct injector *in, unsigned round)
 	}
 }
 
+/*
+ * A thread let run with a breakpoint that stopped only after its round
+ * (asleep in the kernel when interrupted) still has it: clear it before
+ * the thread is judged, and before any call could run into it (a call
+ * stopped by that SIGTRAP at the old resume address, in the stress run).
+ */
+static void disarm_stopped(struct injector *in)
+{
+	for (size_t i = 0; i < in->n; i++)
+		if (in->t[i].stopped && in->t[i].armed)
+			disarm(&in->t[i]);
+}
+
 static int make_safe(struct injector *in)
 {
 	char last_why[sizeof(in->t->why)] = "";
@@ -372,6 +385,7 @@ static int make_safe(struct injector *in)
 		unsigned unsafe = 0;
 		int ret;
 
+		disarm_stopped(in);
 		for (size_t i = 0; i < in->n; i++) {
 			struct held *h = &in->t[i];
 
@@ -409,7 +423,8 @@ static struct held *pick_caller(struct injector *in)
 	for (size_t i = 0; i < in->n; i++) {
 		struct held *h = &in->t[i];
 
-		if (h->gone || !h->stopped || h->event != PTRACE_EVENT_STOP)
+		if (h->gone || !h->stopped || h->event != PTRACE_EVENT_STOP ||
+		    h->armed)
 			continue;
 		if (!best || h->tid == in->pid)
 			best = h;

@@ -67,6 +67,10 @@ def read_profile(path, out):
     try:
         with open(path, 'rb') as f:
             data = f.read()
+        # Python's readall() returns None where read(2) says EAGAIN
+        if data is None:
+            out['result'] = 'refused'
+            return
         out['result'] = 'ok' if data[:2] == b'\x1f\x8b' else 'error:short'
     except OSError as e:
         out['result'] = ('refused' if e.errno == errno.EAGAIN else
