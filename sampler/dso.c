@@ -1328,6 +1328,8 @@ static size_t ranges_merge(struct dso_range *r, size_t n)
 {
 	size_t k = 0;
 
+	if (!n)
+		return 0;	/* r may be NULL: qsort's may not */
 	qsort(r, n, sizeof(*r), range_cmp);
 	for (size_t i = 0; i < n; i++) {
 		if (k && r[i].start <= r[k - 1].end) {
