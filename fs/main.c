@@ -145,14 +145,14 @@ static int parse_heap_method(const char *s, enum heap_method *m)
 
 /*
  * The agent beside a daemon run from its build tree (build/fs/proffs,
- * build/sampler/agent/), else where meson installs it relative to the
+ * build/sampler/heap/agent/), else where meson installs it relative to the
  * daemon (an install staged with DESTDIR, or moved), else where meson
  * installs it.
  */
 static char *default_agent(void)
 {
 	static const char *const rels[] = {
-		"/../sampler/agent/libproffs-heap.so",
+		"/../sampler/heap/agent/libproffs-heap.so",
 #ifdef PROFFS_AGENT_REL
 		PROFFS_AGENT_REL,
 #endif

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test-agent-fast.c - the malloc and free hooks' fast paths
- * (sampler/agent/fast.c): what goes on to the allocator and what to the
+ * (sampler/heap/agent/fast.c): what goes on to the allocator and what to the
  * slow paths, the budget left, and fast_direct(), which must leave an
  * exit indirect when the allocator is out of a direct jump's reach and
  * make it direct when it is within.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test-heap-breaker.c - the uprobe fallback's breaker
- * (sampler/heap_breaker.h): the burst allowance, the sustained rate it
+ * (sampler/heap/heap_breaker.h): the burst allowance, the sustained rate it
  * lets through and the one it stops, credit that does not pile up,
  * counts that go backwards, intervals of any length.
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test-heap-model.c - the heap model (sampler/heap_model.h): Go's
+ * test-heap-model.c - the heap model (sampler/heap/heap_model.h): Go's
  * weights, buckets per (stack, size), the live set and frees, snapshots
  * and deltas, the bucket bound, the live-set bound, reset; every profile
  * it makes is sane.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test-heap-pair.c - pairing of allocator entries and returns
- * (sampler/heap_pair.h): each function's size and block, realloc's two
+ * (sampler/heap/heap_pair.h): each function's size and block, realloc's two
  * halves, nesting (realloc(NULL) jumping to malloc, memalign calling
  * it), records the kernel dropped on either side, threads apart, stale
  * entries of another stack, posix_memalign's pointer read back.

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test-heap-ring.c - the ring between the heap agent and the daemon, both
- * sides in one process: the agent's producer (sampler/agent/ring.c) makes
- * the memfd ring, the daemon's consumer (sampler/heap_ring.c) finds it in
+ * sides in one process: the agent's producer (sampler/heap/agent/ring.c) makes
+ * the memfd ring, the daemon's consumer (sampler/heap/heap_ring.c) finds it in
  * /proc/self/fd and drains it. Records of every length the agent makes,
  * with known contents, through many laps of a 1 MiB ring: every one must
  * come out once, in order, intact; records straddling the end of the

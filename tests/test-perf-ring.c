@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test-perf-ring.c - a perf event's ring (sampler/perf_ring.h): draining
+ * test-perf-ring.c - a perf event's ring (sampler/perf/perf_ring.h): draining
  * records written by hand into a ring in plain memory (in order, one
  * wrapping the end, LOST counts, a LOST too short to hold one, other
  * types, a record not all written yet, a broken header), then mapping:

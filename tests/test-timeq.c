@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test-timeq.c - time-merged record queues (sampler/timeq.h): the merge
+ * test-timeq.c - time-merged record queues (sampler/perf/timeq.h): the merge
  * order across sources, the cutoff, records in place while others are
  * appended, chunks consumed and reused, the memory bound.
  */

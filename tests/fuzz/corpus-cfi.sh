@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # corpus-cfi.sh - (re)make tests/fuzz/corpus-cfi, the seeds of fuzz-cfi:
-# small ELF files whose CFI sampler/cfi.c reads - .eh_frame through
+# small ELF files whose CFI sampler/unwind/cfi.c reads - .eh_frame through
 # .eh_frame_hdr (clang, gcc), .debug_frame only for the program's own code
 # from gcc (CIE version 1) and clang (CIE version 4), the separate debug
 # file holding a .debug_frame - and bare .debug_frame sections, each after

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # corpus-dso.sh - (re)make tests/fuzz/corpus-dso, the seeds of fuzz-dso:
-# small ELF files covering what sampler/dso.c reads - a relocatable object,
+# small ELF files covering what sampler/unwind/dso.c reads - a relocatable object,
 # a PIE with .symtab, .dynsym, DWARF (inlined frames), .eh_frame, one with
 # .debug_frame only, DWARF 4, a stripped one with .gnu_debuglink and a
 # build id, its separate debug file, and truncated copies. Each under

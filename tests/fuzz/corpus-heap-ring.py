@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Seeds for fuzz-heap-ring: ring images as the agent writes them
-(sampler/agent/heap_ring.h), each an 8-byte head then the ring's first
+(sampler/heap/agent/heap_ring.h), each an 8-byte head then the ring's first
 bytes. Run from tests/fuzz: ./corpus-heap-ring.py"""
 import os
 import struct

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * fuzz-cfi.c - libFuzzer harness for sampler/cfi.c, the CFI parser. Two
+ * fuzz-cfi.c - libFuzzer harness for sampler/unwind/cfi.c, the CFI parser. Two
  * kinds of input:
  *
  *  - an ELF file (it starts with the ELF magic): loaded from a memfd as
@@ -15,7 +15,7 @@
  * Not built by meson (tests/fuzz/run.sh builds it):
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
- *     -Isampler tests/fuzz/fuzz-cfi.c sampler/cfi.c sampler/dso.c \
+ *     -Isampler -Isampler/unwind tests/fuzz/fuzz-cfi.c sampler/unwind/cfi.c sampler/unwind/dso.c \
  *     sampler/log.c -ldw -lelf -o fuzz-cfi
  *   ./fuzz-cfi -max_len=65536 tests/fuzz/corpus-cfi
  */

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * fuzz-dso.c - libFuzzer harness for sampler/dso.c: the input is an ELF
+ * fuzz-dso.c - libFuzzer harness for sampler/unwind/dso.c: the input is an ELF
  * file (in a memfd, opened through /proc/self/fd like map_files), loaded,
  * read and symbolized at a few addresses. Not built by meson:
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
- *     -Isampler tests/fuzz/fuzz-dso.c sampler/dso.c sampler/log.c \
+ *     -Isampler -Isampler/unwind tests/fuzz/fuzz-dso.c sampler/unwind/dso.c sampler/log.c \
  *     -ldw -lelf -o fuzz-dso
  *   ./fuzz-dso -max_len=65536 CORPUS_DIR    (seed it with small ELF files)
  */

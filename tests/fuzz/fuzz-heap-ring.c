@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * fuzz-heap-ring.c - the daemon's reader of a heap agent's ring
- * (sampler/heap_ring.c) on rings a hostile target could write: an input
+ * (sampler/heap/heap_ring.c) on rings a hostile target could write: an input
  * is a head position (8 bytes, little-endian) and the first bytes of the
  * ring. The reader must hand on only records that keep the rules, stop
  * at the first that does not, and never read outside the ring.

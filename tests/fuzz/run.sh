@@ -32,34 +32,39 @@ fi
 # Per harness: the module sources, include directories and libraries it
 # links with, and the largest input worth trying. A new harness must be
 # added here, or the run fails rather than silently skip it.
+# The sampler's headers are named without their directory, as in
+# sampler/meson.build.
+sinc="-Isampler -Isampler/perf -Isampler/unwind -Isampler/cpu -Isampler/threads
+      -Isampler/heap -Isampler/heap/uprobe"
+
 harness_args()
 {
 	case "$1" in
 	name)
 		srcs="fs/name.c"
-		incs="-Ifs -Isampler"
+		incs="-Ifs $sinc"
 		libs=""
 		max_len=300 ;;
 	pprof)
 		srcs="render/pprof.c sampler/profile.c sampler/log.c"
 		srcs+=" $work/gen/profile.pb-c.c"
-		incs="-Isampler -Irender -I$work/gen"
+		incs="$sinc -Irender -I$work/gen"
 		libs="-lprotobuf-c -lz"
 		max_len=65536 ;;
 	dso)
-		srcs="sampler/dso.c sampler/log.c"
-		incs="-Isampler"
+		srcs="sampler/unwind/dso.c sampler/log.c"
+		incs="$sinc"
 		libs="-ldw -lelf"
 		max_len=65536 ;;
 	cfi)
-		srcs="sampler/cfi.c sampler/dso.c sampler/log.c"
-		incs="-Isampler"
+		srcs="sampler/unwind/cfi.c sampler/unwind/dso.c sampler/log.c"
+		incs="$sinc"
 		libs="-ldw -lelf"
 		max_len=65536 ;;
 	heap-ring)
-		srcs="sampler/heap_ring.c sampler/agent/ring.c sampler/log.c
+		srcs="sampler/heap/heap_ring.c sampler/heap/agent/ring.c sampler/log.c
 		      sampler/proc.c"
-		incs="-Isampler"
+		incs="$sinc"
 		libs=""
 		max_len=65536 ;;
 	*)

@@ -326,7 +326,7 @@ def test_preloaded_agent_sees_allocations_from_the_start(proffs, target):
     """Started with LD_PRELOAD, the agent records before any read: the
     first heap.pb.gz answers at once with allocations made before it
     (every one of them: the ring is made big enough to hold them all)."""
-    agent = os.path.join(util.BUILD, 'sampler', 'agent',
+    agent = os.path.join(util.BUILD, 'sampler', 'heap', 'agent',
                          'libproffs-heap.so')
     env = dict(os.environ, LD_PRELOAD=agent, PROFFS_HEAP_RATE='1',
                PROFFS_HEAP_RING_MB='64')
@@ -697,7 +697,7 @@ def test_forked_child_starts_disarmed(proffs, target):
 def test_agent_reaches_another_mount_namespace(proffs):
     """The agent goes in through a memfd, so a process whose mount
     namespace has no libproffs-heap.so (a container) gets it too."""
-    agent_dir = os.path.join(util.BUILD, 'sampler', 'agent')
+    agent_dir = os.path.join(util.BUILD, 'sampler', 'heap', 'agent')
     script = (f'mount -t tmpfs none {agent_dir} && '
               f'exec {os.path.join(util.TARGETS, "allocs")}')
     # --kill-child: the namespace, with its copy of our mount, must go

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The thread-dump sampler (sampler/threads.c) and its text forms
+"""The thread-dump sampler (sampler/threads/threads.c) and its text forms
 (render/threads_text.c) through tests/tools/proffs-threads, no mount:
 every parked thread with its name, state, system call and parking
 function in debug=1, debug=2 and the pprof; nothing left stopped or

@@ -122,7 +122,7 @@ class Mount:
     def __init__(self, build):
         self.dir = tempfile.mkdtemp(prefix='proffs-stress-')
         self.log_path = self.dir + '.log'
-        agent = os.path.join(build, 'sampler', 'agent', 'libproffs-heap.so')
+        agent = os.path.join(build, 'sampler', 'heap', 'agent', 'libproffs-heap.so')
         self.log = open(self.log_path, 'w')
         self.proc = subprocess.Popen(
             [os.path.join(build, 'fs', 'proffs'), '-f', '-o',
