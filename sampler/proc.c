@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +44,7 @@ static int read_path(const char *path, char *buf, size_t size, size_t *len)
 int proc_read(pid_t pid, const char *what, char *buf, size_t size,
 	      size_t *len)
 {
-	char path[64];
+	char path[128];
 
 	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
 	return read_path(path, buf, size, len);
@@ -122,13 +123,14 @@ int proc_cmdline_str(pid_t pid, char *buf, size_t size)
 	return 0;
 }
 
-int proc_state(pid_t pid, char *state)
+/* The state letter of a stat file (of a process or a thread). */
+static int stat_state(pid_t pid, const char *what, char *state)
 {
 	char buf[512], *paren;
 	size_t len;
 	int ret;
 
-	ret = proc_read(pid, "stat", buf, sizeof(buf) - 1, &len);
+	ret = proc_read(pid, what, buf, sizeof(buf) - 1, &len);
 	if (ret)
 		return ret;
 	buf[len] = '\0';
@@ -139,6 +141,28 @@ int proc_state(pid_t pid, char *state)
 		return -EINVAL;
 	*state = paren[2];
 	return 0;
+}
+
+int proc_state(pid_t pid, char *state)
+{
+	return stat_state(pid, "stat", state);
+}
+
+int proc_task_sched(pid_t pid, pid_t tid, uint64_t *run_ns, char *state)
+{
+	char what[64], buf[128];
+	size_t len;
+	int ret;
+
+	snprintf(what, sizeof(what), "task/%d/schedstat", (int)tid);
+	ret = proc_read(pid, what, buf, sizeof(buf) - 1, &len);
+	if (ret)
+		return ret;
+	buf[len] = '\0';
+	if (sscanf(buf, "%" SCNu64, run_ns) != 1)
+		return -EINVAL;
+	snprintf(what, sizeof(what), "task/%d/stat", (int)tid);
+	return stat_state(pid, what, state);
 }
 
 bool proc_alive(pid_t pid)

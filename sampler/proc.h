@@ -29,6 +29,14 @@ int proc_cmdline_str(pid_t pid, char *buf, size_t size);
 /* One-letter state from /proc/PID/stat ('R', 'S', 'Z', ...). */
 int proc_state(pid_t pid, char *state);
 
+/*
+ * What the scheduler says of thread tid of pid: the CPU time it has run,
+ * in ns (/proc/PID/task/TID/schedstat), and its one-letter state (its
+ * stat). A thread's progress, where wall time says nothing on a busy
+ * machine.
+ */
+int proc_task_sched(pid_t pid, pid_t tid, uint64_t *run_ns, char *state);
+
 /* True while the process exists and is neither zombie nor dead. */
 bool proc_alive(pid_t pid);
 
