@@ -41,6 +41,14 @@ int proc_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len);
 /* The thread ids of pid; *tids is malloc()ed, the caller frees it. */
 int proc_tasks(pid_t pid, pid_t **tids, size_t *n);
 
+/* Every process id in /proc; *pids is malloc()ed, the caller frees it. */
+int proc_pids(pid_t **pids, size_t *n);
+
+/* From /proc/PID/stat: the parent's pid and when the process started
+ * (clock ticks since boot: tells a reused pid apart, and orders by age).
+ * Either pointer may be NULL. */
+int proc_stat_fields(pid_t pid, pid_t *ppid, unsigned long long *start);
+
 struct proc_creds {
 	uid_t ruid, euid, suid;
 	uid_t owner;		/* of /proc/PID/status: root if not dumpable */

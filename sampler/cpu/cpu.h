@@ -33,7 +33,15 @@ struct dso_cache;
 struct profile;
 
 struct cpu_opts {
+	/* The process, or 0 for every process allowed (a whole-host
+	 * profile, like perf record -a): then each sample also has the
+	 * string labels pid and comm (the process's). */
 	pid_t pid;
+	/* With pid 0: whether samples of a process go in the profile, asked
+	 * once per process (NULL: all); the profile's command string. */
+	bool (*allow)(pid_t pid, void *arg);
+	void *allow_arg;
+	const char *all_title;
 	uint32_t hz;
 	uint64_t window_ms;
 	struct dso_cache *cache;	/* shared across sessions */
@@ -46,6 +54,7 @@ struct cpu_opts {
 struct cpu_stats {
 	uint64_t samples;	/* samples added */
 	uint64_t lost;		/* dropped by the kernel (ring full) */
+	uint64_t skipped_procs;	/* whole host: processes past the limit */
 	uint64_t elapsed_ns;
 };
 
