@@ -29,6 +29,8 @@ struct proffs_opts {
 	char *agent;			/* libproffs-heap.so to load */
 	char *heap_method;		/* "auto", "agent" or "uprobe" */
 	unsigned heap_idle_s;		/* agents stay armed this long */
+	char *http_addr;		/* -o http=ADDR:PORT, or NULL */
+	char *http_token;		/* -o http_token=FILE, or NULL */
 	int foreground;
 	int debug;
 };
