@@ -137,6 +137,7 @@ static int request_line(char *line, size_t len, struct http_request *r,
 			const char **why)
 {
 	char *sp1 = memchr(line, ' ', len), *sp2;
+	size_t vlen;
 
 	*why = "malformed request line";
 	if (!sp1)
@@ -144,9 +145,11 @@ static int request_line(char *line, size_t len, struct http_request *r,
 	sp2 = memchr(sp1 + 1, ' ', line + len - sp1 - 1);
 	if (!sp2 || sp2 == sp1 + 1)
 		return -EINVAL;
-	if (line + len - sp2 - 1 != 8 || memcmp(sp2 + 1, "HTTP/1.", 7)) {
+	vlen = line + len - sp2 - 1;
+	if (vlen != 8 || memcmp(sp2 + 1, "HTTP/1.", 7)) {
 		*why = "not HTTP/1.0 or HTTP/1.1";
-		return memcmp(sp2 + 1, "HTTP/", 5) ? -EINVAL : -EPROTO;
+		return vlen >= 5 && !memcmp(sp2 + 1, "HTTP/", 5) ? -EPROTO
+								 : -EINVAL;
 	}
 	if (sp2[8] != '0' && sp2[8] != '1') {
 		*why = "not HTTP/1.0 or HTTP/1.1";
@@ -291,8 +294,11 @@ static int split_target(const char *target, struct parsed_target *t,
 			return -EINVAL;
 		t->nsegs++;
 		p += len + 1;
-		if (slash && p == end)	/* a trailing slash */
+		if (slash && p == end) {	/* a trailing slash */
+			if (t->nsegs == SEGS_MAX)
+				return -EINVAL;
 			t->segs[t->nsegs++][0] = '\0';
+		}
 	}
 	t->query = qm ? qm + 1 : NULL;
 	*why = "malformed query";
