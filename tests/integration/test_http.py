@@ -5,6 +5,7 @@ what (403 for another user's process, 401 off loopback without the
 token, in network namespaces the test makes); a client's leaving ends
 its wait; the paths fleet scrapers ask by default."""
 
+import contextlib
 import errno
 import http.client
 import json
@@ -668,6 +669,45 @@ def check_unit(proffs, unit, pid, gen):
     assert len(proffs.log_lines(r'session \d+ start: pid=%d ' % pid)) == 3
 
 
+@contextlib.contextmanager
+def unit_of(target, unit):
+    """A unit running burn, restarted by the caller with restart(): a
+    transient systemd unit under systemd, else a FakeUnit. Yields
+    (pid_now, restart), pid_now() its main pid."""
+    if systemd_runs():
+        burn = os.path.join(util.TARGETS, 'burn')
+        subprocess.run(['systemd-run', f'--unit={unit}', burn], check=True)
+
+        def pid_now():
+            for _ in range(50):
+                pid = int(subprocess.run(
+                    ['systemctl', 'show', '-p', 'MainPID', '--value', unit],
+                    capture_output=True, text=True).stdout)
+                if pid:
+                    return pid
+                time.sleep(0.1)
+            pytest.fail(f'{unit} has no main pid')
+
+        def restart():
+            subprocess.run(['systemctl', 'restart', unit], check=True)
+        try:
+            yield pid_now, restart
+        finally:
+            subprocess.run(['systemctl', 'stop', unit])
+        return
+    fake = FakeUnit(unit)
+    running = [target('burn', wrap=fake.wrap())]
+
+    def restart():
+        running[0].kill()
+        running[0] = target('burn', wrap=fake.wrap())
+    try:
+        yield (lambda: running[0].pid), restart
+    finally:
+        running[0].kill()
+        fake.remove()
+
+
 def test_unit_resolves_across_restart(proffs, target):
     """/prof/unit/<unit>/ and /unit/<unit>/debug/pprof/... follow the
     unit's main process across a restart. Under systemd a transient unit
@@ -676,33 +716,51 @@ def test_unit_resolves_across_restart(proffs, target):
     all proffs reads either way."""
     unit = f'proffs-test-{os.getpid()}.service'
     pids = []
-    if systemd_runs():
-        burn = os.path.join(util.TARGETS, 'burn')
-        subprocess.run(['systemd-run', f'--unit={unit}', burn], check=True)
-        try:
-            for gen in range(2):
-                time.sleep(1)
-                pids.append(int(subprocess.run(
-                    ['systemctl', 'show', '-p', 'MainPID', '--value', unit],
-                    capture_output=True, text=True).stdout))
-                check_unit(proffs, unit, pids[-1], gen)
-                subprocess.run(['systemctl', 'restart', unit], check=True)
-        finally:
-            subprocess.run(['systemctl', 'stop', unit])
-    else:
-        fake = FakeUnit(unit)
-        try:
-            for gen in range(2):
-                t = target('burn', wrap=fake.wrap())
-                pids.append(t.pid)
-                check_unit(proffs, unit, t.pid, gen)
-                t.kill()    # the restart
-        finally:
-            fake.remove()
+    with unit_of(target, unit) as (pid_now, restart):
+        for gen in range(2):
+            pids.append(pid_now())
+            check_unit(proffs, unit, pids[-1], gen)
+            restart()
     assert pids[0] != pids[1]
     util.expect_errno(lambda: os.listdir(os.path.join(
         proffs.mnt, 'unit', unit)), errno.ENOENT)
     assert get(f'{base(proffs)}/unit/{unit}/debug/pprof/profile')[0] == 404
+
+
+FLEET = os.path.join(util.REPO, 'contrib', 'fleet')
+PREFIX = re.compile(r'(?:path_prefix: |"__profile_path_prefix__" = ")'
+                    r'(/[^"\s]*)')
+
+
+def test_fleet_configs_prefixes(proffs, target, tmp_path):
+    """The path prefixes contrib/fleet's Parca and Alloy configurations
+    scrape, with their example unit and command named after this test's
+    own programs, answer their default CPU and memory paths."""
+    prefixes = set()
+    for f in ('parca.yaml', 'proffs.alloy'):
+        with open(os.path.join(FLEET, f)) as fh:
+            prefixes |= set(PREFIX.findall(fh.read()))
+    assert prefixes == {'/unit/nginx.service', '/name/postgres', '/all'}
+    unit = f'proffs-fleet-{os.getpid()}.service'
+    comm = f'pff{os.getpid() % 100000}'
+    named = target(comm, path=named_copy(tmp_path, comm))
+    b = base(proffs)
+    with unit_of(target, unit) as (pid_now, _):
+        for prefix in sorted(prefixes):
+            p = prefix.replace('nginx.service', unit).replace(
+                'postgres', comm)
+            paths = ['/debug/pprof/profile?seconds=1']
+            if prefix != '/all':
+                paths.append('/debug/pprof/allocs')
+                assert get(f'{b}{p}/heap_1s.pb.gz')[0] == 200  # the agent
+            for path in paths:
+                status, _, body = get(b + p + path)
+                assert status == 200, (p, path, body)
+                util.validate_pprof(util.save(
+                    body, 'fleet' + (p + path).split('?')[0]
+                    .replace('/', '_') + '.pb.gz'))
+        assert proffs.log_lines(r'session \d+ start: pid=%d ' % pid_now())
+    assert proffs.log_lines(r'session \d+ start: pid=%d ' % named.pid)
 
 
 def test_all_shows_every_process_with_labels(proffs, target, tmp_path):
