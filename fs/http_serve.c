@@ -144,18 +144,6 @@ static void put_query_value(FILE *f, const char *s)
 			fprintf(f, "%%%02X", (unsigned char)*s);
 }
 
-static void put_html(FILE *f, const char *s)
-{
-	for (; *s; s++)
-		switch (*s) {
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '&': fputs("&amp;", f); break;
-		case '"': fputs("&quot;", f); break;
-		default: fputc(*s, f);
-		}
-}
-
 /* "pid=1234", "unit=nginx.service", "name=sshd": a target's query. */
 static void put_target_query(FILE *f, const struct target *t)
 {
@@ -213,7 +201,7 @@ static void process_list(FILE *f, struct http_ctx *x)
 		    proc_comm(pids[i], pids[i], comm, sizeof(comm)))
 			continue;
 		fprintf(f, "<tr><td>%d</td><td>", (int)pids[i]);
-		put_html(f, comm);
+		index_put_html(f, comm);
 		fprintf(f, "</td><td><a href=\"/%d/\">files</a></td>"
 			"<td><a href=\"/debug/pprof/?pid=%d\">pprof</a></td>"
 			"</tr>\n", (int)pids[i], (int)pids[i]);
@@ -237,9 +225,9 @@ static int index_page(struct http_ctx *x, const struct http_route *rt)
 		snprintf(title, sizeof(title), "processes");
 	fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
 	      "<title>proffs: ", f);
-	put_html(f, title);
+	index_put_html(f, title);
 	fputs("</title></head>\n<body>\n<h1>", f);
-	put_html(f, title);
+	index_put_html(f, title);
 	fputs("</h1>\n", f);
 	if (rt->has_target)
 		pprof_links(f, &rt->tgt);

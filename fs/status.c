@@ -5,6 +5,7 @@
  * counter added to the snapshot shows in both.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,20 +103,8 @@ static void text_kind(FILE *f, const struct snapshot *s, int k)
 		ks->latency_sum_ms);
 }
 
-int status_text(const struct status_src *src, char **buf, size_t *len)
+static void write_text(FILE *f, const struct snapshot *s)
 {
-	struct snapshot *s;
-	FILE *f;
-	int ret;
-
-	ret = take(src, &s);
-	if (ret)
-		return ret;
-	f = open_memstream(buf, len);
-	if (!f) {
-		free(s);
-		return -ENOMEM;
-	}
 	fprintf(f, "version: %s\nuptime_seconds: %llu\n"
 		"sessions_running: %u\nsessions_started: %llu\n"
 		"sessions_stopped_no_readers: %llu\n"
@@ -138,8 +127,6 @@ int status_text(const struct status_src *src, char **buf, size_t *len)
 		if (s->agents.failed[e])
 			fprintf(f, "agent_failed_%s: %llu\n", errno_label(e),
 				s->agents.failed[e]);
-	free(s);
-	return fclose(f) ? -ENOMEM : 0;
 }
 
 /* "# HELP" and "# TYPE" of one metric family. */
@@ -150,15 +137,33 @@ static void family(FILE *f, const char *name, const char *type,
 		name, type);
 }
 
+static void scalar(FILE *f, const char *name, const char *type,
+		   const char *help, unsigned long long v)
+{
+	family(f, name, type, help);
+	fprintf(f, "proffs_%s %llu\n", name, v);
+}
+
+/* A counter by kind: the field at off of each kind's stats. */
+static void by_kind(FILE *f, const char *name, const char *help,
+		    const struct snapshot *s, size_t off)
+{
+	family(f, name, "counter", help);
+	for (int k = 0; k < PROFFS_KIND__COUNT; k++)
+		fprintf(f, "proffs_%s{kind=\"%s\"} %llu\n", name,
+			name_kind_str(k), *(const unsigned long long *)
+			((const char *)&s->reg.kind[k] + off));
+}
+
 static void metrics_sessions(FILE *f, const struct snapshot *s)
 {
 	static const char *const results[] = { "done", "failed", "stopped" };
 
-	family(f, "sessions_running", "gauge", "Sessions sampling now.");
-	fprintf(f, "proffs_sessions_running %u\n", s->reg.running);
-	family(f, "sessions_started_total", "counter",
-	       "Sessions started (joins and cache hits are not sessions).");
-	fprintf(f, "proffs_sessions_started_total %llu\n", s->reg.started);
+	scalar(f, "sessions_running", "gauge", "Sessions sampling now.",
+	       s->reg.running);
+	scalar(f, "sessions_started_total", "counter",
+	       "Sessions started (joins and cache hits are not sessions).",
+	       s->reg.started);
 	family(f, "sessions_total", "counter",
 	       "Sessions ended, by kind and result (stopped: no reader "
 	       "was left).");
@@ -172,34 +177,26 @@ static void metrics_sessions(FILE *f, const struct snapshot *s)
 				"result=\"%s\"} %llu\n", name_kind_str(k),
 				results[r], n[r]);
 	}
-	family(f, "requests_joined_total", "counter",
-	       "Requests that joined a running session.");
-	fprintf(f, "proffs_requests_joined_total %llu\n", s->reg.joined);
-	family(f, "requests_cached_total", "counter",
-	       "Requests answered by a result finished moments before.");
-	fprintf(f, "proffs_requests_cached_total %llu\n", s->reg.cache_hits);
+	scalar(f, "requests_joined_total", "counter",
+	       "Requests that joined a running session.", s->reg.joined);
+	scalar(f, "requests_cached_total", "counter",
+	       "Requests answered by a result finished moments before.",
+	       s->reg.cache_hits);
 }
 
 static void metrics_samples(FILE *f, const struct snapshot *s)
 {
-	family(f, "samples_total", "counter",
-	       "Samples in the profiles of ended sessions, by kind.");
-	for (int k = 0; k < PROFFS_KIND__COUNT; k++)
-		fprintf(f, "proffs_samples_total{kind=\"%s\"} %llu\n",
-			name_kind_str(k), s->reg.kind[k].samples);
-	family(f, "lost_samples_total", "counter",
-	       "Samples the kernel dropped because a ring was full, by "
-	       "kind.");
-	for (int k = 0; k < PROFFS_KIND__COUNT; k++)
-		fprintf(f, "proffs_lost_samples_total{kind=\"%s\"} %llu\n",
-			name_kind_str(k), s->reg.kind[k].lost);
-	family(f, "results_served_total", "counter",
+	by_kind(f, "samples_total", "Samples in the profiles of ended "
+		"sessions, by kind.", s,
+		offsetof(struct registry_kind_stats, samples));
+	by_kind(f, "lost_samples_total", "Samples the kernel dropped because "
+		"a ring was full, by kind.", s,
+		offsetof(struct registry_kind_stats, lost));
+	scalar(f, "results_served_total", "counter",
 	       "Results handed to a reader (a file read from its start, an "
-	       "HTTP response).");
-	fprintf(f, "proffs_results_served_total %llu\n", s->reg.served);
-	family(f, "served_bytes_total", "counter",
-	       "Bytes of results and pages handed out.");
-	fprintf(f, "proffs_served_bytes_total %llu\n", s->reg.bytes);
+	       "HTTP response).", s->reg.served);
+	scalar(f, "served_bytes_total", "counter",
+	       "Bytes of results and pages handed out.", s->reg.bytes);
 }
 
 static void metrics_latency(FILE *f, const struct snapshot *s)
@@ -255,7 +252,23 @@ static void metrics_agents(FILE *f, const struct snapshot *s)
 				" %llu\n", errno_label(e), s->agents.failed[e]);
 }
 
-int status_metrics(const struct status_src *src, char **buf, size_t *len)
+static void write_metrics(FILE *f, const struct snapshot *s)
+{
+	family(f, "build_info", "gauge", "The daemon's version.");
+	fprintf(f, "proffs_build_info{version=\"%s\"} 1\n", PROFFS_VERSION);
+	scalar(f, "uptime_seconds", "gauge", "Seconds since the mount.",
+	       s->uptime_s);
+	metrics_sessions(f, s);
+	metrics_samples(f, s);
+	metrics_latency(f, s);
+	metrics_refusals(f, s);
+	metrics_agents(f, s);
+}
+
+/* A snapshot of src, written by write into a new buffer. */
+static int write_out(const struct status_src *src,
+		     void (*write)(FILE *, const struct snapshot *),
+		     char **buf, size_t *len)
 {
 	struct snapshot *s;
 	FILE *f;
@@ -269,16 +282,17 @@ int status_metrics(const struct status_src *src, char **buf, size_t *len)
 		free(s);
 		return -ENOMEM;
 	}
-	family(f, "build_info", "gauge", "The daemon's version.");
-	fprintf(f, "proffs_build_info{version=\"%s\"} 1\n", PROFFS_VERSION);
-	family(f, "uptime_seconds", "gauge", "Seconds since the mount.");
-	fprintf(f, "proffs_uptime_seconds %llu\n",
-		(unsigned long long)s->uptime_s);
-	metrics_sessions(f, s);
-	metrics_samples(f, s);
-	metrics_latency(f, s);
-	metrics_refusals(f, s);
-	metrics_agents(f, s);
+	write(f, s);
 	free(s);
 	return fclose(f) ? -ENOMEM : 0;
+}
+
+int status_text(const struct status_src *src, char **buf, size_t *len)
+{
+	return write_out(src, write_text, buf, len);
+}
+
+int status_metrics(const struct status_src *src, char **buf, size_t *len)
+{
+	return write_out(src, write_metrics, buf, len);
 }
