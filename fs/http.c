@@ -27,6 +27,7 @@
 #include "http_i.h"
 #include "log.h"
 #include "peer.h"
+#include "proc.h"
 #include "proffs_i.h"
 #include "registry.h"
 
@@ -34,6 +35,7 @@
 #define IDLE_TIMEOUT_MS 60000	/* between requests on a kept connection */
 #define SEND_TIMEOUT_S 30	/* a client that stops reading */
 #define CONN_STACK (256 * 1024)
+#define CONN_NICE -10		/* as a sampling thread: see conn_main() */
 
 struct http_server {
 	struct proffs *fs;
@@ -292,6 +294,11 @@ static void *conn_main(void *arg)
 {
 	struct http_conn *c = arg;
 
+	/* The session's thread hands a result over at nice -10 (cpu.h); a
+	 * connection at the default priority would then wait for a CPU on
+	 * a busy machine before it sends, where a FUSE reader gets the
+	 * reply from the session's thread itself. */
+	proc_thread_nice(CONN_NICE);
 	serve_conn(c);
 	conn_unlist(c);
 	conn_free(c);

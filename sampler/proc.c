@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -302,4 +303,18 @@ bool proc_parse_pid(const char *name, pid_t *pid)
 	}
 	*pid = (pid_t)v;
 	return true;
+}
+
+int proc_thread_nice(int nice)
+{
+	pid_t tid = gettid();
+	int cur;
+
+	errno = 0;
+	cur = getpriority(PRIO_PROCESS, tid);
+	if (cur == -1 && errno)
+		return -errno;
+	if (cur <= nice)
+		return 0;
+	return setpriority(PRIO_PROCESS, tid, nice) ? -errno : 0;
 }

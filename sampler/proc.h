@@ -65,6 +65,10 @@ int proc_ns_tid(pid_t pid, pid_t tid, pid_t *out);
 /* Credentials from /proc/PID/status, and the owner of that file. */
 int proc_creds(pid_t pid, struct proc_creds *creds);
 
+/* Move the calling thread to nice (lower is more urgent) unless it is
+ * there or lower already: 0, or -EACCES/-EPERM without CAP_SYS_NICE. */
+int proc_thread_nice(int nice);
+
 /* True when the directory-entry name is a pid ("1234"); stores it. */
 bool proc_parse_pid(const char *name, pid_t *pid);
 

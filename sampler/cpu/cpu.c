@@ -253,15 +253,11 @@ fail:
  */
 static void raise_priority(void)
 {
-	pid_t tid = gettid();
-	int cur;
+	int ret = proc_thread_nice(SAMPLER_NICE);
 
-	errno = 0;
-	cur = getpriority(PRIO_PROCESS, tid);
-	if ((cur != -1 || !errno) && cur > SAMPLER_NICE &&
-	    setpriority(PRIO_PROCESS, tid, SAMPLER_NICE))
+	if (ret)
 		pr_debug("cpu: cannot raise the sampling thread's priority: "
-			 "%s", strerror(errno));
+			 "%s", strerror(-ret));
 }
 
 static int setup_profile(struct cpu_run *run, const struct cpu_opts *o)

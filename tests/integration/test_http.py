@@ -85,6 +85,16 @@ def metric(text, name, **labels):
     raise AssertionError(f'no {line!r} in /metrics')
 
 
+def burns(p):
+    """Whether p is a profile of burn, whatever the load: samples, and
+    nearly all of them in hot or sibling under main (a 1 s window on a
+    busy machine has too few samples to hold burn's 3:1 every time)."""
+    n = sum(s.values[0] for s in p.samples)
+    ours = sum(s.values[0] for s in p.samples if 'main' in s.frames and
+               ('hot' in s.frames or 'sibling' in s.frames))
+    return n > 0 and ours >= 0.95 * n
+
+
 def hot_share(p):
     """hot's share of hot + sibling: 3:1 by construction in burn, so
     above one half in any window but the very shortest, as in
@@ -108,7 +118,7 @@ def test_go_tool_pprof_reads_a_url(proffs, target):
     path = os.path.join(util.OUT_DIR, 'http-profile.pb.gz')
     util.pprof('-proto', '-output', path, url, clean=True)
     p = util.validate_pprof(path)
-    assert hot_share(p) > 0.5, hot_share(p)
+    assert burns(p) and hot_share(p) > 0.5, hot_share(p)
     assert abs(p.duration_ns / 1e9 - 5) < 0.5, p.duration
     assert len(proffs.log_lines(r'session \d+ start: pid=%d kind=cpu '
                                 r'window_ms=5000' % t.pid)) == 1
@@ -300,7 +310,7 @@ def test_another_user_gets_403(proffs, target):
                        capture_output=True, timeout=60)
     assert r.returncode == 0 and r.stdout[:2] == b'\x1f\x8b'
     p = util.validate_pprof(util.save(r.stdout, 'http-nobody.pb.gz'))
-    assert hot_share(p) > 0.5
+    assert burns(p)
     # A whole host, as nobody: its own process only.
     r = subprocess.run(['setpriv', f'--reuid={NOBODY}', f'--regid={NOBODY}',
                         '--clear-groups', '--', 'curl', '-sf',
@@ -573,7 +583,7 @@ def test_name_resolves_across_restart(proffs, target, tmp_path):
         old = first
         p = util.save(proffs.read(f'name/{comm}', 'cpu_1s.pb.gz'),
                       f'name-{gen}.pb.gz')
-        assert hot_share(util.validate_pprof(p)) > 0.5
+        assert burns(util.validate_pprof(p))
         assert proffs.log_lines(r'open name/%s/cpu_1s.pb.gz by uid 0: '
                                 r'pid %d$' % (comm, first.pid))
         for url in (f'{b}/name/{comm}/debug/pprof/profile?seconds=1&hz=98',
@@ -657,7 +667,7 @@ def check_unit(proffs, unit, pid, gen):
     b = base(proffs)
     p = util.save(proffs.read(f'unit/{unit}', 'cpu_1s.pb.gz'),
                   f'unit-{gen}.pb.gz')
-    assert hot_share(util.validate_pprof(p)) > 0.5
+    assert burns(util.validate_pprof(p))
     assert proffs.log_lines(r'open unit/%s/cpu_1s.pb.gz by uid 0: pid %d$'
                             % (re.escape(unit), pid))
     short = unit[:-len('.service')]   # systemctl's habit
@@ -776,7 +786,7 @@ def test_all_shows_every_process_with_labels(proffs, target, tmp_path):
         assert {s.labels.get('comm') for s in mine} == {n}
         sub = util.Profile()
         sub.samples = mine
-        assert hot_share(sub) > 0.5, n
+        assert burns(sub), n
     tags = util.pprof('-tags', util.save(data, 'all-tags.pb.gz'))
     assert 'comm' in tags and names[0] in tags and names[1] in tags
     status, _, body = get(f'{base(proffs)}/all/cpu_1s.pb.gz')
