@@ -194,6 +194,11 @@ def test_base_between_two_heap_profiles(proffs, target):
     assert abs(got[3] - want[3]) <= 0.02 * want[3], (got, want)
     top = util.pprof('-top', '-base', before, after)
     assert 'site_small' in top, top
+    # the agent's load, counted: one, loaded (not armed again), no failure
+    m = get(f'{base(proffs)}/metrics')[2].decode()
+    assert metric(m, 'proffs_heap_agent_loads_total', outcome='loaded') == 1
+    assert metric(m, 'proffs_heap_agent_loads_total', outcome='armed') == 0
+    assert 'proffs_heap_agent_loads_total{outcome="E' not in m
 
 
 def test_delta_heap_is_a_window(proffs, target):
