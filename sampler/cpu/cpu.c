@@ -50,7 +50,7 @@ struct cpu_run {
 	struct profile *p;
 	struct proc_ctx *procs[PROC_BUCKETS];
 	struct proc_ctx *last;		/* the last sample's, a fast path */
-	unsigned nprocs;
+	unsigned nprocs;		/* contexts that unwind (PROC_MAX) */
 	int64_t key_thread, key_thread_name, key_pid, key_comm;
 	struct thread_slot *threads;	/* THREAD_SLOTS */
 	struct cpu_stats *st;
@@ -177,16 +177,18 @@ static int proc_ctx_get(struct cpu_run *run, pid_t pid, bool must_load,
 		c->pid = pid;
 		c->next = *head;
 		*head = c;
-		c->allowed = run->nprocs++ < PROC_MAX &&
-			     (!run->o->allow ||
-			      run->o->allow(pid, run->o->allow_arg));
-		if (!c->allowed && run->nprocs > PROC_MAX)
+		c->allowed = !run->o->allow ||
+			     run->o->allow(pid, run->o->allow_arg);
+		if (c->allowed && run->nprocs == PROC_MAX) {
 			run->st->skipped_procs++;
+			c->allowed = false;
+		}
 		if (c->allowed) {
 			ret = proc_ctx_load(run, c);
 			if (ret && (must_load || ret == -ENOMEM))
 				return ret;
 			c->allowed = !ret;
+			run->nprocs += c->allowed;
 		}
 	}
 	run->last = c;

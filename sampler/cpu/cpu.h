@@ -8,6 +8,14 @@
  * period cpu/nanoseconds = 1e9/hz, and string labels thread (tid) and
  * thread_name (comm). Memory grows with distinct stacks only.
  *
+ * With pid 0 it profiles every process allow() admits, like perf record
+ * -a: one event per CPU for the whole machine where the daemon may open
+ * such events (root, CAP_PERFMON), so a sample costs what it costs for
+ * one process; else one per thread of each process admitted when the
+ * window starts. Each process gets its own maps, unwinder and
+ * symbolizer the first time one of its samples comes (at most 2,048;
+ * samples of more are skipped and a comment counts them).
+ *
  * It blocks for the window, on the calling thread. It returns early with
  * -ECANCELED when *stop becomes true (checked every 50 ms), and early with
  * the partial profile (and a comment saying so) when the process exits.
