@@ -3,7 +3,8 @@
 # script on the same targets, at 99 and 999 Hz, in one run, into
 # tests/bench/results.md and results.png; then what heap profiling costs a
 # malloc-heavy program - unprofiled, the agent armed and disarmed,
-# heaptrack -p, the uprobe fallback - into tests/bench/heap-results.md.
+# heaptrack -p, the uprobe fallback - into tests/bench/heap-results.md;
+# and an HTTP read against a mount read, into http-results.md.
 # Both tables are also put into docs/performance.md. About 35 minutes.
 # Run it on a quiet machine: the figures are ratios within one run.
 set -euo pipefail
@@ -14,4 +15,5 @@ cd "$(dirname "$0")/.."
 install_deps $PROFFS_BUILD_PKGS linux-perf python3 python3-matplotlib heaptrack
 build_proffs build
 /usr/bin/python3 tests/bench/bench.py --build build --out tests/bench --readme "$@"
+/usr/bin/python3 tests/bench/http_read.py --build build --out tests/bench
 exec /usr/bin/python3 tests/bench/heap.py --build build --out tests/bench --readme

@@ -33,7 +33,7 @@ static const struct {
 	{ "cmdline", "command line" },
 };
 
-static void put_escaped(FILE *f, const char *s)
+void index_put_html(FILE *f, const char *s)
 {
 	for (; *s; s++) {
 		switch (*s) {
@@ -71,7 +71,7 @@ int index_html(pid_t pid, char **buf, size_t *len)
 	fprintf(f, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
 		"<title>proffs: %d</title></head>\n<body>\n<h1>%d: ",
 		(int)pid, (int)pid);
-	put_escaped(f, cmd);
+	index_put_html(f, cmd);
 	fputs("</h1>\n<p>Each link profiles the process when opened; a "
 	      "profile with a window takes that long.</p>\n<ul>\n", f);
 	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {

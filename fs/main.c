@@ -22,6 +22,7 @@
 #include "config.h"
 #include "dso.h"
 #include "heap.h"
+#include "http.h"
 #include "log.h"
 #include "mountwatch.h"
 #include "nodes.h"
@@ -42,6 +43,8 @@ static const struct fuse_opt proffs_opt_spec[] = {
 	OPT("agent=%s", agent, 0),
 	OPT("heap=%s", heap_method, 0),
 	OPT("heap_idle=%u", heap_idle_s, 0),
+	OPT("http=%s", http_addr, 0),
+	OPT("http_token=%s", http_token, 0),
 	FUSE_OPT_END
 };
 
@@ -67,6 +70,10 @@ static void usage(const char *prog)
 	       "                           (" PROFFS_AGENT_PATH ")\n"
 	       "    -o heap_idle=N         an agent stays armed N s after its\n"
 	       "                           last session (300)\n"
+	       "    -o http=ADDR:PORT      serve the same profiles over HTTP\n"
+	       "                           (Go's /debug/pprof/ paths, /metrics)\n"
+	       "    -o http_token=FILE     a bearer token clients off loopback\n"
+	       "                           must send (first line, mode 600)\n"
 	       "\n");
 }
 
@@ -192,6 +199,10 @@ static int check_opts(struct proffs_opts *o, enum heap_method *method)
 		fprintf(stderr, "proffs: heap= takes auto, agent or uprobe\n");
 		return -EINVAL;
 	}
+	if (o->http_token && !o->http_addr) {
+		fprintf(stderr, "proffs: http_token= needs http=\n");
+		return -EINVAL;
+	}
 	if (!o->agent)
 		o->agent = default_agent();
 	return o->agent ? 0 : -ENOMEM;
@@ -234,6 +245,8 @@ static void state_free(struct proffs *fs)
 	free(fs->opts.debug_roots);
 	free(fs->opts.agent);
 	free(fs->opts.heap_method);
+	free(fs->opts.http_addr);
+	free(fs->opts.http_token);
 }
 
 /*
@@ -355,6 +368,9 @@ int main(int argc, char *argv[])
 	/* Probes a killed daemon left behind pin the files they name. */
 	uprobe_group_sweep();
 	pr_info("fs: mounted on %s", cl.mountpoint);
+	if (fs.opts.http_addr &&
+	    http_start(&fs, fs.opts.http_addr, fs.opts.http_token, &fs.http))
+		goto err_out5;	/* logged */
 	mountwatch_start(cl.mountpoint, &watch);	/* logs a failure */
 	if (cl.singlethread) {
 		ret = fuse_session_loop(se);
@@ -370,6 +386,10 @@ int main(int argc, char *argv[])
 	if (ret > 0)
 		ret = 0;
 	mountwatch_stop(watch);
+	/* Its connections hold sessions: before the registry goes. */
+	http_stop(fs.http);
+	fs.http = NULL;
+err_out5:
 	fuse_session_unmount(se);
 err_out4:
 	fuse_remove_signal_handlers(se);

@@ -385,6 +385,20 @@ int name_parse(const char *name, struct proffs_request *req)
 	return verdict;
 }
 
+const char *name_kind_word(size_t i)
+{
+	return i < sizeof(kinds) / sizeof(kinds[0]) ? kinds[i].word : NULL;
+}
+
+bool name_param_known(const char *key, size_t len)
+{
+	for (size_t i = 0; i < NPARAMS; i++)
+		if (strlen(params[i].key) == len &&
+		    !memcmp(params[i].key, key, len))
+			return true;
+	return false;
+}
+
 const char *name_kind_str(enum proffs_kind kind)
 {
 	return (unsigned)kind < PROFFS_KIND__COUNT ? kind_names[kind] : "?";

@@ -23,6 +23,7 @@
 #define PROFFS_NAME_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum proffs_kind {
@@ -66,6 +67,13 @@ struct proffs_request {
  * name exists); otherwise, on failure, *req is unspecified.
  */
 int name_parse(const char *name, struct proffs_request *req);
+
+/* The kind words of the grammar ("cpu", "profile", "flame", ...), by
+ * index from 0; NULL past the last. For indexes and other front ends. */
+const char *name_kind_word(size_t i);
+
+/* Whether key (len bytes) is a parameter of the grammar's query. */
+bool name_param_known(const char *key, size_t len);
 
 /* Canonical strings, for logs and titles: "cpu", "pb.gz", ... */
 const char *name_kind_str(enum proffs_kind kind);

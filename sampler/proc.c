@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -199,15 +200,14 @@ int proc_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len)
 			  len);
 }
 
-int proc_tasks(pid_t pid, pid_t **tids, size_t *n)
+/* The numeric entries of a /proc directory. */
+static int list_ids(const char *path, pid_t **ids, size_t *n)
 {
 	size_t cap = 16, cnt = 0;
-	char path[64];
 	struct dirent *de;
 	pid_t *v, tid;
 	DIR *dir;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
 	dir = opendir(path);
 	if (!dir)
 		return -errno;
@@ -233,8 +233,44 @@ int proc_tasks(pid_t pid, pid_t **tids, size_t *n)
 		v[cnt++] = tid;
 	}
 	closedir(dir);
-	*tids = v;
+	*ids = v;
 	*n = cnt;
+	return 0;
+}
+
+int proc_tasks(pid_t pid, pid_t **tids, size_t *n)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	return list_ids(path, tids, n);
+}
+
+int proc_pids(pid_t **pids, size_t *n)
+{
+	return list_ids("/proc", pids, n);
+}
+
+int proc_stat_fields(pid_t pid, pid_t *ppid, unsigned long long *start)
+{
+	char buf[1024], *p;
+	unsigned long long t;
+	size_t len;
+	int pp, ret;
+
+	ret = proc_read(pid, "stat", buf, sizeof(buf) - 1, &len);
+	if (ret)
+		return ret;
+	buf[len] = '\0';
+	/* The command may hold anything, ')' too: fields follow the last. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+			 "%*u %*u %*d %*d %*d %*d %*d %*d %llu", &pp, &t) != 2)
+		return -EINVAL;
+	if (ppid)
+		*ppid = pp;
+	if (start)
+		*start = t;
 	return 0;
 }
 
@@ -291,4 +327,18 @@ bool proc_parse_pid(const char *name, pid_t *pid)
 	}
 	*pid = (pid_t)v;
 	return true;
+}
+
+int proc_thread_nice(int nice)
+{
+	pid_t tid = gettid();
+	int cur;
+
+	errno = 0;
+	cur = getpriority(PRIO_PROCESS, tid);
+	if (cur == -1 && errno)
+		return -errno;
+	if (cur <= nice)
+		return 0;
+	return setpriority(PRIO_PROCESS, tid, nice) ? -errno : 0;
 }

@@ -49,6 +49,14 @@ int proc_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len);
 /* The thread ids of pid; *tids is malloc()ed, the caller frees it. */
 int proc_tasks(pid_t pid, pid_t **tids, size_t *n);
 
+/* Every process id in /proc; *pids is malloc()ed, the caller frees it. */
+int proc_pids(pid_t **pids, size_t *n);
+
+/* From /proc/PID/stat: the parent's pid and when the process started
+ * (clock ticks since boot: tells a reused pid apart, and orders by age).
+ * Either pointer may be NULL. */
+int proc_stat_fields(pid_t pid, pid_t *ppid, unsigned long long *start);
+
 struct proc_creds {
 	uid_t ruid, euid, suid;
 	uid_t owner;		/* of /proc/PID/status: root if not dumpable */
@@ -64,6 +72,10 @@ struct proc_creds {
 int proc_ns_tid(pid_t pid, pid_t tid, pid_t *out);
 /* Credentials from /proc/PID/status, and the owner of that file. */
 int proc_creds(pid_t pid, struct proc_creds *creds);
+
+/* Move the calling thread to nice (lower is more urgent) unless it is
+ * there or lower already: 0, or -EACCES/-EPERM without CAP_SYS_NICE. */
+int proc_thread_nice(int nice);
 
 /* True when the directory-entry name is a pid ("1234"); stores it. */
 bool proc_parse_pid(const char *name, pid_t *pid);

@@ -55,14 +55,15 @@ class Daemon:
     """A foreground proffs on a private temporary mount point; its stdout
     and stderr go to tmpdir/daemon.log."""
 
-    def __init__(self, tmpdir, options=()):
+    def __init__(self, tmpdir, options=(), wrap=()):
+        """wrap: a command the daemon runs under (nsenter --net=...)."""
         # Outside pytest's private (0700) tmp tree: other users' tests
         # must reach the mount point.
         self.mnt = tempfile.mkdtemp(prefix='proffs-mnt-')
         os.chmod(self.mnt, 0o755)
         self.log_path = os.path.join(tmpdir, 'daemon.log')
         self.log = open(self.log_path, 'w')
-        self.cmd = [DAEMON, '-f', self.mnt]
+        self.cmd = list(wrap) + [DAEMON, '-f', self.mnt]
         for o in options:
             self.cmd += ['-o', o]
         self.proc = subprocess.Popen(self.cmd, stdout=self.log,
