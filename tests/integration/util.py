@@ -599,6 +599,15 @@ def threads(pid):
 
 # -- perf, the reference ---------------------------------------------------
 
+def cpu_seconds(pid):
+    """utime + stime of the process, from /proc/PID/stat: what a piece of
+    work cost, whatever else the machine was doing (a busy machine moves
+    the clock, not this)."""
+    with open(f'/proc/{pid}/stat') as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
 def perf_record(pid, seconds, tmp, hz=99):
     """`perf record -F hz --call-graph dwarf -p pid -- sleep seconds`, then
     `perf script`: a list of (1, {}, frames leaf first), the shape
