@@ -42,6 +42,7 @@ static const struct fuse_opt proffs_opt_spec[] = {
 	OPT("agent=%s", agent, 0),
 	OPT("heap=%s", heap_method, 0),
 	OPT("heap_idle=%u", heap_idle_s, 0),
+	OPT("offcpu=%s", offcpu_method, 0),
 	FUSE_OPT_END
 };
 
@@ -67,6 +68,10 @@ static void usage(const char *prog)
 	       "                           (" PROFFS_AGENT_PATH ")\n"
 	       "    -o heap_idle=N         an agent stays armed N s after its\n"
 	       "                           last session (300)\n"
+	       "    -o offcpu=METHOD       how wall, block and mutex are\n"
+	       "                           taken: auto (scheduler events\n"
+	       "                           where allowed), procfs, sched\n"
+	       "                           (auto)\n"
 	       "\n");
 }
 
@@ -132,12 +137,31 @@ static const struct {
 	{ "uprobe", HEAP_UPROBE },
 };
 
+static const struct {
+	const char *name;
+	enum offcpu_method method;
+} offcpu_methods[] = {
+	{ "auto", OFFCPU_AUTO }, { "procfs", OFFCPU_PROCFS },
+	{ "sched", OFFCPU_SCHED },
+};
+
 static int parse_heap_method(const char *s, enum heap_method *m)
 {
 	for (size_t i = 0; i < sizeof(heap_methods) / sizeof(heap_methods[0]);
 	     i++)
 		if (!strcmp(s, heap_methods[i].name)) {
 			*m = heap_methods[i].method;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int parse_offcpu_method(const char *s, enum offcpu_method *m)
+{
+	for (size_t i = 0;
+	     i < sizeof(offcpu_methods) / sizeof(offcpu_methods[0]); i++)
+		if (!strcmp(s, offcpu_methods[i].name)) {
+			*m = offcpu_methods[i].method;
 			return 0;
 		}
 	return -EINVAL;
@@ -192,6 +216,12 @@ static int check_opts(struct proffs_opts *o, enum heap_method *method)
 		fprintf(stderr, "proffs: heap= takes auto, agent or uprobe\n");
 		return -EINVAL;
 	}
+	if (parse_offcpu_method(o->offcpu_method ? o->offcpu_method : "auto",
+				&o->offcpu)) {
+		fprintf(stderr, "proffs: offcpu= takes auto, procfs or "
+				"sched\n");
+		return -EINVAL;
+	}
 	if (!o->agent)
 		o->agent = default_agent();
 	return o->agent ? 0 : -ENOMEM;
@@ -203,6 +233,7 @@ static int state_init(struct proffs *fs, enum heap_method method)
 		.max_sessions = fs->opts.max_sessions,
 		.cache_ms = fs->opts.cache_ms,
 		.max_stacks = fs->opts.max_stacks,
+		.offcpu = fs->opts.offcpu,
 	};
 	struct heap_agents_opts ho = {
 		.agent_path = fs->opts.agent,
@@ -234,6 +265,7 @@ static void state_free(struct proffs *fs)
 	free(fs->opts.debug_roots);
 	free(fs->opts.agent);
 	free(fs->opts.heap_method);
+	free(fs->opts.offcpu_method);
 }
 
 /*

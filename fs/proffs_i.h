@@ -7,6 +7,7 @@
 #define PROFFS_I_H
 
 #include "fuse_lowlevel.h"
+#include "offcpu.h"
 #include "status.h"
 
 struct dso_cache;
@@ -25,6 +26,8 @@ struct proffs_opts {
 	char *agent;			/* libproffs-heap.so to load */
 	char *heap_method;		/* "auto", "agent" or "uprobe" */
 	unsigned heap_idle_s;		/* agents stay armed this long */
+	char *offcpu_method;		/* "auto", "procfs" or "sched" */
+	enum offcpu_method offcpu;	/* parsed */
 	int foreground;
 	int debug;
 };

@@ -576,6 +576,13 @@ const struct pf_sample *profile_sample(const struct profile *p, size_t i)
 	return i < p->samples.n ? vec_at(&p->samples, i) : NULL;
 }
 
+int64_t *profile_sample_values(struct profile *p, size_t i)
+{
+	struct pf_sample *s = i < p->samples.n ? vec_at(&p->samples, i) : NULL;
+
+	return s ? s->values : NULL;
+}
+
 size_t profile_nmappings(const struct profile *p)
 {
 	return p->mappings.n;

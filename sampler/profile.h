@@ -169,6 +169,13 @@ int profile_add_sample(struct profile *p, const uint64_t *loc_ids,
 		       uint32_t nlabels, const int64_t *values);
 
 /*
+ * The values of sample i, to change in place: for a writer that weighs
+ * its samples once the window is over (the off-CPU kinds scale sampled
+ * times to measured totals). NULL when i is out of range.
+ */
+int64_t *profile_sample_values(struct profile *p, size_t i);
+
+/*
  * A copy of src whose samples lose the labels with the keys named in drop
  * (a NULL-terminated list) and so merge where only those differed: e.g.
  * one sample per thread -> one sample per (stack, remaining labels).

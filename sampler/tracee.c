@@ -126,23 +126,16 @@ int tracee_seize_refused(pid_t pid, pid_t tid)
 	return -EPERM;
 }
 
-int tracee_syscall_regs(pid_t pid, pid_t tid, long *sysno,
-			struct unwind_regs *r)
+int tracee_syscall_parse(const char *text, long *sysno,
+			 struct unwind_regs *r)
 {
 	static const enum unwind_reg args[6] = {
 		UREG_RDI, UREG_RSI, UREG_RDX, UREG_R10, UREG_R8, UREG_R9,
 	};
-	char what[64], buf[256];
 	unsigned long long v[9];
-	size_t len;
-	int n, ret;
+	int n;
 
-	snprintf(what, sizeof(what), "task/%d/syscall", (int)tid);
-	ret = proc_read(pid, what, buf, sizeof(buf) - 1, &len);
-	if (ret)
-		return ret;
-	buf[len] = '\0';
-	n = sscanf(buf, "%lli %llx %llx %llx %llx %llx %llx %llx %llx",
+	n = sscanf(text, "%lli %llx %llx %llx %llx %llx %llx %llx %llx",
 		   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
 		   &v[8]);
 	if (n != 9 && n != 3)	/* "running", or "-1 sp pc" outside one */
@@ -154,4 +147,19 @@ int tracee_syscall_regs(pid_t pid, pid_t tid, long *sysno,
 	r->r[UREG_RSP] = v[n - 2];
 	r->r[UREG_RIP] = v[n - 1];
 	return 0;
+}
+
+int tracee_syscall_regs(pid_t pid, pid_t tid, long *sysno,
+			struct unwind_regs *r)
+{
+	char what[64], buf[256];
+	size_t len;
+	int ret;
+
+	snprintf(what, sizeof(what), "task/%d/syscall", (int)tid);
+	ret = proc_read(pid, what, buf, sizeof(buf) - 1, &len);
+	if (ret)
+		return ret;
+	buf[len] = '\0';
+	return tracee_syscall_parse(buf, sysno, r);
 }

@@ -20,7 +20,7 @@
 #define MAX_FRAMES 128
 #define POLL_MS 100
 #define THREAD_SLOTS 4096	/* power of two; more threads share names */
-/* See raise_priority(). */
+/* See cpu_raise_priority(). */
 #define SAMPLER_NICE -10
 
 struct thread_slot {
@@ -150,7 +150,7 @@ fail:
  * the rendering and the reply that follow on this thread are as urgent,
  * so the priority stays (see cpu.h).
  */
-static void raise_priority(void)
+void cpu_raise_priority(void)
 {
 	pid_t tid = gettid();
 	int cur;
@@ -264,7 +264,7 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 	memset(stats, 0, sizeof(*stats));
 	if (!o->hz || !o->window_ms)
 		return -EINVAL;
-	raise_priority();
+	cpu_raise_priority();
 	ret = setup_profile(&run, o);
 	if (!ret)
 		ret = maps_load(o->pid, o->cache, &run.maps);

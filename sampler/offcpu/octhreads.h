@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * octhreads.h - the target's threads over an off-CPU window, by tid:
+ * each with its open /proc files, its schedstat at the first and the
+ * last look, the time its samples stand for on and off the CPU, its
+ * label strings, and the sleep it was last seen in (kept while it does
+ * not run, so a thread asleep for the whole window costs one read of
+ * schedstat a tick).
+ *
+ * Records are allocated one by one and never move: pointers stay valid
+ * until octhreads_free(), which closes every file. One session, one
+ * thread. Errors: -ENOMEM.
+ */
+#ifndef PROFFS_OCTHREADS_H
+#define PROFFS_OCTHREADS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "taskstat.h"
+#include "waitclass.h"
+
+struct oc_thread {
+	pid_t tid;
+	bool gone;			/* exited: its files are closed */
+	struct task_files files;
+	struct task_sched first, last;	/* schedstat at those looks */
+	uint64_t first_ns, last_ns;	/* CLOCK_MONOTONIC of them */
+	uint64_t on_ns, off_ns;		/* what its samples stand for */
+	int64_t tid_str, name_str;	/* label strings in the profile */
+	size_t copy_size;		/* stack bytes to copy */
+	/* The sleep of the last look, or asleep false. */
+	bool asleep;
+	char state;
+	enum wait_class class;
+	uint32_t nlocs, caplocs;
+	uint64_t *locs;			/* its stack, leaf first */
+};
+
+struct oc_threads;
+
+int octhreads_new(struct oc_threads **out);
+void octhreads_free(struct oc_threads *t);
+
+/* The record of tid, or NULL. */
+struct oc_thread *octhreads_find(struct oc_threads *t, pid_t tid);
+/* A new zeroed record for tid (files closed, not yet looked at). */
+int octhreads_add(struct oc_threads *t, pid_t tid, struct oc_thread **out);
+
+size_t octhreads_count(const struct oc_threads *t);
+struct oc_thread *octhreads_at(struct oc_threads *t, size_t i);
+
+/* Keep locs[0..n) as th's stack. */
+int octhread_set_locs(struct oc_thread *th, const uint64_t *locs,
+		      uint32_t n);
+
+#endif

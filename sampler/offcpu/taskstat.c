@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* taskstat.c - a thread's schedstat, syscall, stat and stack files. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "taskstat.h"
+#include "tracee.h"
+
+#define SYS_TEXT 256
+
+void task_files_init(struct task_files *f)
+{
+	*f = (struct task_files){ .sched = -1, .sys = -1, .stat = -1,
+				  .kstack = -1 };
+}
+
+void task_files_close(struct task_files *f)
+{
+	int *fds[] = { &f->sched, &f->sys, &f->stat, &f->kstack };
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
+}
+
+/* The text of /proc/PID/task/TID/<what> through *fd (opened on first
+ * use), NUL-terminated; *len is its length. */
+static int read_file(pid_t pid, pid_t tid, const char *what, int *fd,
+		     char *buf, size_t size, size_t *len)
+{
+	ssize_t n;
+
+	if (*fd < 0) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", (int)pid,
+			 (int)tid, what);
+		*fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (*fd < 0)
+			return errno == ENOENT ? -ESRCH : -errno;
+	}
+	do
+		n = pread(*fd, buf, size - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	buf[n] = '\0';
+	if (len)
+		*len = n;
+	/* A thread that has exited reads as empty. */
+	return n ? 0 : -ESRCH;
+}
+
+int task_read_sched(pid_t pid, pid_t tid, struct task_files *f,
+		    struct task_sched *out)
+{
+	char buf[96];
+	int ret;
+
+	ret = read_file(pid, tid, "schedstat", &f->sched, buf, sizeof(buf),
+			NULL);
+	if (ret)
+		return ret;
+	if (sscanf(buf, "%" SCNu64 " %" SCNu64 " %" SCNu64, &out->run_ns,
+		   &out->wait_ns, &out->slices) != 3)
+		return -EINVAL;
+	return 0;
+}
+
+static int read_state(pid_t pid, pid_t tid, struct task_files *f,
+		      char *state)
+{
+	char buf[512];
+	const char *close;
+	int ret;
+
+	ret = read_file(pid, tid, "stat", &f->stat, buf, sizeof(buf), NULL);
+	if (ret)
+		return ret;
+	close = strrchr(buf, ')');
+	if (!close || close[1] != ' ' || !close[2])
+		return -EINVAL;
+	*state = close[2];
+	return 0;
+}
+
+/* The kernel stack's text, or nothing: only root may read it. */
+static void read_kstack(pid_t pid, pid_t tid, struct task_files *f,
+			char *kbuf, size_t kmax, size_t *len)
+{
+	int ret;
+
+	*len = 0;
+	if (!kbuf || !kmax || f->no_kstack)
+		return;
+	ret = read_file(pid, tid, "stack", &f->kstack, kbuf, kmax, len);
+	if (ret) {
+		*len = 0;
+		kbuf[0] = '\0';
+		if (ret == -EACCES || ret == -EPERM)
+			f->no_kstack = true;
+	}
+}
+
+int task_snapshot(pid_t pid, pid_t tid, struct task_files *f,
+		  struct proc_maps *maps, const struct task_sched *before,
+		  void *stack, size_t stack_max, char *kbuf, size_t kmax,
+		  struct task_snap *out)
+{
+	char sys[SYS_TEXT], again[SYS_TEXT];
+	struct task_sched after;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	ret = read_file(pid, tid, "syscall", &f->sys, sys, sizeof(sys), NULL);
+	if (ret)
+		return ret;
+	if (tracee_syscall_parse(sys, &out->sysno, &out->regs)) {
+		out->where = TASK_RUNNING;
+		return 0;
+	}
+	ret = read_state(pid, tid, f, &out->state);
+	if (ret)
+		return ret;
+	if (out->state == 'R') {
+		out->where = TASK_RUNNABLE;
+		return 0;
+	}
+	out->stack_len = tracee_copy_stack(pid, maps,
+					   out->regs.r[UREG_RSP], stack,
+					   stack_max);
+	read_kstack(pid, tid, f, kbuf, kmax, &out->kstack_len);
+	ret = read_file(pid, tid, "syscall", &f->sys, again, sizeof(again),
+			NULL);
+	if (!ret)
+		ret = task_read_sched(pid, tid, f, &after);
+	if (ret)
+		return ret;
+	out->where = strcmp(sys, again) || !task_sched_equal(before, &after) ?
+		     TASK_RACED : TASK_BLOCKED;
+	return 0;
+}
