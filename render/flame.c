@@ -284,7 +284,7 @@ static const struct {
 	[FLAME_WARM] = { { 205, 0, 0 }, { 50, 230, 55 }, { 2, 0, 1 } },
 	[FLAME_MEMORY] = { { 0, 170, 0 }, { 40, 70, 60 }, { 0, 1, 2 } },
 	/* cool blues: time spent off the CPU */
-	[FLAME_OFFCPU] = { { 30, 90, 190 }, { 70, 100, 65 }, { 0, 1, 2 } },
+	[FLAME_OFFCPU] = { { 20, 90, 190 }, { 50, 100, 65 }, { 0, 1, 2 } },
 };
 
 static void colour(const char *name, enum flame_palette pal, char out[8])

@@ -5,11 +5,21 @@
  * proportion to what they stood for; then the comments.
  *
  * A thread lived span = last look - first look of the window. Of that,
- * run = its CPU time plus its time runnable in a run queue (both exact),
- * and off = span - run. Its running samples (wall) are scaled to add up
- * to run, its sleeping ones to off: so every thread's values add up to
- * its span, and the sampling only decides how a thread's time divides
- * among its stacks.
+ * run is its CPU time, wait its time runnable in a run queue (both
+ * exact), and rest = span - run - wait its time asleep. Its sleeping
+ * looks are scaled to add up to rest. A runnable thread is one of two
+ * kinds: woken and not yet run, still in the call that slept (a look
+ * sees that stack when schedstat has not changed since the sleep), or
+ * preempted, where /proc shows "running" and no registers. wait is
+ * split between them as its switches were (voluntary: a sleep, so a
+ * wake-up to wait after; involuntary: a preemption), or as the looks
+ * saw it when they saw more woken (a thread whose long sleeps each
+ * look finds, and whose wake-ups wait longer than its preemptions),
+ * and the woken part
+ * goes to the runnable looks, the preempted part with run to the
+ * running samples (perf, wall): a preempted thread's stack is where it
+ * ran. Every thread's values add up to its span; the sampling only
+ * decides how each of its times divides among its stacks.
  */
 #include <errno.h>
 #include <math.h>
@@ -23,22 +33,47 @@
 #include "pseudoloc.h"
 
 struct share {
-	double on, off;		/* factors */
-	uint64_t run, rest;	/* exact ns on and off the CPU */
+	double on, runq, off;		/* factors */
+	uint64_t run, rest;		/* ns on a CPU (or preempted), asleep */
 };
+
+/* Of a thread's run-queue time, the part that followed its wake-ups
+ * rather than its preemptions: as the switches that began them go,
+ * waits of both kinds taken as equally long on average. */
+static uint64_t wake_wait(const struct oc_thread *th, uint64_t wait)
+{
+	uint64_t vol, invol;
+
+	if (!th->have_sw)
+		return 0;
+	vol = th->sw_last.voluntary - th->sw_first.voluntary;
+	invol = th->sw_last.involuntary - th->sw_first.involuntary;
+	return vol + invol ? (uint64_t)((double)wait * vol / (vol + invol))
+			   : 0;
+}
 
 static void exact(const struct oc_thread *th, struct share *sh)
 {
 	uint64_t span = th->last_ns - th->first_ns;
-	uint64_t run = (th->last.run_ns - th->first.run_ns) +
-		       (th->last.wait_ns - th->first.wait_ns);
+	uint64_t run = th->last.run_ns - th->first.run_ns;
+	uint64_t wait = th->last.wait_ns - th->first.wait_ns;
+	uint64_t woken;
 
 	/* schedstat of a running thread lags by up to a tick */
 	if (run > span)
 		run = span;
-	sh->run = run;
-	sh->rest = span - run;
-	sh->on = th->on_ns ? (double)run / th->on_ns : 0;
+	if (wait > span - run)
+		wait = span - run;
+	/* at least what the looks saw */
+	woken = wake_wait(th, wait);
+	if (woken < th->runq_ns)
+		woken = th->runq_ns < wait ? th->runq_ns : wait;
+	sh->run = run + (wait - woken);
+	sh->rest = span - run - wait;
+	if (!th->runq_ns)	/* no look saw one: with the sleeps */
+		sh->rest += woken;
+	sh->on = th->on_ns ? (double)sh->run / th->on_ns : 0;
+	sh->runq = th->runq_ns ? (double)woken / th->runq_ns : 0;
 	sh->off = th->off_ns ? (double)sh->rest / th->off_ns : 0;
 }
 
@@ -61,13 +96,22 @@ static int shares_by_str(struct oc_run *run, struct share **out)
 	return 0;
 }
 
-static bool running(struct oc_run *run, const struct pf_sample *s)
+/* The factor of sample s, by its state label. */
+static double factor(struct oc_run *run, const struct pf_sample *s,
+		     const struct share *sh)
 {
-	for (uint32_t l = 0; l < s->nlabels; l++)
-		if (s->labels[l].key == run->key_state)
-			return !strcmp(profile_str(run->p, s->labels[l].str),
-				       "running");
-	return false;
+	for (uint32_t l = 0; l < s->nlabels; l++) {
+		const char *state;
+
+		if (s->labels[l].key != run->key_state)
+			continue;
+		state = profile_str(run->p, s->labels[l].str);
+		if (!strcmp(state, "running"))
+			return sh->on;
+		if (!strcmp(state, "runnable"))
+			return sh->runq;
+	}
+	return sh->off;
 }
 
 static int64_t thread_str(struct oc_run *run, const struct pf_sample *s)
@@ -90,13 +134,11 @@ static int scale_samples(struct oc_run *run)
 	for (size_t i = 0; i < n; i++) {
 		const struct pf_sample *s = profile_sample(run->p, i);
 		int64_t t = thread_str(run, s), *v;
-		double f;
 
 		if (t < 0)
 			continue;
-		f = running(run, s) ? by[t].on : by[t].off;
 		v = profile_sample_values(run->p, i);
-		v[1] = llround(v[1] * f);
+		v[1] = llround(v[1] * factor(run, s, &by[t]));
 	}
 	free(by);
 	return 0;
@@ -106,28 +148,34 @@ static int scale_samples(struct oc_run *run)
 static int unsampled(struct oc_run *run)
 {
 	size_t n = octhreads_count(run->threads);
-	uint64_t loc;
 	int ret = 0;
 
 	if (run->o->kind != OFFCPU_WALL)
 		return 0;
 	for (size_t i = 0; i < n && !ret; i++) {
 		const struct oc_thread *th = octhreads_at(run->threads, i);
+		const struct {
+			uint64_t sampled;
+			const char *frame, *state;
+		} pools[] = {
+			{ th->on_ns, "[running]", "running" },
+			{ th->runq_ns, "[runnable]", "runnable" },
+			{ th->off_ns, "[asleep between looks]", "sleeping" },
+		};
+		uint64_t exact_ns[3], loc;
 		struct share sh;
 
 		exact(th, &sh);
-		if (!th->on_ns && sh.run) {
-			ret = pseudoloc(run->ps, "", "[running]", &loc);
+		exact_ns[0] = sh.run;
+		exact_ns[1] = 0;	/* woken: only what looks saw */
+		exact_ns[2] = sh.rest;
+		for (int k = 0; k < 3 && !ret; k++) {
+			if (pools[k].sampled || !exact_ns[k])
+				continue;
+			ret = pseudoloc(run->ps, "", pools[k].frame, &loc);
 			if (!ret)
-				ret = oc_add(run, th, &loc, 1, "running", 0,
-					     sh.run);
-		}
-		if (!ret && !th->off_ns && sh.rest) {
-			ret = pseudoloc(run->ps, "", "[asleep between looks]",
-					&loc);
-			if (!ret)
-				ret = oc_add(run, th, &loc, 1, "sleeping", 0,
-					     sh.rest);
+				ret = oc_add(run, th, &loc, 1, pools[k].state, 0,
+					     exact_ns[k]);
 		}
 	}
 	return ret;

@@ -3,9 +3,9 @@
  * octhreads.h - the target's threads over an off-CPU window, by tid:
  * each with its open /proc files, its schedstat at the first and the
  * last look, the time its samples stand for on and off the CPU, its
- * label strings, and the sleep it was last seen in (kept while it does
- * not run, so a thread asleep for the whole window costs one read of
- * schedstat a tick).
+ * label strings, and the stack it was last seen off the CPU in (kept
+ * while it does not run, so a thread asleep for the whole window costs
+ * a read of schedstat and stat a tick).
  *
  * Records are allocated one by one and never move: pointers stay valid
  * until octhreads_free(), which closes every file. One session, one
@@ -27,13 +27,17 @@ struct oc_thread {
 	bool gone;			/* exited: its files are closed */
 	struct task_files files;
 	struct task_sched first, last;	/* schedstat at those looks */
+	struct task_switches sw_first, sw_last;	/* read at both ends */
+	bool have_sw;			/* both read */
 	uint64_t first_ns, last_ns;	/* CLOCK_MONOTONIC of them */
-	uint64_t on_ns, off_ns;		/* what its samples stand for */
+	/* What its samples stand for: on a CPU (perf), runnable and
+	 * asleep (looks). */
+	uint64_t on_ns, runq_ns, off_ns;
 	int64_t tid_str, name_str;	/* label strings in the profile */
 	size_t copy_size;		/* stack bytes to copy */
-	/* The sleep of the last look, or asleep false. */
-	bool asleep;
-	char state;
+	/* The stack of the last look, when it found the thread off the
+	 * CPU: still its stack while the thread has not run. */
+	bool have_stack;
 	enum wait_class class;
 	uint32_t nlocs, caplocs;
 	uint64_t *locs;			/* its stack, leaf first */

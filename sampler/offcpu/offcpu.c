@@ -71,12 +71,12 @@ static uint64_t clock_ns(clockid_t clk)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-/* The wall kind's state label of a /proc state letter. */
+/* The state label of a look at a thread off the CPU. */
 static const char *state_label(char letter)
 {
 	switch (letter) {
 	case 'R':
-		return "running";
+		return "runnable";
 	case 'D':
 		return "disk";
 	case 'T':
@@ -90,19 +90,14 @@ static const char *state_label(char letter)
 /* ---- samples ---- */
 
 static int labels_of(struct oc_run *run, const struct oc_thread *th,
-		     const char *state, struct pf_label labels[3],
-		     uint32_t *n)
+		     const char *state, struct pf_label labels[3])
 {
 	labels[0] = (struct pf_label){ .key = run->key_thread,
 				       .str = th->tid_str };
 	labels[1] = (struct pf_label){ .key = run->key_thread_name,
 				       .str = th->name_str };
-	*n = 2;
-	if (run->o->kind != OFFCPU_WALL)
-		return 0;
 	labels[2] = (struct pf_label){ .key = run->key_state,
 				       .str = profile_intern(run->p, state) };
-	*n = 3;
 	return labels[2].str < 0 ? -ENOMEM : 0;
 }
 
@@ -113,7 +108,6 @@ int oc_add(struct oc_run *run, const struct oc_thread *th,
 	int64_t values[2] = { count, ns };
 	struct pf_label labels[3];
 	uint64_t over;
-	uint32_t nl;
 	int ret;
 
 	if (run->o->max_stacks &&
@@ -136,25 +130,35 @@ int oc_add(struct oc_run *run, const struct oc_thread *th,
 		locs = &over;
 		n = 1;
 	}
-	ret = labels_of(run, th, state, labels, &nl);
-	return ret ? ret : profile_add_sample(run->p, locs, n, labels, nl,
+	ret = labels_of(run, th, state, labels);
+	return ret ? ret : profile_add_sample(run->p, locs, n, labels, 3,
 					      values);
 }
 
-/* One more look at th asleep as it was: dt more of that sleep. */
-static int add_sleep(struct oc_run *run, struct oc_thread *th, uint64_t dt,
-		     bool new_wait)
+/*
+ * A look at th off the CPU, in the stack it keeps: dt more there. A
+ * wait is new when the thread ran since the last look and now sleeps;
+ * a runnable thread still inside a synchronizing call is still blocked
+ * by it, as Go counts a wait until the waiter runs.
+ */
+static int add_look(struct oc_run *run, struct oc_thread *th, char state,
+		    uint64_t dt, bool new_wait)
 {
 	enum wait_class need = run->o->kind == OFFCPU_MUTEX ? WAIT_LOCK :
 			       WAIT_SYNC;
+	bool runnable = state == 'R';
 
-	th->off_ns += dt;
+	if (runnable)
+		th->runq_ns += dt;
+	else
+		th->off_ns += dt;
 	if (run->o->kind == OFFCPU_WALL)
-		return oc_add(run, th, th->locs, th->nlocs,
-			      state_label(th->state), 1, dt);
+		return oc_add(run, th, th->locs, th->nlocs, state_label(state),
+			      1, dt);
 	if (th->class < need)
 		return 0;
-	return oc_add(run, th, th->locs, th->nlocs, NULL, new_wait, dt);
+	return oc_add(run, th, th->locs, th->nlocs, state_label(state),
+		      new_wait && !runnable, dt);
 }
 
 /* ---- threads ---- */
@@ -178,7 +182,8 @@ static int thread_new(struct oc_run *run, pid_t tid, struct oc_thread **out)
 	if (th->tid_str < 0 || th->name_str < 0)
 		return -ENOMEM;
 	th->first_ns = th->last_ns = mono_ns();
-	if (task_read_sched(run->o->pid, tid, &th->files, &th->first)) {
+	if (task_read_sched(run->o->pid, tid, &th->files, &th->first) ||
+	    task_read_switches(run->o->pid, tid, &th->sw_first)) {
 		th->gone = true;
 		task_files_close(&th->files);
 	}
@@ -210,35 +215,36 @@ static int discover(struct oc_run *run, bool *alive)
 	return ret;
 }
 
-/* The frames of a sleep: kernel ones (innermost first), the system call,
- * then the user stack. */
-static int sleep_locs(struct oc_run *run, const struct task_snap *snap,
+/* The frames of a thread off the CPU: kernel ones (innermost first),
+ * the system call it is in, then the user stack. */
+static int stack_locs(struct oc_run *run, const struct task_snap *snap,
 		      const uint64_t *pcs, int npcs, uint64_t *locs,
 		      uint32_t *n)
 {
 	const char *knames[MAX_KFRAMES];
 	char sysname[32];
-	int nk = 0, ret;
+	int nk = 0, ret = 0;
 
 	*n = 0;
 	if (snap->kstack_len)
 		nk = kstack_names(run->ktext, knames, MAX_KFRAMES);
-	for (int i = 0; i < nk; i++) {
+	for (int i = 0; i < nk && !ret; i++)
 		ret = pseudoloc(run->ps, "[k] ", knames[i], &locs[(*n)++]);
-		if (ret)
-			return ret;
-	}
-	if (snap->sysno >= 0)
+	if (!ret && snap->sysno >= 0) {
 		syscall_name_fmt(snap->sysno, sysname, sizeof(sysname));
-	ret = pseudoloc(run->ps, "[syscall] ",
-			snap->sysno >= 0 ? sysname : "none", &locs[(*n)++]);
+		ret = pseudoloc(run->ps, "[syscall] ", sysname,
+				&locs[(*n)++]);
+	} else if (!ret && snap->state != 'R') {
+		ret = pseudoloc(run->ps, "", "[asleep outside a system call]",
+				&locs[(*n)++]);
+	}
 	for (int i = 0; i < npcs && !ret; i++)
 		ret = symbolizer_location(run->sym, pcs[i], &locs[(*n)++]);
 	return ret;
 }
 
-/* A fresh look found th asleep: unwind, classify and keep its stack. */
-static int new_sleep(struct oc_run *run, struct oc_thread *th,
+/* A fresh look found th off the CPU: unwind, classify, keep its stack. */
+static int new_stack(struct oc_run *run, struct oc_thread *th,
 		     const struct task_snap *snap, uint64_t dt)
 {
 	uint64_t pcs[MAX_FRAMES], locs[MAX_FRAMES + MAX_KFRAMES + 1];
@@ -255,22 +261,21 @@ static int new_sleep(struct oc_run *run, struct oc_thread *th,
 	unwind_last_stack_use(run->unw, &used, &short_copy);
 	if (short_copy && th->copy_size < STACK_MAX)
 		th->copy_size *= 2;
-	ret = sleep_locs(run, snap, pcs, npcs, locs, &nlocs);
+	ret = stack_locs(run, snap, pcs, npcs, locs, &nlocs);
 	if (!ret)
 		ret = octhread_set_locs(th, locs, nlocs);
 	if (ret)
 		return ret;
 	th->class = waitclass_of(run->wc, snap->sysno, &snap->regs, pcs,
 				 npcs);
-	th->state = snap->state;
-	th->asleep = true;
-	return add_sleep(run, th, dt, true);
+	th->have_stack = true;
+	return add_look(run, th, snap->state, dt, true);
 }
 
 static void thread_gone(struct oc_thread *th)
 {
 	th->gone = true;
-	th->asleep = false;
+	th->have_stack = false;
 	task_files_close(&th->files);
 }
 
@@ -281,6 +286,7 @@ static int look(struct oc_run *run, struct oc_thread *th)
 	struct task_snap snap;
 	uint64_t now = mono_ns(), dt;
 	bool same;
+	char state;
 	int ret;
 
 	if (task_read_sched(run->o->pid, th->tid, &th->files, &cur)) {
@@ -292,11 +298,17 @@ static int look(struct oc_run *run, struct oc_thread *th)
 	same = task_sched_equal(&cur, &th->last);
 	th->last = cur;
 	th->last_ns = now;
-	if (same && th->asleep) {
+	if (same && th->have_stack) {
+		/* It has not run: same stack, perhaps woken since. */
+		if (task_read_state(run->o->pid, th->tid, &th->files,
+				    &state)) {
+			thread_gone(th);
+			return 0;
+		}
 		run->st->reused++;
-		return add_sleep(run, th, dt, false);
+		return add_look(run, th, state, dt, false);
 	}
-	th->asleep = false;
+	th->have_stack = false;
 	ret = task_snapshot(run->o->pid, th->tid, &th->files, run->maps, &cur,
 			    run->stack, th->copy_size,
 			    run->ktext, KSTACK_TEXT, &snap);
@@ -306,9 +318,9 @@ static int look(struct oc_run *run, struct oc_thread *th)
 	}
 	if (snap.where == TASK_RACED)
 		run->st->raced++;
-	if (snap.where != TASK_BLOCKED)
-		return 0;	/* on the CPU: its exact time says how long */
-	return new_sleep(run, th, &snap, dt);
+	if (snap.where == TASK_RACED || snap.where == TASK_RUNNING)
+		return 0;	/* its exact times say how long */
+	return new_stack(run, th, &snap, dt);
 }
 
 static int look_all(struct oc_run *run)
@@ -323,6 +335,21 @@ static int look_all(struct oc_run *run)
 			ret = look(run, th);
 	}
 	return ret;
+}
+
+/* Context switches at the window's end, to tell apart the two kinds of
+ * run-queue wait (ocshare.c). */
+static void last_switches(struct oc_run *run)
+{
+	size_t n = octhreads_count(run->threads);
+
+	for (size_t i = 0; i < n; i++) {
+		struct oc_thread *th = octhreads_at(run->threads, i);
+
+		th->have_sw = !th->gone &&
+			      !task_read_switches(run->o->pid, th->tid,
+						  &th->sw_last);
+	}
 }
 
 /* ---- the window ---- */
@@ -425,6 +452,8 @@ static int sample_window(struct oc_run *run, bool *exited)
 	/* The window's last look: every span ends at its end. */
 	if (!*exited)
 		ret = look_all(run);
+	if (!ret)
+		last_switches(run);
 	if (!ret && run->rec)
 		ret = perf_poll(run->rec, 0, oc_cpu_sample, run);
 	return ret ? ret : run->err;

@@ -4,9 +4,11 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "proc.h"
 #include "taskstat.h"
 #include "tracee.h"
 
@@ -73,8 +75,8 @@ int task_read_sched(pid_t pid, pid_t tid, struct task_files *f,
 	return 0;
 }
 
-static int read_state(pid_t pid, pid_t tid, struct task_files *f,
-		      char *state)
+int task_read_state(pid_t pid, pid_t tid, struct task_files *f,
+		    char *state)
 {
 	char buf[512];
 	const char *close;
@@ -87,6 +89,27 @@ static int read_state(pid_t pid, pid_t tid, struct task_files *f,
 	if (!close || close[1] != ' ' || !close[2])
 		return -EINVAL;
 	*state = close[2];
+	return 0;
+}
+
+int task_read_switches(pid_t pid, pid_t tid, struct task_switches *out)
+{
+	char what[64], buf[4096];
+	const char *v, *n;
+	size_t len;
+	int ret;
+
+	snprintf(what, sizeof(what), "task/%d/status", (int)tid);
+	ret = proc_read(pid, what, buf, sizeof(buf) - 1, &len);
+	if (ret)
+		return ret;
+	buf[len] = '\0';
+	v = strstr(buf, "\nvoluntary_ctxt_switches:");
+	n = strstr(buf, "\nnonvoluntary_ctxt_switches:");
+	if (!v || !n)
+		return -ENODATA;
+	out->voluntary = strtoull(v + 25, NULL, 10);
+	out->involuntary = strtoull(n + 28, NULL, 10);
 	return 0;
 }
 
@@ -125,13 +148,9 @@ int task_snapshot(pid_t pid, pid_t tid, struct task_files *f,
 		out->where = TASK_RUNNING;
 		return 0;
 	}
-	ret = read_state(pid, tid, f, &out->state);
+	ret = task_read_state(pid, tid, f, &out->state);
 	if (ret)
 		return ret;
-	if (out->state == 'R') {
-		out->where = TASK_RUNNABLE;
-		return 0;
-	}
 	out->stack_len = tracee_copy_stack(pid, maps,
 					   out->regs.r[UREG_RSP], stack,
 					   stack_max);
@@ -142,7 +161,9 @@ int task_snapshot(pid_t pid, pid_t tid, struct task_files *f,
 		ret = task_read_sched(pid, tid, f, &after);
 	if (ret)
 		return ret;
-	out->where = strcmp(sys, again) || !task_sched_equal(before, &after) ?
-		     TASK_RACED : TASK_BLOCKED;
+	if (strcmp(sys, again) || !task_sched_equal(before, &after))
+		out->where = TASK_RACED;
+	else
+		out->where = out->state == 'R' ? TASK_RUNNABLE : TASK_BLOCKED;
 	return 0;
 }

@@ -7,8 +7,9 @@
  * (.../syscall), its state letter (.../stat), and, where the daemon may
  * read it, its kernel stack (.../stack).
  *
- * A blocked thread's snapshot - registers, a copy of the top of its user
- * stack (process_vm_readv), its kernel stack - is taken between two
+ * The snapshot of a thread off the CPU (asleep, or runnable and waiting
+ * for one) - registers, a copy of the top of its user stack
+ * (process_vm_readv), its kernel stack - is taken between two
  * readings of schedstat and of the syscall file; if either changed, the
  * thread ran meanwhile and the copy may mix two stacks: it is thrown
  * away (TASK_RACED). A thread that has not run cannot have written its
@@ -45,9 +46,9 @@ struct task_sched {
 };
 
 enum task_where {
-	TASK_RUNNING,	/* on a CPU now */
+	TASK_RUNNING,	/* on a CPU now: nothing copied */
 	TASK_RUNNABLE,	/* ready, waiting for a CPU (state R) */
-	TASK_BLOCKED,	/* asleep: the snapshot is filled in */
+	TASK_BLOCKED,	/* asleep */
 	TASK_RACED,	/* it ran during the snapshot: nothing kept */
 };
 
@@ -66,15 +67,27 @@ void task_files_close(struct task_files *f);
 int task_read_sched(pid_t pid, pid_t tid, struct task_files *f,
 		    struct task_sched *out);
 
+/* Context switches from .../status: voluntary ones end in a sleep,
+ * involuntary ones are preemptions. Read afresh each time (rarely). */
+struct task_switches {
+	uint64_t voluntary, involuntary;
+};
+
+int task_read_switches(pid_t pid, pid_t tid, struct task_switches *out);
+
 static inline bool task_sched_equal(const struct task_sched *a,
 				    const struct task_sched *b)
 {
 	return a->run_ns == b->run_ns && a->slices == b->slices;
 }
 
+/* The state letter of stat: 'R', 'S', 'D', ... */
+int task_read_state(pid_t pid, pid_t tid, struct task_files *f,
+		    char *state);
+
 /*
  * Where thread tid is, read just after its schedstat *before: a
- * snapshot when it sleeps, its user stack (up to stack_max bytes) into
+ * snapshot when it is off the CPU, its user stack (up to stack_max bytes) into
  * stack, its kernel stack's text (up to kmax bytes, NUL-terminated) into
  * kbuf when kbuf is not NULL and the file can be read.
  */

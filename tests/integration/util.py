@@ -563,14 +563,16 @@ def hue(fill):
 
 def check_fills(frames, palette):
     """Every frame in the palette's hues (warm: red, a little towards
-    magenta, through orange to yellow, for CPU; green, for memory),
-    saturated and bright; one fill per function name, wherever it is
-    drawn."""
-    lo, hi = {'warm': (-20, 70), 'green': (80, 160)}[palette]
+    magenta, through orange to yellow, for CPU; green, for memory; blue,
+    cyan to blue, for time off the CPU), saturated and bright; one fill
+    per function name, wherever it is drawn."""
+    lo, hi = {'warm': (-20, 70), 'green': (80, 160),
+              'blue': (175, 245)}[palette]
     by_name = {}
     for name, _, fill in frames:
         h, s, v = hue(fill)
-        h = h - 360 if h > 180 else h     # a red past magenta: -20..0
+        if palette == 'warm' and h > 180:
+            h -= 360                      # a red past magenta: -20..0
         assert lo <= h <= hi and s >= 0.5 and v >= 0.6, \
             f'{name}: {fill} (hue {h:.0f}) is not {palette}'
         by_name.setdefault(name, set()).add(fill)

@@ -16,7 +16,9 @@
  * With an argument FILE, the threads keep their measured times in FILE
  * (struct truth below, CLOCK_MONOTONIC nanoseconds, mmapped), so a test
  * can take the truth over exactly the window it profiled: a waiter's wait
- * depends on who gets the mutex first after each release.
+ * depends on who gets the mutex first after each release, and on a busy
+ * machine a thread whose sleep is over may wait for a CPU inside the
+ * sleeping call (the time in a function is from its call to its return).
  * Prints "ready" once every thread is named and running.
  */
 #include <fcntl.h>
@@ -30,12 +32,13 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Eight counters, in this order, as the tests read them. */
+/* Nine counters, in this order, as the tests read them. */
 struct truth {
 	_Atomic uint64_t spin_ns, sleep_ns;	/* sleeper */
 	_Atomic uint64_t hold_ns, rest_ns;	/* holder */
 	_Atomic uint64_t lock_wait_ns, lock_waits;	/* waiter */
 	_Atomic uint64_t cond_wait_ns, cond_waits;	/* condwaiter */
+	_Atomic uint64_t waiter_rest_ns;	/* waiter, outside the lock */
 };
 
 static struct truth local, *truth = &local;
@@ -85,19 +88,20 @@ __attribute__((noinline)) void sleeper_sleep(uint64_t until)
 
 static void *sleeper(void *arg)
 {
-	uint64_t cycle = now_ns(), t;
+	uint64_t cycle = now_ns(), t, u;
 
 	(void)arg;
 	name("sleeper");
 	for (;;) {
-		sleeper_spin(cycle + 30000000ull);
 		t = now_ns();
-		atomic_fetch_add(&truth->spin_ns, t - cycle);
+		sleeper_spin(cycle + 30000000ull);
+		u = now_ns();
+		atomic_fetch_add(&truth->spin_ns, u - t);
 		cycle += 100000000ull;
-		if (cycle < t)	/* the spin overran: start afresh */
-			cycle = t + 70000000ull;
+		if (cycle < u)	/* the spin overran: start afresh */
+			cycle = u + 70000000ull;
 		sleeper_sleep(cycle);
-		atomic_fetch_add(&truth->sleep_ns, now_ns() - t);
+		atomic_fetch_add(&truth->sleep_ns, now_ns() - u);
 	}
 	return NULL;
 }
@@ -124,10 +128,13 @@ static void *holder(void *arg)
 		holder_hold();
 		u = now_ns();
 		atomic_fetch_add(&truth->hold_ns, u - t);
+		/* Signalled outside the mutex: a woken condwaiter never
+		 * waits for it (a holder preempted inside would make that
+		 * a lock wait). */
 		pthread_mutex_lock(&cond_mutex);
 		generation++;
-		pthread_cond_signal(&cond);
 		pthread_mutex_unlock(&cond_mutex);
+		pthread_cond_signal(&cond);
 		holder_rest();
 		t = now_ns();
 		atomic_fetch_add(&truth->rest_ns, t - u);
@@ -156,9 +163,13 @@ static void *waiter(void *arg)
 {
 	(void)arg;
 	name("waiter");
+	uint64_t t;
+
 	for (;;) {
 		waiter_lock();
+		t = now_ns();
 		waiter_rest();
+		atomic_fetch_add(&truth->waiter_rest_ns, now_ns() - t);
 	}
 	return NULL;
 }
