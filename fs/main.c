@@ -69,9 +69,8 @@ static void usage(const char *prog)
 	       "    -o heap_idle=N         an agent stays armed N s after its\n"
 	       "                           last session (300)\n"
 	       "    -o offcpu=METHOD       how wall, block and mutex are\n"
-	       "                           taken: auto (scheduler events\n"
-	       "                           where allowed), procfs, sched\n"
-	       "                           (auto)\n"
+	       "                           taken: auto, procfs (auto; both\n"
+	       "                           /proc for now, see offcpu.md)\n"
 	       "\n");
 }
 
@@ -142,7 +141,6 @@ static const struct {
 	enum offcpu_method method;
 } offcpu_methods[] = {
 	{ "auto", OFFCPU_AUTO }, { "procfs", OFFCPU_PROCFS },
-	{ "sched", OFFCPU_SCHED },
 };
 
 static int parse_heap_method(const char *s, enum heap_method *m)
@@ -218,8 +216,7 @@ static int check_opts(struct proffs_opts *o, enum heap_method *method)
 	}
 	if (parse_offcpu_method(o->offcpu_method ? o->offcpu_method : "auto",
 				&o->offcpu)) {
-		fprintf(stderr, "proffs: offcpu= takes auto, procfs or "
-				"sched\n");
+		fprintf(stderr, "proffs: offcpu= takes auto or procfs\n");
 		return -EINVAL;
 	}
 	if (!o->agent)

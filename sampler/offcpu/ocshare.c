@@ -213,8 +213,9 @@ static int comments(struct oc_run *run, bool exited)
 				 "[running]");
 		else
 			snprintf(text, sizeof(text), "proffs: stacks on the "
-				 "CPU from perf cpu-clock at %u Hz (%llu "
-				 "samples, %llu lost)", o->hz,
+				 "CPU from perf cpu-clock at %u Hz, %s (%llu "
+				 "samples, %llu lost)", o->hz, run->perf_cpus ?
+				 "one event per cpu" : "events on each thread",
 				 (unsigned long long)st->cpu_samples,
 				 (unsigned long long)st->lost);
 		ret = profile_add_comment(run->p, text);

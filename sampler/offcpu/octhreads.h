@@ -22,6 +22,8 @@
 #include "taskstat.h"
 #include "waitclass.h"
 
+#define OC_MAX_KFRAMES 48
+
 struct oc_thread {
 	pid_t tid;
 	bool gone;			/* exited: its files are closed */
@@ -38,9 +40,15 @@ struct oc_thread {
 	/* The stack of the last look, when it found the thread off the
 	 * CPU: still its stack while the thread has not run. */
 	bool have_stack;
+	char state;			/* its state letter asleep there */
 	enum wait_class class;
 	uint32_t nlocs, caplocs;
 	uint64_t *locs;			/* its stack, leaf first */
+	/* The kernel frames of the last place it slept in. */
+	bool have_place;
+	struct task_place place;
+	uint32_t nklocs;
+	uint64_t klocs[OC_MAX_KFRAMES];
 };
 
 struct oc_threads;

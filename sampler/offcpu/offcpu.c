@@ -43,7 +43,7 @@
 #include "waitclass.h"
 
 #define MAX_FRAMES 128
-#define MAX_KFRAMES 48
+#define MAX_KFRAMES OC_MAX_KFRAMES
 #define STACK_MIN 8192
 #define STACK_MAX (64 * 1024)
 #define KSTACK_TEXT 4096
@@ -215,26 +215,46 @@ static int discover(struct oc_run *run, bool *alive)
 	return ret;
 }
 
-/* The frames of a thread off the CPU: kernel ones (innermost first),
- * the system call it is in, then the user stack. */
-static int stack_locs(struct oc_run *run, const struct task_snap *snap,
-		      const uint64_t *pcs, int npcs, uint64_t *locs,
-		      uint32_t *n)
+/* The kernel frames of th at snap's place, innermost first: read now,
+ * or those of the last time it was there. */
+static int kernel_locs(struct oc_run *run, struct oc_thread *th,
+		       const struct task_snap *snap)
 {
 	const char *knames[MAX_KFRAMES];
-	char sysname[32];
-	int nk = 0, ret = 0;
+	int nk, ret = 0;
 
-	*n = 0;
-	if (snap->kstack_len)
-		nk = kstack_names(run->ktext, knames, MAX_KFRAMES);
+	if (snap->kstack_known)
+		return 0;
+	th->nklocs = 0;
+	th->have_place = snap->kstack_len > 0;
+	task_snap_place(snap, &th->place);
+	nk = snap->kstack_len ? kstack_names(run->ktext, knames,
+					     MAX_KFRAMES) : 0;
 	for (int i = 0; i < nk && !ret; i++)
-		ret = pseudoloc(run->ps, "[k] ", knames[i], &locs[(*n)++]);
-	if (!ret && snap->sysno >= 0) {
+		ret = pseudoloc(run->ps, "[k] ", knames[i],
+				&th->klocs[th->nklocs++]);
+	return ret;
+}
+
+/* The frames of a thread off the CPU: kernel ones (innermost first),
+ * the system call it is in, then the user stack. */
+static int stack_locs(struct oc_run *run, struct oc_thread *th,
+		      const struct task_snap *snap, const uint64_t *pcs,
+		      int npcs, uint64_t *locs, uint32_t *n)
+{
+	char sysname[32];
+	int ret;
+
+	ret = kernel_locs(run, th, snap);
+	if (ret)
+		return ret;
+	memcpy(locs, th->klocs, th->nklocs * sizeof(*locs));
+	*n = th->nklocs;
+	if (snap->sysno >= 0) {
 		syscall_name_fmt(snap->sysno, sysname, sizeof(sysname));
 		ret = pseudoloc(run->ps, "[syscall] ", sysname,
 				&locs[(*n)++]);
-	} else if (!ret && snap->state != 'R') {
+	} else if (snap->state != 'R') {
 		ret = pseudoloc(run->ps, "", "[asleep outside a system call]",
 				&locs[(*n)++]);
 	}
@@ -261,7 +281,7 @@ static int new_stack(struct oc_run *run, struct oc_thread *th,
 	unwind_last_stack_use(run->unw, &used, &short_copy);
 	if (short_copy && th->copy_size < STACK_MAX)
 		th->copy_size *= 2;
-	ret = stack_locs(run, snap, pcs, npcs, locs, &nlocs);
+	ret = stack_locs(run, th, snap, pcs, npcs, locs, &nlocs);
 	if (!ret)
 		ret = octhread_set_locs(th, locs, nlocs);
 	if (ret)
@@ -269,6 +289,7 @@ static int new_stack(struct oc_run *run, struct oc_thread *th,
 	th->class = waitclass_of(run->wc, snap->sysno, &snap->regs, pcs,
 				 npcs);
 	th->have_stack = true;
+	th->state = snap->state;
 	return add_look(run, th, snap->state, dt, true);
 }
 
@@ -285,8 +306,7 @@ static int look(struct oc_run *run, struct oc_thread *th)
 	struct task_sched cur;
 	struct task_snap snap;
 	uint64_t now = mono_ns(), dt;
-	bool same;
-	char state;
+	bool same, asleep;
 	int ret;
 
 	if (task_read_sched(run->o->pid, th->tid, &th->files, &cur)) {
@@ -299,19 +319,19 @@ static int look(struct oc_run *run, struct oc_thread *th)
 	th->last = cur;
 	th->last_ns = now;
 	if (same && th->have_stack) {
-		/* It has not run: same stack, perhaps woken since. */
-		if (task_read_state(run->o->pid, th->tid, &th->files,
-				    &state)) {
+		/* It has not run: same stack and state, unless woken. */
+		if (task_still_asleep(run->o->pid, th->tid, &th->files,
+				      &asleep)) {
 			thread_gone(th);
 			return 0;
 		}
 		run->st->reused++;
-		return add_look(run, th, state, dt, false);
+		return add_look(run, th, asleep ? th->state : 'R', dt, false);
 	}
 	th->have_stack = false;
 	ret = task_snapshot(run->o->pid, th->tid, &th->files, run->maps, &cur,
-			    run->stack, th->copy_size,
-			    run->ktext, KSTACK_TEXT, &snap);
+			    run->stack, th->copy_size, run->ktext, KSTACK_TEXT,
+			    th->have_place ? &th->place : NULL, &snap);
 	if (ret) {
 		thread_gone(th);
 		return 0;

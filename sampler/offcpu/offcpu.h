@@ -51,9 +51,9 @@ enum offcpu_kind {
 };
 
 enum offcpu_method {
-	OFFCPU_AUTO,	/* scheduler events where allowed, else procfs */
+	OFFCPU_AUTO,	/* the best allowed: for now always procfs */
 	OFFCPU_PROCFS,	/* /proc and process_vm_readv only */
-	OFFCPU_SCHED,	/* scheduler events (perf), or EPERM */
+	OFFCPU_SCHED,	/* scheduler events: not yet, -EOPNOTSUPP */
 };
 
 struct offcpu_opts {

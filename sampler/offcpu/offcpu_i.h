@@ -35,6 +35,7 @@ struct oc_run {
 	struct oc_threads *threads;
 	struct perf_rec *rec;		/* wall's cpu-clock, or NULL */
 	bool perf_refused;		/* wall without running stacks */
+	bool perf_cpus;			/* events on the cpus, not threads */
 	int64_t key_thread, key_thread_name, key_state;
 	uint8_t *stack;			/* a stack copy's room */
 	char *ktext;			/* a kernel stack's text */

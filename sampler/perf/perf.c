@@ -190,7 +190,19 @@ static int make_pollfds(struct perf_rec *r)
 	return 0;
 }
 
-int perf_open(pid_t pid, unsigned hz, struct perf_rec **out)
+/* One cpu-clock event per cpu for every task (tid -1): no per-task
+ * context, so nothing for the scheduler to switch in and out with the
+ * target's threads. */
+static int open_cpus(struct perf_rec *r, unsigned hz)
+{
+	struct perf_event_attr attr;
+
+	init_attr(&attr, hz, true);
+	attr.inherit = 0;
+	return open_thread(r, &attr, -1);
+}
+
+static int perf_new(pid_t pid, unsigned hz, bool cpus, struct perf_rec **out)
 {
 	struct perf_rec *r;
 	int ret;
@@ -210,7 +222,7 @@ int perf_open(pid_t pid, unsigned hz, struct perf_rec **out)
 	}
 	for (int cpu = 0; cpu < r->ncpu; cpu++)
 		perf_ring_init(&r->rings[cpu]);
-	ret = open_all(r, hz);
+	ret = cpus ? open_cpus(r, hz) : open_all(r, hz);
 	if (!ret)
 		ret = make_pollfds(r);
 	if (ret) {
@@ -219,6 +231,16 @@ int perf_open(pid_t pid, unsigned hz, struct perf_rec **out)
 	}
 	*out = r;
 	return 0;
+}
+
+int perf_open(pid_t pid, unsigned hz, struct perf_rec **out)
+{
+	return perf_new(pid, hz, false, out);
+}
+
+int perf_open_cpus(pid_t pid, unsigned hz, struct perf_rec **out)
+{
+	return perf_new(pid, hz, true, out);
 }
 
 /* Parse a PERF_RECORD_SAMPLE body laid out by init_attr's sample_type. */

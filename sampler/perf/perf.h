@@ -41,6 +41,15 @@ typedef void (*perf_sample_cb)(const struct perf_sample *s, void *arg);
 int perf_open(pid_t pid, unsigned hz, struct perf_rec **out);
 
 /*
+ * The same from one event per cpu that samples every task there (the
+ * callback keeps pid's samples: s->pid): nothing is attached to the
+ * target's threads, so their context switches cost nothing more; a
+ * thread that starts is sampled at once. Needs CAP_PERFMON (or
+ * perf_event_paranoid 0): -EACCES otherwise. Kernel-mode samples.
+ */
+int perf_open_cpus(pid_t pid, unsigned hz, struct perf_rec **out);
+
+/*
  * Wait up to timeout_ms for data, then hand every complete sample to cb.
  * Returns 0, or a negative errno on a fatal error.
  */

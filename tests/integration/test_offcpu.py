@@ -9,7 +9,10 @@ meanwhile (its /proc status, polled through the window)."""
 import errno
 import os
 import re
+import shutil
+import signal
 import struct
+import subprocess
 import threading
 import time
 
@@ -263,16 +266,6 @@ def test_offcpu_formats_share_one_session(proffs, target):
     assert titles['sub'].startswith('delay (nanoseconds)'), titles
 
 
-@pytest.fixture
-def driver():
-    why = browser.available()
-    if why:
-        pytest.skip(why)
-    d = browser.open_driver()
-    yield d
-    d.quit()
-
-
 @pytest.mark.parametrize('proffs_options', METHODS, indirect=True)
 def test_wall_flame_graph_opens_and_clicks_in_chromium(proffs, target,
                                                        driver):
@@ -302,3 +295,95 @@ def test_offcpu_errors(proffs, target):
     t.kill()
     expect_errno(lambda: open(proffs.path(t.pid, 'mutex_1s.pb.gz'), 'rb'),
                  errno.ENOENT)
+
+
+# Off-CPU time per thread from the scheduler itself: from each switch
+# out of a thread that went to sleep (prev_state not running) to its next
+# switch in - its sleep and its wait for a CPU after the wake-up, what
+# wall shows in the states sleeping, disk and runnable. Preemptions are
+# left out: wall counts a preempted thread's wait with its running stack.
+BPF_OFFCPU = r'''
+BEGIN { @t0 = nsecs; }
+tracepoint:sched:sched_switch
+/pid == $1 && args->prev_state != 0/
+{ @start[args->prev_pid] = nsecs; }
+tracepoint:sched:sched_switch
+/@start[args->next_pid]/
+{
+	@off[args->next_pid] = sum(nsecs - @start[args->next_pid]);
+	delete(@start[args->next_pid]);
+}
+END { printf("elapsed_us %d\n", (nsecs - @t0) / 1000); clear(@start);
+      clear(@t0); }
+'''
+
+
+def tracefs_mounted():
+    with open('/proc/self/mounts') as f:
+        return any(l.split()[2] == 'tracefs' for l in f)
+
+
+@pytest.fixture
+def tracefs():
+    """bpftrace finds tracepoints in tracefs: mount it (as root) where it
+    is not, and unmount what this fixture mounted."""
+    if os.geteuid() != 0:
+        pytest.skip('bpftrace needs root')
+    mounted = False
+    if not tracefs_mounted():
+        r = subprocess.run(['mount', '-t', 'tracefs', 'nodev',
+                            '/sys/kernel/tracing'], capture_output=True,
+                           text=True)
+        assert r.returncode == 0, f'cannot mount tracefs: {r.stderr}'
+        mounted = True
+    yield
+    if mounted:
+        subprocess.run(['umount', '/sys/kernel/tracing'])
+
+
+@pytest.mark.parametrize('proffs_options', METHODS, indirect=True)
+def test_wall_off_cpu_time_agrees_with_bpftrace(proffs, target, tracefs,
+                                                tmp_path):
+    """As root, a sched_switch-based bpftrace script on the same target
+    at the same time: each thread's time off the CPU agrees within 5
+    points of its window."""
+    assert shutil.which('bpftrace'), 'bpftrace is not installed'
+    t = target('waits')
+    script = tmp_path / 'offcpu.bt'
+    script.write_text(BPF_OFFCPU)
+    bt = subprocess.Popen(['bpftrace', str(script), str(t.pid)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+    try:
+        line = ''
+        deadline = time.monotonic() + 60
+        while 'Attaching' not in line and time.monotonic() < deadline:
+            line = bt.stdout.readline()
+            assert line or bt.poll() is None, bt.stderr.read()
+        assert 'Attaching' in line, 'bpftrace did not start'
+        data = proffs.read(t.pid, 'wall_5s.pb.gz')
+    finally:
+        bt.send_signal(signal.SIGINT)
+        out, err = bt.communicate(timeout=60)
+    elapsed = int(re.search(r'elapsed_us (\d+)', out).group(1)) * 1000
+    theirs = {int(m.group(1)): int(m.group(2))
+              for m in re.finditer(r'@off\[(\d+)\]: (\d+)', out)}
+    p = validate_pprof(save(data, 'wall-bpftrace.pb.gz'))
+    i = p.index('wall/nanoseconds')
+    names = {}
+    for tid in os.listdir(f'/proc/{t.pid}/task'):
+        with open(f'/proc/{t.pid}/task/{tid}/comm') as f:
+            names[f.read().strip()] = int(tid)
+    checked = 0
+    for name in ('sleeper', 'holder', 'waiter', 'condwaiter'):
+        tot, mine = by_thread(p, name, 'wall/nanoseconds')
+        off = sum(s.values[i] for s in mine
+                  if s.labels['state'] != 'running') / tot
+        bpf = theirs.get(names[name], 0) / elapsed
+        print(f'{name}: off the CPU {off:.3f} (proffs), {bpf:.3f} '
+              f'(bpftrace)')
+        assert abs(off - bpf) <= 0.05, \
+            f'{name}: off the CPU {off:.3f} of the window, bpftrace ' \
+            f'{bpf:.3f}\n{out}'
+        checked += 1
+    assert checked == 4
