@@ -12,10 +12,11 @@
  * sees that stack when schedstat has not changed since the sleep), or
  * preempted, where /proc shows "running" and no registers. wait is
  * split between them as its switches were (voluntary: a sleep, so a
- * wake-up to wait after; involuntary: a preemption), or as the looks
- * saw it when they saw more woken (a thread whose long sleeps each
- * look finds, and whose wake-ups wait longer than its preemptions),
- * and the woken part
+ * wake-up to wait after; involuntary: a preemption). Not as the looks
+ * saw it: a look runs on a CPU the target's threads then wait for, so
+ * looks find threads woken and waiting more often than they are (taken
+ * so, a thread's time off the CPU came out 5 points above a
+ * sched_switch bpftrace script's on a loaded machine). The woken part
  * goes to the runnable looks, the preempted part with run to the
  * running samples (perf, wall): a preempted thread's stack is where it
  * ran. Every thread's values add up to its span; the sampling only
@@ -64,10 +65,7 @@ static void exact(const struct oc_thread *th, struct share *sh)
 		run = span;
 	if (wait > span - run)
 		wait = span - run;
-	/* at least what the looks saw */
 	woken = wake_wait(th, wait);
-	if (woken < th->runq_ns)
-		woken = th->runq_ns < wait ? th->runq_ns : wait;
 	sh->run = run + (wait - woken);
 	sh->rest = span - run - wait;
 	if (!th->runq_ns)	/* no look saw one: with the sleeps */
