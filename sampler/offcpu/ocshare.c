@@ -53,7 +53,50 @@ static uint64_t wake_wait(const struct oc_thread *th, uint64_t wait)
 			   : 0;
 }
 
-static void exact(const struct oc_thread *th, struct share *sh)
+/*
+ * A thread's wake-up waits shared among the places it slept in, a share
+ * per sleep there: a wait for a CPU follows each sleep, whatever its
+ * length. A place whose sleeps outlast a look's interval has its sleeps
+ * counted by the looks (each found once as new); the other sleeps of the
+ * thread (its voluntary switches less those) went to the places whose
+ * sleeps are shorter, which the looks find in proportion to their time.
+ * Returns false when no place takes any.
+ */
+static bool share_woken(struct oc_thread *th, uint64_t woken,
+			uint64_t period)
+{
+	uint64_t vol = th->have_sw ? th->sw_last.voluntary -
+				     th->sw_first.voluntary : 0;
+	uint64_t longs = 0, shorts = 0, rest, total;
+	bool *is_long = calloc(th->nstacks ? th->nstacks : 1, 1);
+
+	if (!is_long)
+		return false;
+	for (uint32_t k = 0; k < th->nstacks; k++) {
+		const struct oc_stack *st = &th->stacks[k];
+
+		if (!st->sleeps)
+			continue;
+		is_long[k] = (st->off_ns + st->runq_ns) / st->sleeps >=
+			     period * 3 / 2;
+		*(is_long[k] ? &longs : &shorts) += st->sleeps;
+	}
+	rest = vol > longs ? vol - longs : 0;
+	if (!shorts || !vol)
+		rest = shorts;
+	total = longs + rest;
+	for (uint32_t k = 0; k < th->nstacks; k++) {
+		struct oc_stack *st = &th->stacks[k];
+		double n = is_long[k] ? st->sleeps :
+			   shorts ? (double)rest * st->sleeps / shorts : 0;
+
+		st->woken_ns = total ? (uint64_t)(woken * n / total) : 0;
+	}
+	free(is_long);
+	return total > 0;
+}
+
+static void exact(struct oc_thread *th, uint64_t period, struct share *sh)
 {
 	uint64_t span = th->last_ns - th->first_ns;
 	uint64_t run = th->last.run_ns - th->first.run_ns;
@@ -68,48 +111,61 @@ static void exact(const struct oc_thread *th, struct share *sh)
 	woken = wake_wait(th, wait);
 	sh->run = run + (wait - woken);
 	sh->rest = span - run - wait;
-	if (!th->runq_ns)	/* no look saw one: with the sleeps */
-		sh->rest += woken;
+	if (!share_woken(th, woken, period))
+		sh->rest += woken;	/* no place to put them: asleep */
 	sh->on = th->on_ns ? (double)sh->run / th->on_ns : 0;
 	sh->runq = th->runq_ns ? (double)woken / th->runq_ns : 0;
 	sh->off = th->off_ns ? (double)sh->rest / th->off_ns : 0;
 }
 
-/* thread label string index -> its share, for every sample. */
-static int shares_by_str(struct oc_run *run, struct share **out)
+struct thread_share {
+	struct oc_thread *th;
+	struct share sh;
+};
+
+/* thread label string index -> its thread and share, for every sample. */
+static int shares_by_str(struct oc_run *run, struct thread_share **out)
 {
 	size_t n = octhreads_count(run->threads);
 	size_t nstr = profile_nstrings(run->p);
-	struct share *by = calloc(nstr ? nstr : 1, sizeof(*by));
+	struct thread_share *by = calloc(nstr ? nstr : 1, sizeof(*by));
+	uint64_t period = 1000000000ull / run->o->hz;
 
 	if (!by)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		const struct oc_thread *th = octhreads_at(run->threads, i);
+		struct oc_thread *th = octhreads_at(run->threads, i);
 
-		if ((size_t)th->tid_str < nstr)
-			exact(th, &by[th->tid_str]);
+		if ((size_t)th->tid_str >= nstr)
+			continue;
+		by[th->tid_str].th = th;
+		exact(th, period, &by[th->tid_str].sh);
 	}
 	*out = by;
 	return 0;
 }
 
-/* The factor of sample s, by its state label. */
+/* The factor of sample s, by its state label (and stack, runnable). */
 static double factor(struct oc_run *run, const struct pf_sample *s,
-		     const struct share *sh)
+		     const struct thread_share *ts)
 {
 	for (uint32_t l = 0; l < s->nlabels; l++) {
+		const struct oc_stack *st;
 		const char *state;
 
 		if (s->labels[l].key != run->key_state)
 			continue;
 		state = profile_str(run->p, s->labels[l].str);
 		if (!strcmp(state, "running"))
-			return sh->on;
-		if (!strcmp(state, "runnable"))
-			return sh->runq;
+			return ts->sh.on;
+		if (strcmp(state, "runnable"))
+			break;
+		st = octhread_find_stack(ts->th, s->loc_ids, s->nlocs);
+		if (!st || !st->runq_ns)	/* max_stacks reached */
+			return ts->sh.runq;
+		return (double)st->woken_ns / st->runq_ns;
 	}
-	return sh->off;
+	return ts->sh.off;
 }
 
 static int64_t thread_str(struct oc_run *run, const struct pf_sample *s)
@@ -120,62 +176,88 @@ static int64_t thread_str(struct oc_run *run, const struct pf_sample *s)
 	return -1;
 }
 
-static int scale_samples(struct oc_run *run)
+static int scale_samples(struct oc_run *run, struct thread_share *by)
 {
 	size_t n = profile_nsamples(run->p);
-	struct share *by;
-	int ret;
 
-	ret = shares_by_str(run, &by);
-	if (ret)
-		return ret;
 	for (size_t i = 0; i < n; i++) {
 		const struct pf_sample *s = profile_sample(run->p, i);
 		int64_t t = thread_str(run, s), *v;
 
-		if (t < 0)
+		if (t < 0 || !by[t].th)
 			continue;
 		v = profile_sample_values(run->p, i);
 		v[1] = llround(v[1] * factor(run, s, &by[t]));
 	}
-	free(by);
 	return 0;
 }
 
-/* wall: time no sample stands for, under a frame that says so. */
-static int unsampled(struct oc_run *run)
+/* Wake-up waits of a place no look found the thread woken in: a
+ * runnable sample there. */
+static int unseen_woken(struct oc_run *run, const struct oc_thread *th)
 {
-	size_t n = octhreads_count(run->threads);
+	enum wait_class need = run->o->kind == OFFCPU_MUTEX ? WAIT_LOCK :
+			       WAIT_SYNC;
+	int ret = 0;
+
+	for (uint32_t k = 0; k < th->nstacks && !ret; k++) {
+		const struct oc_stack *st = &th->stacks[k];
+
+		if (st->runq_ns || !st->woken_ns ||
+		    (run->o->kind != OFFCPU_WALL && st->class < need))
+			continue;
+		ret = oc_add(run, th, st->locs, st->nlocs, "runnable", 0,
+			     st->woken_ns);
+	}
+	return ret;
+}
+
+/* wall: time no sample stands for, under a frame that says so. */
+static int unsampled(struct oc_run *run, const struct oc_thread *th,
+		     const struct share *sh)
+{
+	const struct {
+		uint64_t sampled, exact;
+		const char *frame, *state;
+	} pools[] = {
+		{ th->on_ns, sh->run, "[running]", "running" },
+		{ th->off_ns, sh->rest, "[asleep between looks]", "sleeping" },
+	};
+	uint64_t loc;
 	int ret = 0;
 
 	if (run->o->kind != OFFCPU_WALL)
 		return 0;
+	for (int k = 0; k < 2 && !ret; k++) {
+		if (pools[k].sampled || !pools[k].exact)
+			continue;
+		ret = pseudoloc(run->ps, "", pools[k].frame, &loc);
+		if (!ret)
+			ret = oc_add(run, th, &loc, 1, pools[k].state, 0,
+				     pools[k].exact);
+	}
+	return ret;
+}
+
+/* Each thread's times shared out among its samples, and what no
+ * sample stands for. */
+static int share_out(struct oc_run *run)
+{
+	size_t n = octhreads_count(run->threads);
+	struct thread_share *by = NULL;
+	int ret;
+
+	ret = shares_by_str(run, &by);
+	if (!ret)
+		ret = scale_samples(run, by);
 	for (size_t i = 0; i < n && !ret; i++) {
 		const struct oc_thread *th = octhreads_at(run->threads, i);
-		const struct {
-			uint64_t sampled;
-			const char *frame, *state;
-		} pools[] = {
-			{ th->on_ns, "[running]", "running" },
-			{ th->runq_ns, "[runnable]", "runnable" },
-			{ th->off_ns, "[asleep between looks]", "sleeping" },
-		};
-		uint64_t exact_ns[3], loc;
-		struct share sh;
 
-		exact(th, &sh);
-		exact_ns[0] = sh.run;
-		exact_ns[1] = 0;	/* woken: only what looks saw */
-		exact_ns[2] = sh.rest;
-		for (int k = 0; k < 3 && !ret; k++) {
-			if (pools[k].sampled || !exact_ns[k])
-				continue;
-			ret = pseudoloc(run->ps, "", pools[k].frame, &loc);
-			if (!ret)
-				ret = oc_add(run, th, &loc, 1, pools[k].state, 0,
-					     exact_ns[k]);
-		}
+		ret = unseen_woken(run, th);
+		if (!ret)
+			ret = unsampled(run, th, &by[th->tid_str].sh);
 	}
+	free(by);
 	return ret;
 }
 
@@ -230,10 +312,8 @@ static int comments(struct oc_run *run, bool exited)
 
 int oc_finish(struct oc_run *run, bool exited)
 {
-	int ret = scale_samples(run);
+	int ret = share_out(run);
 
-	if (!ret)
-		ret = unsampled(run);
 	if (!ret)
 		ret = comments(run, exited);
 	return ret;

@@ -29,7 +29,9 @@ void octhreads_free(struct oc_threads *t)
 		return;
 	for (size_t i = 0; i < t->n; i++) {
 		task_files_close(&t->v[i]->files);
-		free(t->v[i]->locs);
+		for (uint32_t k = 0; k < t->v[i]->nstacks; k++)
+			free(t->v[i]->stacks[k].locs);
+		free(t->v[i]->stacks);
 		free(t->v[i]);
 	}
 	free(t->v);
@@ -111,18 +113,59 @@ struct oc_thread *octhreads_at(struct oc_threads *t, size_t i)
 	return i < t->n ? t->v[i] : NULL;
 }
 
-int octhread_set_locs(struct oc_thread *th, const uint64_t *locs,
-		      uint32_t n)
+static uint64_t hash_locs(const uint64_t *locs, uint32_t n)
 {
-	if (n > th->caplocs) {
-		uint64_t *v = realloc(th->locs, n * sizeof(*v));
+	uint64_t h = 1469598103934665603ull ^ n;
 
-		if (!v)
-			return -ENOMEM;
-		th->locs = v;
-		th->caplocs = n;
+	for (uint32_t i = 0; i < n; i++)
+		h = (h ^ locs[i]) * 1099511628211ull;
+	return h;
+}
+
+static struct oc_stack *find(const struct oc_thread *th, uint64_t h,
+			     const uint64_t *locs, uint32_t n)
+{
+	/* A thread sleeps in a few places: a scan is enough. */
+	for (uint32_t k = 0; k < th->nstacks; k++) {
+		struct oc_stack *st = &th->stacks[k];
+
+		if (st->hash == h && st->nlocs == n &&
+		    !memcmp(st->locs, locs, n * sizeof(*locs)))
+			return st;
 	}
-	memcpy(th->locs, locs, n * sizeof(*locs));
-	th->nlocs = n;
+	return NULL;
+}
+
+struct oc_stack *octhread_find_stack(const struct oc_thread *th,
+				     const uint64_t *locs, uint32_t n)
+{
+	return find(th, hash_locs(locs, n), locs, n);
+}
+
+int octhread_set_stack(struct oc_thread *th, const uint64_t *locs,
+		       uint32_t n)
+{
+	uint64_t h = hash_locs(locs, n);
+	struct oc_stack *st = find(th, h, locs, n);
+
+	if (!st) {
+		if (th->nstacks == th->capstacks) {
+			uint32_t cap = th->capstacks ? 2 * th->capstacks : 4;
+
+			st = realloc(th->stacks, cap * sizeof(*st));
+			if (!st)
+				return -ENOMEM;
+			th->stacks = st;
+			th->capstacks = cap;
+		}
+		st = &th->stacks[th->nstacks];
+		*st = (struct oc_stack){ .hash = h, .nlocs = n };
+		st->locs = malloc(n ? n * sizeof(*locs) : 1);
+		if (!st->locs)
+			return -ENOMEM;
+		memcpy(st->locs, locs, n * sizeof(*locs));
+		th->nstacks++;
+	}
+	th->cur = st - th->stacks;
 	return 0;
 }

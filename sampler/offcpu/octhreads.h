@@ -24,6 +24,17 @@
 
 #define OC_MAX_KFRAMES 48
 
+struct oc_stack {
+	uint64_t hash;
+	uint32_t nlocs;
+	uint64_t *locs;		/* leaf first */
+	uint64_t sleeps;	/* looks that found a new sleep here */
+	uint64_t off_ns;	/* what its looks asleep stood for */
+	uint64_t runq_ns;	/* what its looks woken stood for */
+	uint64_t woken_ns;	/* at the end, its share of wake-up waits */
+	enum wait_class class;
+};
+
 struct oc_thread {
 	pid_t tid;
 	bool gone;			/* exited: its files are closed */
@@ -42,8 +53,11 @@ struct oc_thread {
 	bool have_stack;
 	char state;			/* its state letter asleep there */
 	enum wait_class class;
-	uint32_t nlocs, caplocs;
-	uint64_t *locs;			/* its stack, leaf first */
+	uint32_t cur;			/* index in stacks */
+	/* Every stack it was found off the CPU in: what its looks there
+	 * stood for, for ocshare.c. */
+	struct oc_stack *stacks;
+	uint32_t nstacks, capstacks;
 	/* The kernel frames of the last place it slept in. */
 	bool have_place;
 	struct task_place place;
@@ -64,8 +78,11 @@ int octhreads_add(struct oc_threads *t, pid_t tid, struct oc_thread **out);
 size_t octhreads_count(const struct oc_threads *t);
 struct oc_thread *octhreads_at(struct oc_threads *t, size_t i);
 
-/* Keep locs[0..n) as th's stack. */
-int octhread_set_locs(struct oc_thread *th, const uint64_t *locs,
-		      uint32_t n);
+/* Make locs[0..n) th's current stack, found or added in its table. */
+int octhread_set_stack(struct oc_thread *th, const uint64_t *locs,
+		       uint32_t n);
+/* th's entry for locs[0..n), or NULL. */
+struct oc_stack *octhread_find_stack(const struct oc_thread *th,
+				     const uint64_t *locs, uint32_t n);
 
 #endif

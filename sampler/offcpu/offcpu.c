@@ -146,18 +146,23 @@ static int add_look(struct oc_run *run, struct oc_thread *th, char state,
 {
 	enum wait_class need = run->o->kind == OFFCPU_MUTEX ? WAIT_LOCK :
 			       WAIT_SYNC;
+	struct oc_stack *st = &th->stacks[th->cur];
 	bool runnable = state == 'R';
 
-	if (runnable)
+	st->sleeps += new_wait;
+	if (runnable) {
 		th->runq_ns += dt;
-	else
+		st->runq_ns += dt;
+	} else {
 		th->off_ns += dt;
+		st->off_ns += dt;
+	}
 	if (run->o->kind == OFFCPU_WALL)
-		return oc_add(run, th, th->locs, th->nlocs, state_label(state),
+		return oc_add(run, th, st->locs, st->nlocs, state_label(state),
 			      1, dt);
 	if (th->class < need)
 		return 0;
-	return oc_add(run, th, th->locs, th->nlocs, state_label(state),
+	return oc_add(run, th, st->locs, st->nlocs, state_label(state),
 		      new_wait && !runnable, dt);
 }
 
@@ -283,11 +288,12 @@ static int new_stack(struct oc_run *run, struct oc_thread *th,
 		th->copy_size *= 2;
 	ret = stack_locs(run, th, snap, pcs, npcs, locs, &nlocs);
 	if (!ret)
-		ret = octhread_set_locs(th, locs, nlocs);
+		ret = octhread_set_stack(th, locs, nlocs);
 	if (ret)
 		return ret;
 	th->class = waitclass_of(run->wc, snap->sysno, &snap->regs, pcs,
 				 npcs);
+	th->stacks[th->cur].class = th->class;
 	th->have_stack = true;
 	th->state = snap->state;
 	return add_look(run, th, snap->state, dt, true);
