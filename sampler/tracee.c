@@ -85,14 +85,12 @@ int tracee_tracer_of(pid_t pid, const char *what, pid_t *tracer)
 {
 	char path[64], buf[2048];
 	const char *l;
-	size_t len;
 	int ret;
 
 	snprintf(path, sizeof(path), "%s/status", what);
-	ret = proc_read(pid, path, buf, sizeof(buf) - 1, &len);
+	ret = proc_read_text(pid, path, buf, sizeof(buf));
 	if (ret)
 		return ret;
-	buf[len] = '\0';
 	l = strstr(buf, "\nTracerPid:");
 	*tracer = l ? (pid_t)atoi(l + 11) : 0;
 	return 0;
@@ -103,16 +101,14 @@ int tracee_seize_refused(pid_t pid, pid_t tid)
 	char what[64], buf[2048];
 	const char *l;
 	pid_t tracer;
-	size_t len;
 	int ret;
 
 	/* The kernel will not attach to a thread that has begun to exit
 	 * (a zombie until it is reaped): EPERM, where ESRCH is meant. */
 	snprintf(what, sizeof(what), "task/%d/status", (int)tid);
-	ret = proc_read(pid, what, buf, sizeof(buf) - 1, &len);
+	ret = proc_read_text(pid, what, buf, sizeof(buf));
 	if (ret)
 		return ret == -ENOENT || ret == -ESRCH ? -ESRCH : -EPERM;
-	buf[len] = '\0';
 	l = strstr(buf, "\nState:\t");
 	if (l && (l[8] == 'Z' || l[8] == 'X'))
 		return -ESRCH;
@@ -153,13 +149,9 @@ int tracee_syscall_regs(pid_t pid, pid_t tid, long *sysno,
 			struct unwind_regs *r)
 {
 	char what[64], buf[256];
-	size_t len;
 	int ret;
 
 	snprintf(what, sizeof(what), "task/%d/syscall", (int)tid);
-	ret = proc_read(pid, what, buf, sizeof(buf) - 1, &len);
-	if (ret)
-		return ret;
-	buf[len] = '\0';
-	return tracee_syscall_parse(buf, sysno, r);
+	ret = proc_read_text(pid, what, buf, sizeof(buf));
+	return ret ? ret : tracee_syscall_parse(buf, sysno, r);
 }

@@ -98,14 +98,12 @@ int task_read_switches(pid_t pid, pid_t tid, struct task_switches *out)
 {
 	char what[64], buf[4096];
 	const char *v, *n;
-	size_t len;
 	int ret;
 
 	snprintf(what, sizeof(what), "task/%d/status", (int)tid);
-	ret = proc_read(pid, what, buf, sizeof(buf) - 1, &len);
+	ret = proc_read_text(pid, what, buf, sizeof(buf));
 	if (ret)
 		return ret;
-	buf[len] = '\0';
 	v = strstr(buf, "\nvoluntary_ctxt_switches:");
 	n = strstr(buf, "\nnonvoluntary_ctxt_switches:");
 	if (!v || !n)

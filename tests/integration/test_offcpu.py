@@ -69,17 +69,9 @@ def profile_waits(proffs, pid, names, truth_path):
     """Read names together (one session per kind, the same window),
     watching the target's threads meanwhile; returns ({name: bytes},
     truth over the window, its length in ns)."""
-    out = {}
     watch = StateWatch(pid)
     before, t0 = read_truth(truth_path)
-
-    def one(n):
-        out[n] = proffs.read(pid, n)
-    ths = [threading.Thread(target=one, args=(n,)) for n in names]
-    for t in ths:
-        t.start()
-    for t in ths:
-        t.join()
+    out = util.read_together(proffs, pid, names)
     after, t1 = read_truth(truth_path)
     watch.stop()
     truth = {k: after[k] - before[k] for k in TRUTH_FIELDS}
@@ -235,15 +227,7 @@ def test_offcpu_formats_share_one_session(proffs, target):
     t = target('waits')
     names = ['mutex_2s.pb.gz', 'mutex_2s.pb', 'mutex_2s.txt',
              'mutex_2s.folded', 'mutex_2s.svg']
-    out = {}
-
-    def one(n):
-        out[n] = proffs.read(t.pid, n)
-    ths = [threading.Thread(target=one, args=(n,)) for n in names]
-    for th in ths:
-        th.start()
-    for th in ths:
-        th.join()
+    out = util.read_together(proffs, t.pid, names)
     assert len(proffs.log_lines(r'session \d+ start: pid=%d kind=mutex'
                                 % t.pid)) == 1
     gz = save(out['mutex_2s.pb.gz'], 'mutex-formats.pb.gz')

@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 
 import pytest
@@ -233,6 +234,21 @@ def pprof(*args, check=True, clean=False):
         bad = [l for l in r.stderr.splitlines() if PPROF_COMPLAINT.search(l)]
         assert not bad, f'pprof {args} complained:\n{r.stderr}'
     return r.stdout
+
+
+def read_together(proffs, pid, names):
+    """Open every name at once: one session per kind and window, so the
+    same samples; returns {name: bytes}."""
+    out = {}
+
+    def one(n):
+        out[n] = proffs.read(pid, n)
+    ths = [threading.Thread(target=one, args=(n,)) for n in names]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    return out
 
 
 def save(data, name):
