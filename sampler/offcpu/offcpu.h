@@ -74,7 +74,7 @@ struct offcpu_stats {
 	uint64_t snapshots;	/* stacks of sleeping threads copied */
 	uint64_t reused;	/* looks at a thread asleep since the last */
 	uint64_t raced;		/* copies thrown away: the thread ran */
-	uint64_t incomplete;	/* stacks not unwound to their first frame */
+	uint64_t incomplete;	/* stacks not unwound to the first frame */
 	uint64_t cpu_samples;	/* perf samples (wall) */
 	uint64_t lost;		/* perf records the kernel dropped */
 	uint64_t elapsed_ns;
