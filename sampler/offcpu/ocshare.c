@@ -35,7 +35,7 @@
 
 struct share {
 	double on, runq, off;		/* factors */
-	uint64_t run, rest;		/* ns on a CPU or preempted; asleep */
+	uint64_t run, rest;		/* ns running or preempted; asleep */
 };
 
 /* Of a thread's run-queue time, the part that followed its wake-ups
