@@ -6,20 +6,17 @@
  * its samples.
  *
  * A look that finds a thread's schedstat as it was at the last look, the
- * thread asleep then, is the same sleep: its stack is taken again without
- * reading anything else. Any other look reads where the thread is
- * (taskstat.h); a sleeping thread's stack is copied, checked, unwound,
- * classified (waitclass.h) and kept for the looks that follow.
+ * thread off the CPU then, finds it where it was: its stack is taken
+ * again, and only the syscall file is read (asleep still, or woken).
+ * Any other look reads where the thread is (taskstat.h); the stack of a
+ * thread off the CPU is copied, checked, unwound, classified
+ * (waitclass.h) and kept for the looks that follow.
  *
  * Each sample first stands for the time since the thread's last look
- * (asleep) or for one cpu-clock period (running). At the end the values
- * of each thread are scaled so that its running samples add up to its
- * exact CPU and run-queue time over the window, and its sleeping ones to
- * the rest of the time it lived in the window; a thread with time and no
- * sample of it gets a "[running]" or "[asleep between looks]" sample.
+ * (off the CPU) or for one cpu-clock period (running). At the end each
+ * thread's exact times are shared out among its samples (ocshare.c).
  */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +24,6 @@
 
 #include "cpu.h"
 #include "kstack.h"
-#include "log.h"
 #include "maps.h"
 #include "octhreads.h"
 #include "offcpu.h"
