@@ -5,15 +5,17 @@
  * are in docs/offcpu.md).
  *
  *   wall   every thread for the whole window: samples/count and
- *          wall/nanoseconds, labels thread, thread_name and state
- *          (running, sleeping, disk); a sleeping thread's stack ends in
- *          a "[syscall] NAME" frame, under it its kernel frames "[k]
- *          name" where the daemon may read them. The values of a
- *          thread add up to the time it lived in the window.
+ *          wall/nanoseconds; a stack off the CPU ends in a "[syscall]
+ *          NAME" frame, under it its kernel frames "[k] name" where the
+ *          daemon may read them. The values of a thread add up to the
+ *          time it lived in the window.
  *   block  time asleep on synchronization (waitclass.h), by the
- *          waiter's stack: Go's contentions/count and delay/nanoseconds
- *          (default delay), labels thread and thread_name.
+ *          waiter's stack, until the waiter runs again: Go's
+ *          contentions/count and delay/nanoseconds (default delay).
  *   mutex  the part of block spent waiting for a lock.
+ *
+ * Every sample has the labels thread, thread_name and state (running,
+ * runnable, sleeping, disk, stopped).
  *
  * Measured without stopping any thread (OFFCPU_PROCFS): hz times a
  * second, each thread's schedstat, and for one that has run since the
@@ -22,8 +24,9 @@
  * CPU unwinder. Each thread's CPU, run-queue and off-CPU times over the
  * window are exact (schedstat); the samples share them out among its
  * stacks. For wall, the stacks on the CPU are perf cpu-clock samples at
- * hz, as the cpu kind takes them (or a "[running]" frame where perf is
- * refused). The profile's comments say how it was taken.
+ * hz, from one event per cpu where allowed, else as the cpu kind takes
+ * them (or a "[running]" frame where perf is refused). The profile's
+ * comments say how it was taken.
  *
  * Blocks for the window on the calling thread (raised to nice -10 like
  * the cpu kind's); -ECANCELED when *stop becomes true (checked every
