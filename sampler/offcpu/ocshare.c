@@ -10,17 +10,16 @@
  * looks are scaled to add up to rest. A runnable thread is one of two
  * kinds: woken and not yet run, still in the call that slept (a look
  * sees that stack when schedstat has not changed since the sleep), or
- * preempted, where /proc shows "running" and no registers. wait is
- * split between them as its switches were (voluntary: a sleep, so a
- * wake-up to wait after; involuntary: a preemption). Not as the looks
- * saw it: a look runs on a CPU the target's threads then wait for, so
- * looks find threads woken and waiting more often than they are (taken
- * so, a thread's time off the CPU came out 5 points above a
- * sched_switch bpftrace script's on a loaded machine). The woken part
- * goes to the runnable looks, the preempted part with run to the
+ * preempted, where /proc shows "running" and no registers. The woken
+ * part of wait is the thread's wake-ups times their mean wait measured
+ * whole (wake_wait()), shared among the places it slept in a share per
+ * sleep (share_woken()); the preempted part goes with run to the
  * running samples (perf, wall): a preempted thread's stack is where it
- * ran. Every thread's values add up to its span; the sampling only
- * decides how each of its times divides among its stacks.
+ * ran. Not as the looks saw it: a look runs on a CPU the target's
+ * threads then wait for, so looks find threads woken and waiting more
+ * often than they are. Every thread's values add up to its span; the
+ * sampling only decides how each of its times divides among its
+ * stacks.
  */
 #include <errno.h>
 #include <math.h>
@@ -38,19 +37,26 @@ struct share {
 	uint64_t run, rest;		/* ns running or preempted; asleep */
 };
 
-/* Of a thread's run-queue time, the part that followed its wake-ups
- * rather than its preemptions: as the switches that began them go,
- * waits of both kinds taken as equally long on average. */
+/*
+ * Of a thread's run-queue time, the part that followed its wake-ups
+ * rather than its preemptions: its wake-ups (voluntary switches) times
+ * the mean wait of those measured whole (octhreads.h); where none was,
+ * as its switches were, waits of both kinds taken as equally long.
+ */
 static uint64_t wake_wait(const struct oc_thread *th, uint64_t wait)
 {
-	uint64_t vol, invol;
+	uint64_t vol, invol, w;
 
 	if (!th->have_sw)
 		return 0;
 	vol = th->sw_last.voluntary - th->sw_first.voluntary;
 	invol = th->sw_last.involuntary - th->sw_first.involuntary;
-	return vol + invol ? (uint64_t)((double)wait * vol / (vol + invol))
-			   : 0;
+	if (th->wakes)
+		w = (uint64_t)((double)th->wake_ns / th->wakes * vol);
+	else
+		w = vol + invol ? (uint64_t)((double)wait * vol /
+					     (vol + invol)) : 0;
+	return w < wait ? w : wait;
 }
 
 /*
@@ -108,7 +114,9 @@ static void exact(struct oc_thread *th, uint64_t period, struct share *sh)
 		run = span;
 	if (wait > span - run)
 		wait = span - run;
-	woken = wake_wait(th, wait);
+	/* A thread no cpu-clock sample found running runs briefly, after
+	 * its wake-ups: preempted then, it is still where it slept. */
+	woken = th->on_ns ? wake_wait(th, wait) : wait;
 	sh->run = run + (wait - woken);
 	sh->rest = span - run - wait;
 	if (!share_woken(th, woken, period))

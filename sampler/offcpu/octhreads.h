@@ -42,6 +42,10 @@ struct oc_thread {
 	struct task_sched first, last;	/* schedstat at those looks */
 	struct task_switches sw_first, sw_last;	/* read at both ends */
 	bool have_sw;			/* both read */
+	/* Wake-up waits measured whole: run-queue time over intervals
+	 * from a look that found the thread off the CPU to one after its
+	 * first arrival on a CPU since (run_delay grows at an arrival). */
+	uint64_t wake_ns, wakes;
 	uint64_t first_ns, last_ns;	/* CLOCK_MONOTONIC of them */
 	/* What its samples stand for: on a CPU (perf), runnable and
 	 * asleep (looks). */

@@ -305,7 +305,7 @@ static void thread_gone(struct oc_thread *th)
 /* Look at one thread now. */
 static int look(struct oc_run *run, struct oc_thread *th)
 {
-	struct task_sched cur;
+	struct task_sched cur, prev;
 	struct task_snap snap;
 	uint64_t now = mono_ns(), dt;
 	bool same, asleep;
@@ -318,6 +318,7 @@ static int look(struct oc_run *run, struct oc_thread *th)
 	run->st->looks++;
 	dt = now - th->last_ns;
 	same = task_sched_equal(&cur, &th->last);
+	prev = th->last;
 	th->last = cur;
 	th->last_ns = now;
 	if (same && th->have_stack) {
@@ -329,6 +330,12 @@ static int look(struct oc_run *run, struct oc_thread *th)
 		}
 		run->st->reused++;
 		return add_look(run, th, asleep ? th->state : 'R', dt, false);
+	}
+	/* Off the CPU at the last look and on a CPU once since: the
+	 * run-queue time between is that one wake-up's wait, whole. */
+	if (th->have_stack && cur.slices == prev.slices + 1) {
+		th->wake_ns += cur.wait_ns - prev.wait_ns;
+		th->wakes++;
 	}
 	th->have_stack = false;
 	ret = task_snapshot(run->o->pid, th->tid, &th->files, run->maps, &cur,
