@@ -282,17 +282,8 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 	perf_close(rec);
 	if (!ret && exited)
 		ret = note_exit(run.p, o, stats->elapsed_ns);
-	if (!ret) {
-		profile_header(run.p)->time_nanos = t0;
-		profile_header(run.p)->duration_nanos = stats->elapsed_ns;
-	}
 	run_free(&run);
-	if (ret == -ENOENT)
-		ret = -ESRCH;
-	if (ret) {
-		profile_free(run.p);
-		return ret;
-	}
-	*out = run.p;
-	return 0;
+	/* a /proc file of the process gone: the process is */
+	return profile_deliver(run.p, ret == -ENOENT ? -ESRCH : ret, t0,
+			       stats->elapsed_ns, out);
 }

@@ -561,18 +561,9 @@ int offcpu_profile(const struct offcpu_opts *o, struct profile **out,
 		st->lost = perf_lost(run.rec);
 	if (!ret)
 		ret = oc_finish(&run, exited);
-	if (!ret) {
-		profile_header(run.p)->time_nanos = t0;
-		profile_header(run.p)->duration_nanos = st->elapsed_ns;
-	}
 	st->daemon_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 	run_free(&run);
-	if (ret == -ENOENT)
-		ret = -ESRCH;
-	if (ret) {
-		profile_free(run.p);
-		return ret;
-	}
-	*out = run.p;
-	return 0;
+	/* a /proc file of the process gone: the process is */
+	return profile_deliver(run.p, ret == -ENOENT ? -ESRCH : ret, t0,
+			       st->elapsed_ns, out);
 }
