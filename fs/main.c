@@ -45,6 +45,7 @@ static const struct fuse_opt proffs_opt_spec[] = {
 	OPT("heap_idle=%u", heap_idle_s, 0),
 	OPT("http=%s", http_addr, 0),
 	OPT("http_token=%s", http_token, 0),
+	OPT("offcpu=%s", offcpu_method, 0),
 	FUSE_OPT_END
 };
 
@@ -74,6 +75,9 @@ static void usage(const char *prog)
 	       "                           (Go's /debug/pprof/ paths, /metrics)\n"
 	       "    -o http_token=FILE     a bearer token clients off loopback\n"
 	       "                           must send (first line, mode 600)\n"
+	       "    -o offcpu=METHOD       how wall, block and mutex are\n"
+	       "                           taken: auto, procfs (auto; both\n"
+	       "                           /proc for now, see offcpu.md)\n"
 	       "\n");
 }
 
@@ -139,12 +143,30 @@ static const struct {
 	{ "uprobe", HEAP_UPROBE },
 };
 
+static const struct {
+	const char *name;
+	enum offcpu_method method;
+} offcpu_methods[] = {
+	{ "auto", OFFCPU_AUTO }, { "procfs", OFFCPU_PROCFS },
+};
+
 static int parse_heap_method(const char *s, enum heap_method *m)
 {
 	for (size_t i = 0; i < sizeof(heap_methods) / sizeof(heap_methods[0]);
 	     i++)
 		if (!strcmp(s, heap_methods[i].name)) {
 			*m = heap_methods[i].method;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int parse_offcpu_method(const char *s, enum offcpu_method *m)
+{
+	for (size_t i = 0;
+	     i < sizeof(offcpu_methods) / sizeof(offcpu_methods[0]); i++)
+		if (!strcmp(s, offcpu_methods[i].name)) {
+			*m = offcpu_methods[i].method;
 			return 0;
 		}
 	return -EINVAL;
@@ -203,6 +225,11 @@ static int check_opts(struct proffs_opts *o, enum heap_method *method)
 		fprintf(stderr, "proffs: http_token= needs http=\n");
 		return -EINVAL;
 	}
+	if (parse_offcpu_method(o->offcpu_method ? o->offcpu_method : "auto",
+				&o->offcpu)) {
+		fprintf(stderr, "proffs: offcpu= takes auto or procfs\n");
+		return -EINVAL;
+	}
 	if (!o->agent)
 		o->agent = default_agent();
 	return o->agent ? 0 : -ENOMEM;
@@ -214,6 +241,7 @@ static int state_init(struct proffs *fs, enum heap_method method)
 		.max_sessions = fs->opts.max_sessions,
 		.cache_ms = fs->opts.cache_ms,
 		.max_stacks = fs->opts.max_stacks,
+		.offcpu = fs->opts.offcpu,
 	};
 	struct heap_agents_opts ho = {
 		.agent_path = fs->opts.agent,
@@ -247,6 +275,7 @@ static void state_free(struct proffs *fs)
 	free(fs->opts.heap_method);
 	free(fs->opts.http_addr);
 	free(fs->opts.http_token);
+	free(fs->opts.offcpu_method);
 }
 
 /*

@@ -10,6 +10,7 @@
 
 #include "fuse_lowlevel.h"
 #include "name.h"
+#include "offcpu.h"
 #include "status.h"
 
 struct dso_cache;
@@ -31,6 +32,8 @@ struct proffs_opts {
 	unsigned heap_idle_s;		/* agents stay armed this long */
 	char *http_addr;		/* -o http=ADDR:PORT, or NULL */
 	char *http_token;		/* -o http_token=FILE, or NULL */
+	char *offcpu_method;		/* "auto", "procfs" or "sched" */
+	enum offcpu_method offcpu;	/* parsed */
 	int foreground;
 	int debug;
 };

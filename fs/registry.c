@@ -124,7 +124,9 @@ static void key_of(const struct reg_target *t,
 			 req->kind == PROFFS_KIND_ALLOCS) && !req->has_window) ?
 		       0 : req->window_ms;
 	/* Parameters a kind ignores must not split sessions. */
-	k->hz = req->kind == PROFFS_KIND_CPU ? req->hz : 0;
+	k->hz = req->kind == PROFFS_KIND_CPU || req->kind == PROFFS_KIND_WALL ||
+		req->kind == PROFFS_KIND_BLOCK ||
+		req->kind == PROFFS_KIND_MUTEX ? req->hz : 0;
 	k->rate = req->kind == PROFFS_KIND_HEAP ||
 		  req->kind == PROFFS_KIND_ALLOCS ? req->rate : 0;
 }
@@ -423,7 +425,7 @@ static void *session_main(void *arg)
 		.id = s->id, .pid = s->key.pid, .uid = s->key.uid,
 		.req = &s->req,
 		.stop = &s->stop, .dsos = r->o.dsos, .heap = r->o.heap,
-		.max_stacks = r->o.max_stacks,
+		.max_stacks = r->o.max_stacks, .offcpu = r->o.offcpu,
 	};
 
 	ret = run_session(&rc, &prof, &out);

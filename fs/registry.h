@@ -27,6 +27,7 @@
 
 #include "fuse_lowlevel.h"
 #include "name.h"
+#include "offcpu.h"
 
 struct dso_cache;
 struct heap_agents;
@@ -39,6 +40,7 @@ struct registry_opts {
 	unsigned max_stacks;	/* distinct stacks per session (memory) */
 	struct dso_cache *dsos;	/* borrowed */
 	struct heap_agents *heap;	/* borrowed */
+	enum offcpu_method offcpu;	/* for wall, block and mutex */
 };
 
 int registry_new(const struct registry_opts *o, struct registry **out);

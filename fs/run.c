@@ -9,12 +9,13 @@
 #include "cpu.h"
 #include "heap.h"
 #include "log.h"
+#include "offcpu.h"
 #include "run.h"
 #include "threads.h"
 
 /* What a kind reports of itself on the session's line. */
 struct run_result {
-	char detail[160];	/* "samples=... lost=..." */
+	char detail[256];	/* "samples=... lost=..." */
 	uint64_t window_ms;	/* 0 for a snapshot */
 	uint64_t samples, lost;
 };
@@ -52,6 +53,39 @@ static int run_cpu(const struct run_ctx *c, struct profile **out,
 	snprintf(r->detail, sizeof(r->detail), "hz=%u samples=%llu lost=%llu",
 		 o.hz, (unsigned long long)st.samples,
 		 (unsigned long long)st.lost);
+	return ret;
+}
+
+static int run_offcpu(const struct run_ctx *c, struct profile **out,
+		      struct run_result *r)
+{
+	static const enum offcpu_kind kinds[PROFFS_KIND__COUNT] = {
+		[PROFFS_KIND_WALL] = OFFCPU_WALL,
+		[PROFFS_KIND_BLOCK] = OFFCPU_BLOCK,
+		[PROFFS_KIND_MUTEX] = OFFCPU_MUTEX,
+	};
+	struct offcpu_opts o = {
+		.pid = c->pid, .kind = kinds[c->req->kind],
+		.method = c->offcpu, .hz = c->req->hz,
+		.window_ms = c->req->window_ms, .cache = c->dsos,
+		.stop = c->stop, .max_stacks = c->max_stacks,
+	};
+	struct offcpu_stats st;
+	int ret;
+
+	r->window_ms = o.window_ms;
+	ret = offcpu_profile(&o, out, &st);
+	snprintf(r->detail, sizeof(r->detail), "method=%s hz=%u threads=%u "
+		 "looks=%llu copies=%llu raced=%llu incomplete=%llu "
+		 "cpu_samples=%llu lost=%llu daemon_cpu_us=%llu",
+		 st.method == OFFCPU_SCHED ? "sched" : "procfs", o.hz,
+		 st.threads, (unsigned long long)st.looks,
+		 (unsigned long long)st.snapshots,
+		 (unsigned long long)st.raced,
+		 (unsigned long long)st.incomplete,
+		 (unsigned long long)st.cpu_samples,
+		 (unsigned long long)st.lost,
+		 (unsigned long long)(st.daemon_cpu_ns / 1000));
 	return ret;
 }
 
@@ -162,6 +196,11 @@ int run_session(const struct run_ctx *c, struct profile **out,
 	case PROFFS_KIND_HEAP:
 	case PROFFS_KIND_ALLOCS:
 		ret = run_heap(c, out, &r);
+		break;
+	case PROFFS_KIND_WALL:
+	case PROFFS_KIND_BLOCK:
+	case PROFFS_KIND_MUTEX:
+		ret = run_offcpu(c, out, &r);
 		break;
 	default:
 		ret = -ENOENT;

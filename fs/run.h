@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "name.h"
+#include "offcpu.h"
 
 struct dso_cache;
 struct heap_agents;
@@ -32,6 +33,7 @@ struct run_ctx {
 	struct dso_cache *dsos;
 	struct heap_agents *heap;
 	unsigned max_stacks;
+	enum offcpu_method offcpu;	/* how wall, block, mutex are taken */
 };
 
 /* What a session measured, for the daemon's counters; filled on failure

@@ -51,6 +51,15 @@ int proc_read(pid_t pid, const char *what, char *buf, size_t size,
 	return read_path(path, buf, size, len);
 }
 
+int proc_read_text(pid_t pid, const char *what, char *buf, size_t size)
+{
+	size_t len;
+	int ret = proc_read(pid, what, buf, size - 1, &len);
+
+	buf[ret ? 0 : len] = '\0';
+	return ret;
+}
+
 static void strip_newline(char *s)
 {
 	s[strcspn(s, "\n")] = '\0';

@@ -20,6 +20,9 @@
 int proc_read(pid_t pid, const char *what, char *buf, size_t size,
 	      size_t *len);
 
+/* The same as text: at most size - 1 bytes, NUL-terminated. */
+int proc_read_text(pid_t pid, const char *what, char *buf, size_t size);
+
 /* Thread name (comm) of tid in pid, NUL-terminated, newline stripped. */
 int proc_comm(pid_t pid, pid_t tid, char *buf, size_t size);
 

@@ -24,7 +24,7 @@
 /* Processes a whole-host profile unwinds; samples of more are skipped
  * and counted (each holds an unwinder and a symbolizer). */
 #define PROC_MAX 2048
-/* See raise_priority(). */
+/* See cpu_raise_priority(). */
 #define SAMPLER_NICE -10
 
 struct thread_slot {
@@ -253,7 +253,7 @@ fail:
  * the rendering and the reply that follow on this thread are as urgent,
  * so the priority stays (see cpu.h).
  */
-static void raise_priority(void)
+void cpu_raise_priority(void)
 {
 	int ret = proc_thread_nice(SAMPLER_NICE);
 
@@ -405,7 +405,7 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 	memset(stats, 0, sizeof(*stats));
 	if (!o->hz || !o->window_ms)
 		return -EINVAL;
-	raise_priority();
+	cpu_raise_priority();
 	ret = setup_profile(&run, o);
 	/* One process: what it needs first, so that a wrong pid fails
 	 * before any event is opened. */
@@ -424,17 +424,8 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 		ret = note_exit(run.p, o, stats->elapsed_ns);
 	if (!ret && stats->skipped_procs)
 		ret = note_skipped(run.p, stats->skipped_procs);
-	if (!ret) {
-		profile_header(run.p)->time_nanos = t0;
-		profile_header(run.p)->duration_nanos = stats->elapsed_ns;
-	}
 	run_free(&run);
-	if (ret == -ENOENT)
-		ret = -ESRCH;
-	if (ret) {
-		profile_free(run.p);
-		return ret;
-	}
-	*out = run.p;
-	return 0;
+	/* a /proc file of the process gone: the process is */
+	return profile_deliver(run.p, ret == -ENOENT ? -ESRCH : ret, t0,
+			       stats->elapsed_ns, out);
 }

@@ -69,4 +69,8 @@ struct cpu_stats {
 int cpu_profile(const struct cpu_opts *o, struct profile **out,
 		struct cpu_stats *stats);
 
+/* Move the calling thread to nice -10 when allowed (see above); for the
+ * other kinds that sample at a rate beside busy target threads. */
+void cpu_raise_priority(void);
+
 #endif

@@ -35,7 +35,7 @@ fi
 # The sampler's headers are named without their directory, as in
 # sampler/meson.build.
 sinc="-Isampler -Isampler/perf -Isampler/unwind -Isampler/cpu -Isampler/threads
-      -Isampler/heap -Isampler/heap/uprobe"
+      -Isampler/offcpu -Isampler/heap -Isampler/heap/uprobe"
 
 harness_args()
 {
