@@ -126,6 +126,19 @@ static void exact(struct oc_thread *th, uint64_t period, struct share *sh)
 	sh->off = th->off_ns ? (double)sh->rest / th->off_ns : 0;
 }
 
+/* offcpu=sched: the time off the CPU is in the intervals of the
+ * scheduler's records, each a sample of its own (ocsched.c); the rest of
+ * the thread's life is its time running, shared among its samples. */
+static void exact_sched(const struct oc_thread *th, struct share *sh)
+{
+	uint64_t span = th->last_ns > th->first_ns ?
+			th->last_ns - th->first_ns : 0;
+	uint64_t off = th->sched_off_ns < span ? th->sched_off_ns : span;
+
+	*sh = (struct share){ .run = span - off };
+	sh->on = th->on_ns ? (double)sh->run / th->on_ns : 0;
+}
+
 struct thread_share {
 	struct oc_thread *th;
 	struct share sh;
@@ -147,7 +160,10 @@ static int shares_by_str(struct oc_run *run, struct thread_share **out)
 		if ((size_t)th->tid_str >= nstr)
 			continue;
 		by[th->tid_str].th = th;
-		exact(th, period, &by[th->tid_str].sh);
+		if (run->sched)
+			exact_sched(th, &by[th->tid_str].sh);
+		else
+			exact(th, period, &by[th->tid_str].sh);
 	}
 	*out = by;
 	return 0;
@@ -258,10 +274,13 @@ static int share_out(struct oc_run *run)
 	ret = shares_by_str(run, &by);
 	if (!ret)
 		ret = scale_samples(run, by);
+	if (!ret && run->sched)
+		ret = oc_sched_add(run);
 	for (size_t i = 0; i < n && !ret; i++) {
 		const struct oc_thread *th = octhreads_at(run->threads, i);
 
-		ret = unseen_woken(run, th);
+		if (!run->sched)
+			ret = unseen_woken(run, th);
 		if (!ret)
 			ret = unsampled(run, th, &by[th->tid_str].sh);
 	}
@@ -269,7 +288,34 @@ static int share_out(struct oc_run *run)
 	return ret;
 }
 
-static int comments(struct oc_run *run, bool exited)
+/* How offcpu=sched took it. */
+static int comments_sched(struct oc_run *run)
+{
+	const struct offcpu_stats *st = run->st;
+	char text[400];
+	int ret;
+
+	snprintf(text, sizeof(text), "proffs: off-CPU time from scheduler "
+		 "events, no thread stopped: every switch of each thread out "
+		 "of a CPU and back (perf context-switch records), the user "
+		 "stack copied by the kernel at each switch out; each "
+		 "interval off the CPU is exact and charged to that stack");
+	ret = profile_add_comment(run->p, text);
+	if (ret)
+		return ret;
+	snprintf(text, sizeof(text), "proffs: %u threads, %llu switches out "
+		 "(%llu preempted), %llu records lost, %llu syscall files "
+		 "read, %llu stacks not unwound to their first frame",
+		 st->threads, (unsigned long long)st->switches,
+		 (unsigned long long)st->preempted,
+		 (unsigned long long)st->switch_lost,
+		 (unsigned long long)st->calls_read,
+		 (unsigned long long)st->incomplete);
+	return profile_add_comment(run->p, text);
+}
+
+/* How offcpu=procfs took it. */
+static int comments_procfs(struct oc_run *run)
 {
 	const struct offcpu_stats *st = run->st;
 	const struct offcpu_opts *o = run->o;
@@ -294,6 +340,17 @@ static int comments(struct oc_run *run, bool exited)
 			 (unsigned long long)st->incomplete);
 		ret = profile_add_comment(run->p, text);
 	}
+	return ret;
+}
+
+static int comments(struct oc_run *run, bool exited)
+{
+	const struct offcpu_stats *st = run->st;
+	const struct offcpu_opts *o = run->o;
+	char text[400];
+	int ret;
+
+	ret = run->sched ? comments_sched(run) : comments_procfs(run);
 	if (!ret && o->kind == OFFCPU_WALL) {
 		if (run->perf_refused)
 			snprintf(text, sizeof(text), "proffs: perf refused "

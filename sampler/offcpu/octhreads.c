@@ -32,6 +32,9 @@ void octhreads_free(struct oc_threads *t)
 		for (uint32_t k = 0; k < t->v[i]->nstacks; k++)
 			free(t->v[i]->stacks[k].locs);
 		free(t->v[i]->stacks);
+		for (uint32_t k = 0; k < t->v[i]->nplaces; k++)
+			free(t->v[i]->places[k].pcs);
+		free(t->v[i]->places);
 		free(t->v[i]);
 	}
 	free(t->v);
@@ -167,5 +170,40 @@ int octhread_set_stack(struct oc_thread *th, const uint64_t *locs,
 		th->nstacks++;
 	}
 	th->cur = st - th->stacks;
+	return 0;
+}
+
+int octhread_place(struct oc_thread *th, const uint64_t *pcs, uint32_t n,
+		   bool in_call, uint64_t pc, long sysno, uint32_t *index)
+{
+	uint64_t h = hash_locs(pcs, n) ^ (in_call ? pc : 0);
+	struct oc_place *pl;
+
+	for (uint32_t k = 0; k < th->nplaces; k++) {
+		pl = &th->places[k];
+		if (pl->hash == h && pl->npcs == n && pl->in_call == in_call &&
+		    pl->pc == pc && pl->sysno == sysno &&
+		    !memcmp(pl->pcs, pcs, n * sizeof(*pcs))) {
+			*index = k;
+			return 0;
+		}
+	}
+	if (th->nplaces == th->capplaces) {
+		uint32_t cap = th->capplaces ? 2 * th->capplaces : 4;
+
+		pl = realloc(th->places, cap * sizeof(*pl));
+		if (!pl)
+			return -ENOMEM;
+		th->places = pl;
+		th->capplaces = cap;
+	}
+	pl = &th->places[th->nplaces];
+	*pl = (struct oc_place){ .hash = h, .npcs = n, .in_call = in_call,
+				 .pc = pc, .sysno = sysno };
+	pl->pcs = malloc(n ? n * sizeof(*pcs) : 1);
+	if (!pl->pcs)
+		return -ENOMEM;
+	memcpy(pl->pcs, pcs, n * sizeof(*pcs));
+	*index = th->nplaces++;
 	return 0;
 }
