@@ -14,6 +14,7 @@
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,7 +26,15 @@
 /* A sample's copy of the stack, as the cpu kind's: 8 KiB reached _start
  * in all but a few samples of the programs measured (perf.c). */
 #define STACK_BYTES 8192
-#define RING_PAGES 2048		/* 8 MiB a cpu: ~1,000 switches out */
+/*
+ * Each switch out writes ~8.3 KiB (the stack, mostly): at 10,000 a
+ * second a ring of 16 MiB holds 400 ms of them on two cpus, what the
+ * daemon may be kept off its CPU on a machine loaded 15 times over (it
+ * was, 80 ms at a time, and 8 MiB rings lost records). Within a budget
+ * for all the cpus, as uprobe_rec.c's.
+ */
+#define RING_PAGES_MAX 4096	/* 16 MiB a cpu */
+#define RING_BUDGET_PAGES 16384	/* 64 MiB of rings on a big machine */
 #define QUEUED_MAX (64u << 20)	/* events waiting to come out in order */
 
 #define SAMPLE_TYPE (PERF_SAMPLE_TID | PERF_SAMPLE_TIME | \
@@ -113,6 +122,7 @@ int perf_switch_probe(pid_t pid)
 
 int perf_switch_open(pid_t pid, struct perf_switch **out)
 {
+	size_t pages = PERF_RING_PAGES_MIN, ncpu = get_nprocs_conf();
 	struct perf_event_attr attr;
 	struct perf_switch *w;
 	int ret;
@@ -121,11 +131,13 @@ int perf_switch_open(pid_t pid, struct perf_switch **out)
 	if (!w)
 		return -ENOMEM;
 	w->pid = pid;
+	while (pages * 2 <= RING_BUDGET_PAGES / ncpu && pages < RING_PAGES_MAX)
+		pages *= 2;
 	init_attr(&attr, true);
-	ret = perf_open_events(pid, &attr, RING_PAGES, &w->rec);
+	ret = perf_open_events(pid, &attr, pages, &w->rec);
 	if (ret == -EINVAL) {	/* no inherit_thread: before 5.13 */
 		init_attr(&attr, false);
-		ret = perf_open_events(pid, &attr, RING_PAGES, &w->rec);
+		ret = perf_open_events(pid, &attr, pages, &w->rec);
 	}
 	if (!ret) {
 		w->ncpu = perf_ncpu(w->rec);
