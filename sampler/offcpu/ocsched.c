@@ -30,7 +30,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "octhreads.h"
 #include "offcpu_i.h"
@@ -60,14 +59,6 @@ struct oc_sched {
 	struct calls calls;
 	uint64_t pcs[MAX_FRAMES];
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 /* ---- system calls by pc ---- */
 
@@ -418,7 +409,7 @@ int oc_sched_open(struct oc_run *run)
 	ret = looks(run, false);
 	if (ret)
 		return ret;
-	run->start_ns = mono_ns();
+	run->start_ns = oc_mono_ns();
 	run->end_ns = run->start_ns + run->o->window_ms * 1000000ull;
 	for (size_t i = 0; i < n; i++)
 		octhreads_at(run->threads, i)->first_ns = run->start_ns;

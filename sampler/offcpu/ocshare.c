@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,90 +289,84 @@ static int share_out(struct oc_run *run)
 	return ret;
 }
 
+/* A comment of the profile, formatted. */
+__attribute__((format(printf, 2, 3)))
+static int note(struct oc_run *run, const char *fmt, ...)
+{
+	char text[400];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	return profile_add_comment(run->p, text);
+}
+
 /* How offcpu=sched took it. */
 static int comments_sched(struct oc_run *run)
 {
 	const struct offcpu_stats *st = run->st;
-	char text[400];
 	int ret;
 
-	snprintf(text, sizeof(text), "proffs: off-CPU time from scheduler "
-		 "events, no thread stopped: every switch of each thread out "
-		 "of a CPU and back (perf context-switch records), the user "
-		 "stack copied by the kernel at each switch out; each "
-		 "interval off the CPU is exact and charged to that stack");
-	ret = profile_add_comment(run->p, text);
-	if (ret)
-		return ret;
-	snprintf(text, sizeof(text), "proffs: %u threads, %llu switches out "
-		 "(%llu preempted), %llu records lost, %llu syscall files "
-		 "read, %llu stacks not unwound to their first frame",
-		 st->threads, (unsigned long long)st->switches,
-		 (unsigned long long)st->preempted,
-		 (unsigned long long)st->switch_lost,
-		 (unsigned long long)st->calls_read,
-		 (unsigned long long)st->incomplete);
-	return profile_add_comment(run->p, text);
+	ret = note(run, "proffs: off-CPU time from scheduler events, no "
+		   "thread stopped: every switch of each thread out of a CPU "
+		   "and back (perf context-switch records), the user stack "
+		   "copied by the kernel at each switch out; each interval "
+		   "off the CPU is exact and charged to that stack");
+	return ret ? ret :
+	       note(run, "proffs: %u threads, %llu switches out (%llu "
+		    "preempted), %llu records lost, %llu syscall files "
+		    "read, %llu stacks not unwound to their first frame",
+		    st->threads, (unsigned long long)st->switches,
+		    (unsigned long long)st->preempted,
+		    (unsigned long long)st->switch_lost,
+		    (unsigned long long)st->calls_read,
+		    (unsigned long long)st->incomplete);
 }
 
 /* How offcpu=procfs took it. */
 static int comments_procfs(struct oc_run *run)
 {
 	const struct offcpu_stats *st = run->st;
-	const struct offcpu_opts *o = run->o;
-	char text[400];
 	int ret;
 
-	snprintf(text, sizeof(text), "proffs: off-CPU time from /proc, no "
-		 "thread stopped: each thread's schedstat, syscall and stat "
-		 "read %u times a second, the stacks of sleeping threads "
-		 "copied with process_vm_readv; each thread's CPU, run-queue "
-		 "and off-CPU times are exact, its samples share them out",
-		 o->hz);
-	ret = profile_add_comment(run->p, text);
-	if (!ret) {
-		snprintf(text, sizeof(text), "proffs: %u threads, %llu looks, "
-			 "%llu stacks copied, %llu thrown away (the thread "
-			 "ran during the copy), %llu not unwound to their "
-			 "first frame", st->threads,
-			 (unsigned long long)st->looks,
-			 (unsigned long long)st->snapshots,
-			 (unsigned long long)st->raced,
-			 (unsigned long long)st->incomplete);
-		ret = profile_add_comment(run->p, text);
-	}
-	return ret;
+	ret = note(run, "proffs: off-CPU time from /proc, no thread "
+		   "stopped: each thread's schedstat, syscall and stat read "
+		   "%u times a second, the stacks of sleeping threads copied "
+		   "with process_vm_readv; each thread's CPU, run-queue and "
+		   "off-CPU times are exact, its samples share them out",
+		   run->o->hz);
+	return ret ? ret :
+	       note(run, "proffs: %u threads, %llu looks, %llu stacks "
+		    "copied, %llu thrown away (the thread ran during the "
+		    "copy), %llu not unwound to their first frame",
+		    st->threads, (unsigned long long)st->looks,
+		    (unsigned long long)st->snapshots,
+		    (unsigned long long)st->raced,
+		    (unsigned long long)st->incomplete);
 }
 
 static int comments(struct oc_run *run, bool exited)
 {
 	const struct offcpu_stats *st = run->st;
 	const struct offcpu_opts *o = run->o;
-	char text[400];
 	int ret;
 
 	ret = run->sched ? comments_sched(run) : comments_procfs(run);
-	if (!ret && o->kind == OFFCPU_WALL) {
-		if (run->perf_refused)
-			snprintf(text, sizeof(text), "proffs: perf refused "
-				 "cpu-clock events: time on the CPU shows as "
-				 "[running]");
-		else
-			snprintf(text, sizeof(text), "proffs: stacks on the "
-				 "CPU from perf cpu-clock at %u Hz, %s (%llu "
-				 "samples, %llu lost)", o->hz, run->perf_cpus ?
-				 "one event per cpu" : "events on each thread",
-				 (unsigned long long)st->cpu_samples,
-				 (unsigned long long)st->lost);
-		ret = profile_add_comment(run->p, text);
-	}
-	if (!ret && exited) {
-		snprintf(text, sizeof(text), "process %d exited after %.2f s "
-			 "of the %.2f s window; this profile is partial",
-			 (int)o->pid, st->elapsed_ns / 1e9,
-			 o->window_ms / 1e3);
-		ret = profile_add_comment(run->p, text);
-	}
+	if (!ret && o->kind == OFFCPU_WALL && run->perf_refused)
+		ret = note(run, "proffs: perf refused cpu-clock events: time "
+			   "on the CPU shows as [running]");
+	else if (!ret && o->kind == OFFCPU_WALL)
+		ret = note(run, "proffs: stacks on the CPU from perf "
+			   "cpu-clock at %u Hz, %s (%llu samples, %llu lost)",
+			   o->hz, run->perf_cpus ? "one event per cpu" :
+			   "events on each thread",
+			   (unsigned long long)st->cpu_samples,
+			   (unsigned long long)st->lost);
+	if (!ret && exited)
+		ret = note(run, "process %d exited after %.2f s of the %.2f s "
+			   "window; this profile is partial", (int)o->pid,
+			   st->elapsed_ns / 1e9, o->window_ms / 1e3);
 	return ret;
 }
 

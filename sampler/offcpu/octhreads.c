@@ -125,6 +125,32 @@ static uint64_t hash_locs(const uint64_t *locs, uint32_t n)
 	return h;
 }
 
+/* Room in *v (of *cap elements of elem bytes) for one past n. */
+static int room(void **v, uint32_t *cap, uint32_t n, size_t elem)
+{
+	uint32_t ncap = *cap ? 2 * *cap : 4;
+	void *nv;
+
+	if (n < *cap)
+		return 0;
+	nv = realloc(*v, ncap * elem);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
+/* A copy of v[0..n), or NULL without memory. */
+static uint64_t *copy_of(const uint64_t *v, uint32_t n)
+{
+	uint64_t *c = malloc(n ? n * sizeof(*v) : 1);
+
+	if (c)
+		memcpy(c, v, n * sizeof(*v));
+	return c;
+}
+
 static struct oc_stack *find(const struct oc_thread *th, uint64_t h,
 			     const uint64_t *locs, uint32_t n)
 {
@@ -152,21 +178,14 @@ int octhread_set_stack(struct oc_thread *th, const uint64_t *locs,
 	struct oc_stack *st = find(th, h, locs, n);
 
 	if (!st) {
-		if (th->nstacks == th->capstacks) {
-			uint32_t cap = th->capstacks ? 2 * th->capstacks : 4;
-
-			st = realloc(th->stacks, cap * sizeof(*st));
-			if (!st)
-				return -ENOMEM;
-			th->stacks = st;
-			th->capstacks = cap;
-		}
+		if (room((void **)&th->stacks, &th->capstacks, th->nstacks,
+			 sizeof(*st)))
+			return -ENOMEM;
 		st = &th->stacks[th->nstacks];
 		*st = (struct oc_stack){ .hash = h, .nlocs = n };
-		st->locs = malloc(n ? n * sizeof(*locs) : 1);
+		st->locs = copy_of(locs, n);
 		if (!st->locs)
 			return -ENOMEM;
-		memcpy(st->locs, locs, n * sizeof(*locs));
 		th->nstacks++;
 	}
 	th->cur = st - th->stacks;
@@ -188,22 +207,15 @@ int octhread_place(struct oc_thread *th, const uint64_t *pcs, uint32_t n,
 			return 0;
 		}
 	}
-	if (th->nplaces == th->capplaces) {
-		uint32_t cap = th->capplaces ? 2 * th->capplaces : 4;
-
-		pl = realloc(th->places, cap * sizeof(*pl));
-		if (!pl)
-			return -ENOMEM;
-		th->places = pl;
-		th->capplaces = cap;
-	}
+	if (room((void **)&th->places, &th->capplaces, th->nplaces,
+		 sizeof(*pl)))
+		return -ENOMEM;
 	pl = &th->places[th->nplaces];
 	*pl = (struct oc_place){ .hash = h, .npcs = n, .in_call = in_call,
 				 .pc = pc, .sysno = sysno };
-	pl->pcs = malloc(n ? n * sizeof(*pcs) : 1);
+	pl->pcs = copy_of(pcs, n);
 	if (!pl->pcs)
 		return -ENOMEM;
-	memcpy(pl->pcs, pcs, n * sizeof(*pcs));
 	*index = th->nplaces++;
 	return 0;
 }

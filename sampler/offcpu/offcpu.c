@@ -56,7 +56,7 @@ static const char *const kind_names[] = {
 	[OFFCPU_MUTEX] = "mutex",
 };
 
-static uint64_t mono_ns(void)
+uint64_t oc_mono_ns(void)
 {
 	struct timespec ts;
 
@@ -186,7 +186,7 @@ int oc_thread_new(struct oc_run *run, pid_t tid, struct oc_thread **out)
 	th->name_str = profile_intern(run->p, buf);
 	if (th->tid_str < 0 || th->name_str < 0)
 		return -ENOMEM;
-	th->first_ns = th->last_ns = mono_ns();
+	th->first_ns = th->last_ns = oc_mono_ns();
 	if (task_read_sched(run->o->pid, tid, &th->files, &th->first) ||
 	    task_read_switches(run->o->pid, tid, &th->sw_first)) {
 		th->gone = true;
@@ -331,7 +331,7 @@ static int look(struct oc_run *run, struct oc_thread *th)
 {
 	struct task_sched cur, prev;
 	struct task_snap snap;
-	uint64_t now = mono_ns(), dt;
+	uint64_t now = oc_mono_ns(), dt;
 	bool same, asleep;
 	int ret;
 
@@ -479,32 +479,55 @@ static void nap_until(uint64_t when)
 		;
 }
 
-static int sample_window(struct oc_run *run, bool *exited)
+/*
+ * Whether the window goes on at now: *on false at end, or when the
+ * process is gone (*exited, checked every DISCOVER_NS); -ECANCELED when
+ * asked to stop. procfs finds the threads started since then too; sched
+ * has them from the records, from their start.
+ */
+static int window_on(struct oc_run *run, uint64_t now, uint64_t end,
+		     uint64_t *found, bool *exited, bool *on)
 {
-	const struct offcpu_opts *o = run->o;
-	uint64_t start = mono_ns(), end = start + o->window_ms * 1000000ull;
-	uint64_t period = 1000000000ull / o->hz, next = start + period;
-	uint64_t found = start;
 	bool alive = true;
-	int ret = 0;
+	int ret;
 
-	for (;;) {
-		uint64_t now = mono_ns(), wake;
-
-		if (o->stop && atomic_load(o->stop))
-			return -ECANCELED;
-		if (now >= end)
-			break;
-		if (now - found >= DISCOVER_NS) {
-			found = now;
+	*on = false;
+	if (run->o->stop && atomic_load(run->o->stop))
+		return -ECANCELED;
+	if (now >= end)
+		return 0;
+	if (now - *found >= DISCOVER_NS) {
+		*found = now;
+		if (run->sched) {
+			alive = proc_alive(run->o->pid);
+		} else {
 			ret = discover(run, &alive);
 			if (ret)
 				return ret;
-			if (!alive) {
-				*exited = true;
-				break;
-			}
 		}
+		*exited = !alive;
+	}
+	*on = alive;
+	return 0;
+}
+
+static int sample_window(struct oc_run *run, bool *exited)
+{
+	const struct offcpu_opts *o = run->o;
+	uint64_t start = oc_mono_ns(), end = start + o->window_ms * 1000000ull;
+	uint64_t period = 1000000000ull / o->hz, next = start + period;
+	uint64_t found = start;
+	bool on;
+	int ret = 0;
+
+	for (;;) {
+		uint64_t now = oc_mono_ns(), wake;
+
+		ret = window_on(run, now, end, &found, exited, &on);
+		if (ret)
+			return ret;
+		if (!on)
+			break;
 		if (now >= next) {
 			ret = look_all(run);
 			if (ret)
@@ -536,33 +559,30 @@ static int sample_window(struct oc_run *run, bool *exited)
 /* offcpu=sched: the records as they come, until the window's end. */
 static int sched_window(struct oc_run *run, bool *exited)
 {
-	const struct offcpu_opts *o = run->o;
-	uint64_t end = run->end_ns, found = run->start_ns;
-	int ret = 0;
+	uint64_t found = run->start_ns, now;
+	bool on;
+	int ret;
 
 	for (;;) {
-		uint64_t now = mono_ns(), wait;
+		uint64_t wait;
 
-		if (o->stop && atomic_load(o->stop))
-			return -ECANCELED;
-		if (now >= end)
+		now = oc_mono_ns();
+		ret = window_on(run, now, run->end_ns, &found, exited, &on);
+		if (ret)
+			return ret;
+		if (!on)
 			break;
-		if (now - found >= DISCOVER_NS) {
-			found = now;
-			if (!proc_alive(o->pid)) {
-				*exited = true;
-				end = now;
-				break;
-			}
-		}
-		wait = end - now < SCHED_POLL_NS ? end - now : SCHED_POLL_NS;
+		wait = run->end_ns - now;
+		if (wait > SCHED_POLL_NS)
+			wait = SCHED_POLL_NS;
 		ret = oc_sched_poll(run, (int)((wait + 999999) / 1000000));
 		if (!ret && run->rec)
 			ret = perf_poll(run->rec, 0, oc_cpu_sample, run);
 		if (ret || run->err)
 			return ret ? ret : run->err;
 	}
-	run->end_ns = end;
+	if (*exited)
+		run->end_ns = now;
 	ret = oc_sched_end(run);
 	if (!ret && run->rec)
 		ret = perf_poll(run->rec, 0, oc_cpu_sample, run);
@@ -659,7 +679,7 @@ int offcpu_profile(const struct offcpu_opts *o, struct profile **out,
 		return -EINVAL;
 	cpu_raise_priority();
 	t0 = clock_ns(CLOCK_REALTIME);
-	start = mono_ns();
+	start = oc_mono_ns();
 	ret = setup(&run);
 	if (!ret)
 		ret = choose_method(&run, &t0);
@@ -667,7 +687,7 @@ int offcpu_profile(const struct offcpu_opts *o, struct profile **out,
 		ret = run.sched ? sched_window(&run, &exited)
 				: sample_window(&run, &exited);
 	st->elapsed_ns = run.sched && run.end_ns ? run.end_ns - run.start_ns
-						 : mono_ns() - start;
+						 : oc_mono_ns() - start;
 	if (run.rec)
 		st->lost = perf_lost(run.rec);
 	if (!ret)

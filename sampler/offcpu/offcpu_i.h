@@ -64,6 +64,9 @@ int oc_finish(struct oc_run *run, bool exited);
 
 /* ---- offcpu.c, for ocsched.c ---- */
 
+/* CLOCK_MONOTONIC now, in ns: the clock of the window and of perf. */
+uint64_t oc_mono_ns(void);
+
 /* A record for a thread first seen now. */
 int oc_thread_new(struct oc_run *run, pid_t tid, struct oc_thread **out);
 /* Where th is now, from /proc, with no sample added: *off says whether
