@@ -322,6 +322,13 @@ static int configure(void *arg)
 	return 0;
 }
 
+static bool agent_armed(void *arg)
+{
+	struct agent *ag = arg;
+
+	return atomic_load(&ag->sh->state) == PH_ARMED;
+}
+
 static void discard(const struct ph_rec *rec, void *arg)
 {
 	(void)rec;
@@ -355,7 +362,7 @@ static int load_or_arm(struct agent *ag, bool arm_only, bool *armed_now)
 	struct heap_load_opts lo = {
 		.pid = ag->pid, .maps = ag->maps, .agent = a->agent,
 		.agent_len = a->agent_len, .arm_only = arm_only,
-		.setup = configure, .arg = ag,
+		.setup = configure, .armed = agent_armed, .arg = ag,
 	};
 	struct inject_stats st;
 	uint64_t t0 = now_ns();
