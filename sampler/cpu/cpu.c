@@ -271,6 +271,8 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 	if (!ret)
 		ret = unwinder_new(run.maps, &run.unw);
 	if (!ret)
+		ret = unwinder_read_live(run.unw, o->pid);
+	if (!ret)
 		ret = symbolizer_new(run.p, run.maps, &run.sym);
 	t0 = clock_ns(CLOCK_REALTIME);
 	if (!ret)

@@ -6,7 +6,9 @@
  * per second of cpu time, unwinds each sample as it arrives, and adds it to
  * a profile with Go's CPU sample types (samples/count, cpu/nanoseconds),
  * period cpu/nanoseconds = 1e9/hz, and string labels thread (tid) and
- * thread_name (comm). Memory grows with distinct stacks only.
+ * thread_name (comm). Memory grows with distinct stacks only. Stacks
+ * deeper than the kernel's copy of a sample are unwound on from the live
+ * thread (unwinder_read_live()).
  *
  * It blocks for the window, on the calling thread. It returns early with
  * -ECANCELED when *stop becomes true (checked every 50 ms), and early with

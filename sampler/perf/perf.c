@@ -18,10 +18,13 @@
 
 /*
  * perf's default. The kernel copies this much in the target's context at
- * every sample whatever the stack's depth, and that copy is most of what
- * sampling costs the target: at 999 Hz on one thread, 16 KiB slowed it
- * by ~6% against perf's ~4%, 8 KiB by ~4%. 8 KiB still reached _start in
- * 100% of python3's samples and 99.9% of cc1's (100% with 16 KiB).
+ * every sample, up to the end of the stack or its first page never
+ * touched, and that copy is most of what sampling costs the target: at
+ * 999 Hz on one thread, 16 KiB slowed it by ~6% against perf's ~4%,
+ * 8 KiB by ~4%; a 24 KiB deep stack cost ~1 us a sample per KiB copied
+ * (docs/performance.md). 8 KiB still reached _start in 100% of python3's
+ * samples and 99.9% of cc1's (100% with 16 KiB); deeper stacks are read
+ * on from the live thread when a sample needs it (livestack.h).
  */
 #define STACK_BYTES 8192
 #define RING_PAGES_MAX 512
