@@ -54,6 +54,7 @@ struct session_key {
 	uint64_t window_ms;
 	uint32_t hz;
 	uint32_t rate;
+	bool kernel;
 };
 
 struct session {
@@ -118,6 +119,8 @@ static void key_of(pid_t pid, const struct proffs_request *req,
 	k->hz = req->kind == PROFFS_KIND_CPU ? req->hz : 0;
 	k->rate = req->kind == PROFFS_KIND_HEAP ||
 		  req->kind == PROFFS_KIND_ALLOCS ? req->rate : 0;
+	k->kernel = (req->kind == PROFFS_KIND_CPU ||
+		     req->kind == PROFFS_KIND_GOROUTINE) && req->kernel;
 }
 
 static bool same_rendering(const struct proffs_request *a,
@@ -380,6 +383,7 @@ static void *session_main(void *arg)
 	struct run_ctx rc = {
 		.id = s->id, .pid = s->key.pid, .req = &s->req,
 		.stop = &s->stop, .dsos = r->o.dsos, .heap = r->o.heap,
+		.ksyms = r->o.ksyms,
 		.max_stacks = r->o.max_stacks,
 	};
 

@@ -4,7 +4,7 @@
  * results, kept a short while after they finish (SPEC §2).
  *
  * Opening a profile file joins the running session of the same (pid, kind,
- * window, hz, rate), or reuses a result finished less than cache_ms ago, or
+ * window, hz, rate, kernel frames or not), or reuses a result finished less than cache_ms ago, or
  * starts a new session on a thread of its own. A read of a handle whose
  * session is still sampling is parked (no FUSE worker thread waits) and
  * answered when the session finishes; an interrupted read is answered
@@ -29,6 +29,7 @@
 
 struct dso_cache;
 struct heap_agents;
+struct kallsyms;
 struct registry;
 struct reg_handle;
 
@@ -38,6 +39,7 @@ struct registry_opts {
 	unsigned max_stacks;	/* distinct stacks per session (memory) */
 	struct dso_cache *dsos;	/* borrowed */
 	struct heap_agents *heap;	/* borrowed */
+	struct kallsyms *ksyms;		/* borrowed */
 };
 
 int registry_new(const struct registry_opts *o, struct registry **out);

@@ -21,6 +21,7 @@
 
 struct dso_cache;
 struct heap_agents;
+struct kallsyms;
 struct profile;
 
 struct run_ctx {
@@ -30,6 +31,7 @@ struct run_ctx {
 	const _Atomic bool *stop;
 	struct dso_cache *dsos;
 	struct heap_agents *heap;
+	struct kallsyms *ksyms;		/* names kernel frames */
 	unsigned max_stacks;
 };
 

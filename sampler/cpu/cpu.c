@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "cpu.h"
+#include "kallsyms.h"
+#include "kframes.h"
 #include "log.h"
 #include "maps.h"
 #include "perf.h"
@@ -17,7 +19,7 @@
 #include "symbolize.h"
 #include "unwind.h"
 
-#define MAX_FRAMES 128
+#define MAX_FRAMES 128		/* user frames */
 #define POLL_MS 100
 #define THREAD_SLOTS 4096	/* power of two; more threads share names */
 /* See raise_priority(). */
@@ -35,6 +37,7 @@ struct cpu_run {
 	struct proc_maps *maps;
 	struct unwinder *unw;
 	struct symbolizer *sym;
+	struct kframes *kf;		/* NULL: no kernel frames */
 	int64_t key_thread, key_thread_name;
 	struct thread_slot *threads;	/* THREAD_SLOTS */
 	struct cpu_stats *st;
@@ -107,23 +110,45 @@ static int overflow_location(struct cpu_run *run, uint64_t *loc)
 	return ret;
 }
 
+/* The sample's kernel frames into locs, leaf first: *n of them. */
+static int kernel_locations(struct cpu_run *run, const struct perf_sample *s,
+			    uint64_t *locs, int *n)
+{
+	int ret;
+
+	*n = 0;
+	if (!run->kf)
+		return 0;
+	for (uint32_t i = 0; i < s->nkernel; i++) {
+		ret = kframes_pc(run->kf, s->kernel[i], i == 0, &locs[*n]);
+		if (ret)
+			return ret;
+		(*n)++;
+	}
+	return 0;
+}
+
 static void on_sample(const struct perf_sample *s, void *arg)
 {
 	struct cpu_run *run = arg;
-	uint64_t pcs[MAX_FRAMES], locs[MAX_FRAMES];
+	uint64_t pcs[MAX_FRAMES], locs[PERF_KERNEL_FRAMES + MAX_FRAMES];
 	int64_t values[2] = { 1, (int64_t)s->period };
 	struct pf_label labels[2];
-	int n, ret;
+	int n, nk, ret;
 
 	if (run->err || s->pid != (uint32_t)run->pid)
 		return;
+	ret = kernel_locations(run, s, locs, &nk);
+	if (ret)
+		goto fail;
 	unwind_stack(run->unw, &s->regs, s->stack, s->stack_len, pcs,
 		     MAX_FRAMES, &n);
 	for (int i = 0; i < n; i++) {
-		ret = symbolizer_location(run->sym, pcs[i], &locs[i]);
+		ret = symbolizer_location(run->sym, pcs[i], &locs[nk + i]);
 		if (ret)
 			goto fail;
 	}
+	n += nk;
 	if (run->max_stacks && profile_nsamples(run->p) >= run->max_stacks) {
 		ret = overflow_location(run, &locs[0]);
 		if (ret)
@@ -245,6 +270,7 @@ static int note_exit(struct profile *p, const struct cpu_opts *o,
 
 static void run_free(struct cpu_run *run)
 {
+	kframes_free(run->kf);
 	symbolizer_free(run->sym);
 	unwinder_free(run->unw);
 	maps_free(run->maps);
@@ -274,9 +300,17 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 		ret = unwinder_read_live(run.unw, o->pid);
 	if (!ret)
 		ret = symbolizer_new(run.p, run.maps, &run.sym);
+	/* The first session that wants kernel frames reads the table, before
+	 * its window: 50-100 ms, once. */
+	if (!ret && o->ksyms && kallsyms_ready(o->ksyms))
+		ret = kframes_new(run.p, o->ksyms, &run.kf);
 	t0 = clock_ns(CLOCK_REALTIME);
 	if (!ret)
-		ret = perf_open(o->pid, o->hz, &rec);
+		ret = perf_open(o->pid, o->hz, run.kf != NULL, &rec);
+	if (!ret && !perf_kernel_frames(rec)) {
+		kframes_free(run.kf);
+		run.kf = NULL;
+	}
 	if (!ret)
 		ret = sample_window(&run, rec, o, &exited);
 	if (rec)

@@ -6,9 +6,13 @@
  * per second of cpu time, unwinds each sample as it arrives, and adds it to
  * a profile with Go's CPU sample types (samples/count, cpu/nanoseconds),
  * period cpu/nanoseconds = 1e9/hz, and string labels thread (tid) and
- * thread_name (comm). Memory grows with distinct stacks only. Stacks
- * deeper than the kernel's copy of a sample are unwound on from the live
- * thread (unwinder_read_live()).
+ * thread_name (comm). Memory grows with distinct stacks only.
+ *
+ * With a kallsyms table, samples taken in the kernel get their kernel
+ * frames above the user ones, "[k] name" (kframes.h), where the kernel
+ * allows the daemon to see them (kallsyms.h, perf.h); elsewhere nothing
+ * changes. Stacks deeper than the kernel's copy of a sample are unwound
+ * on from the live thread (unwinder_read_live()).
  *
  * It blocks for the window, on the calling thread. It returns early with
  * -ECANCELED when *stop becomes true (checked every 50 ms), and early with
@@ -32,6 +36,7 @@
 #include <sys/types.h>
 
 struct dso_cache;
+struct kallsyms;
 struct profile;
 
 struct cpu_opts {
@@ -39,6 +44,7 @@ struct cpu_opts {
 	uint32_t hz;
 	uint64_t window_ms;
 	struct dso_cache *cache;	/* shared across sessions */
+	struct kallsyms *ksyms;		/* shared; NULL: no kernel frames */
 	/* Memory bound: past this many distinct stacks, further samples are
 	 * counted under one "[max_stacks reached]" frame. 0 = no bound. */
 	uint32_t max_stacks;

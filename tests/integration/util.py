@@ -598,13 +598,15 @@ def threads(pid):
 
 # -- perf, the reference ---------------------------------------------------
 
-def perf_record(pid, seconds, tmp, hz=99):
+def perf_record(pid, seconds, tmp, hz=99, call_graph='dwarf'):
     """`perf record -F hz --call-graph dwarf -p pid -- sleep seconds`, then
     `perf script`: a list of (1, {}, frames leaf first), the shape
-    traces() returns. cpu-clock, as proffs samples: a VM may have no PMU."""
+    traces() returns. cpu-clock, as proffs samples: a VM may have no PMU.
+    call_graph='fp' is perf's -g: the kernel's frames and the user's by
+    frame pointers."""
     data = os.path.join(tmp, 'perf.data')
     subprocess.run(['perf', 'record', '-q', '-F', str(hz), '-e', 'cpu-clock',
-                    '--call-graph', 'dwarf', '-p', str(pid), '-o', data,
+                    '--call-graph', call_graph, '-p', str(pid), '-o', data,
                     '--', 'sleep', str(seconds)],
                    check=True, capture_output=True, timeout=seconds + 60)
     r = subprocess.run(['perf', 'script', '-i', data, '-F', 'ip,sym'],
