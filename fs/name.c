@@ -142,30 +142,33 @@ static int param_rate(struct parse_state *st, const char *v, size_t len)
 	return 0;
 }
 
+/* A number up to max: grammatical past it, but EINVAL. */
+static int parse_at_most(const char *v, size_t len, uint64_t max,
+			 uint64_t *out)
+{
+	int ret = parse_uint(v, len, UINT64_MAX, out);
+
+	return ret ? ret : *out > max ? -EINVAL : 0;
+}
+
 static int param_debug(struct parse_state *st, const char *v, size_t len)
 {
 	uint64_t d;
-	int ret = parse_uint(v, len, UINT64_MAX, &d);
+	int ret = parse_at_most(v, len, 2, &d);
 
-	if (ret)
-		return ret;
-	if (d > 2)
-		return -EINVAL;
-	st->req->debug = d;
-	return 0;
+	if (!ret)
+		st->req->debug = d;
+	return ret;
 }
 
 static int param_kernel(struct parse_state *st, const char *v, size_t len)
 {
 	uint64_t k;
-	int ret = parse_uint(v, len, UINT64_MAX, &k);
+	int ret = parse_at_most(v, len, 1, &k);
 
-	if (ret)
-		return ret;
-	if (k > 1)
-		return -EINVAL;
-	st->req->kernel = k;
-	return 0;
+	if (!ret)
+		st->req->kernel = k;
+	return ret;
 }
 
 static bool word_char(char c)

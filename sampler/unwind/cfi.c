@@ -705,6 +705,25 @@ static int fde_row(struct reader *r, const struct cie *cie, uint64_t vaddr,
 	return ret;
 }
 
+/* The FDE at fde_at of s and its CIE; *r at the FDE's pc_begin. The
+ * caller frees both records' bufs. */
+static int read_fde(const struct source *s, uint64_t fde_at,
+		    struct record *fde, struct record *cie_rec,
+		    struct cie *cie, struct reader *r)
+{
+	int ret = read_record(s, fde_at, fde);
+
+	if (ret)
+		return ret;
+	ret = read_cie(s, fde, cie_rec, cie);
+	if (ret) {
+		free(fde->buf);
+		return ret;
+	}
+	*r = record_reader(fde, fde->id_at + fde->id_size);
+	return 0;
+}
+
 /* The row at vaddr from the FDE at fde_at of s. */
 static int source_row(const struct source *s, uint64_t fde_at,
 		      uint64_t vaddr, struct cfi_row *row)
@@ -714,15 +733,11 @@ static int source_row(const struct source *s, uint64_t fde_at,
 	struct cie cie;
 	int ret;
 
-	ret = read_record(s, fde_at, &fde);
+	ret = read_fde(s, fde_at, &fde, &cie_rec, &cie, &r);
 	if (ret)
 		return ret;
-	ret = read_cie(s, &fde, &cie_rec, &cie);
-	if (!ret) {
-		r = record_reader(&fde, fde.id_at + fde.id_size);
-		ret = fde_row(&r, &cie, vaddr, row, NULL);
-		free(cie_rec.buf);
-	}
+	ret = fde_row(&r, &cie, vaddr, row, NULL);
+	free(cie_rec.buf);
 	free(fde.buf);
 	return ret;
 }
@@ -737,16 +752,12 @@ static int source_range(const struct source *s, uint64_t fde_at,
 	uint64_t range;
 	int ret;
 
-	ret = read_record(s, fde_at, &fde);
+	ret = read_fde(s, fde_at, &fde, &cie_rec, &cie, &r);
 	if (ret)
 		return ret;
-	ret = read_cie(s, &fde, &cie_rec, &cie);
-	if (!ret) {
-		r = record_reader(&fde, fde.id_at + fde.id_size);
-		ret = fde_range(&r, &cie, start, &range);
-		*end = *start + range;
-		free(cie_rec.buf);
-	}
+	ret = fde_range(&r, &cie, start, &range);
+	*end = *start + range;
+	free(cie_rec.buf);
 	free(fde.buf);
 	return ret;
 }

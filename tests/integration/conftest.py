@@ -7,6 +7,7 @@ import signal
 
 import pytest
 
+import browser
 import util
 
 # Started in the background by a non-interactive shell (nohup ... &), the
@@ -63,6 +64,17 @@ def expect_log(proffs):
     """expect_log(regex): a daemon log line the test provokes on purpose
     (e.g. a warning) does not fail it."""
     return proffs.expect_log
+
+
+@pytest.fixture
+def driver():
+    """Headless Chromium (browser.py), for the flame graphs."""
+    why = browser.available()
+    if why:
+        pytest.skip(why)
+    d = browser.open_driver()
+    yield d
+    d.quit()
 
 
 @pytest.fixture

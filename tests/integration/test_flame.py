@@ -33,16 +33,6 @@ def read_together(proffs, pid, names):
     return out
 
 
-@pytest.fixture
-def driver():
-    why = browser.available()
-    if why:
-        pytest.skip(why)
-    d = browser.open_driver()
-    yield d
-    d.quit()
-
-
 def test_flame_svg_opened_from_the_mount_in_chromium(proffs, target, driver):
     t = target('burn')
     url = 'file://' + proffs.path(t.pid, 'flame_3s.svg')

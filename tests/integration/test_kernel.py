@@ -9,7 +9,6 @@ without an error."""
 import os
 import re
 import subprocess
-import tempfile
 import threading
 import time
 import urllib.parse
@@ -48,12 +47,18 @@ def is_kernel(frame):
 def check_kernel_on_top(samples):
     """In every stack the kernel frames come first (leaf first), then only
     user frames; a kernel part ends where the kernel was entered: the
-    system call entry (or an exception's, asm_exc_*)."""
-    for _, _, f in samples:
+    system call entry (or an exception's, asm_exc_*) - but for the few
+    the kernel's own unwinder stops short of it (ORC knows no frame in a
+    retpoline thunk: perf -g gets the same one-frame chain)."""
+    whole = part = 0
+    for v, _, f in samples:
         nk = sum(1 for x in f if is_kernel(x))
         assert all(is_kernel(x) for x in f[:nk]), f
         if nk:
-            assert re.match(r'\[k\] (entry_SYSCALL_64|asm_)', f[nk - 1]), f
+            part += v
+            if re.match(r'\[k\] (entry_SYSCALL_64|asm_)', f[nk - 1]):
+                whole += v
+    assert whole >= 0.95 * part, (whole, part)
 
 
 def read_together(proffs, pid, names):
@@ -78,25 +83,17 @@ def read_together(proffs, pid, names):
 def test_dd_kernel_leaves_match_perf(proffs, target, tmp_path):
     """dd's time is the kernel's: the same kernel functions are leaves in
     proffs as in `perf record -g` on the same process at the same time,
-    each within 5 points, all of them above the user's read and write."""
+    each within 5 points, all of them above the user's read and write.
+    At 999 Hz for 5 s: a busy machine gives dd a fraction of a CPU, and
+    two honest estimates of a 75% share from 300 samples each differ by
+    more than 5 points one run in 20 (from 1,000, one in 300)."""
+    hz = 999
     t = start_dd(target)
-    result = {}
-
-    def ours():
-        try:
-            data = proffs.read(t.pid, f'cpu_4s?hz={HZ}.pb.gz')
-            result['p'] = util.validate_pprof(util.save(data, 'dd.pb.gz'))
-        except BaseException as e:   # re-raised in the test's thread
-            result['err'] = e
-    th = threading.Thread(target=ours)
-    th.start()
-    theirs = util.perf_record(t.pid, 4, str(tmp_path), hz=HZ,
-                              call_graph='fp')
-    th.join(timeout=60)
-    if 'err' in result:
-        raise result['err']
-    p = result['p']
-    assert p.total() >= 200 and len(theirs) >= 200, \
+    p, theirs = util.alongside_perf(
+        lambda: util.validate_pprof(util.save(
+            proffs.read(t.pid, f'cpu_5s?hz={hz}.pb.gz'), 'dd.pb.gz')),
+        t.pid, 5, str(tmp_path), hz=hz, call_graph='fp')
+    assert p.total() >= 300 and len(theirs) >= 300, \
         (p.total(), len(theirs))
     samples = [(s.values[0], s.labels, s.frames) for s in p.samples]
     check_kernel_on_top(samples)
@@ -167,16 +164,6 @@ def test_every_format_and_kernel_0(proffs, target):
     # two sessions: kernel=0 is not served by the kernel=1 one
     assert len(proffs.log_lines(r'session \d+ start: pid=%d kind=cpu '
                                 r'window_ms=3000 ' % t.pid)) == 2
-
-
-@pytest.fixture
-def driver():
-    why = browser.available()
-    if why:
-        pytest.skip(why)
-    d = browser.open_driver()
-    yield d
-    d.quit()
 
 
 def test_kernel_frames_in_the_flame_graph(proffs, target, driver):
@@ -279,56 +266,34 @@ def test_unprivileged_daemon_leaves_them_out(tmp_path):
     warning in its log either way."""
     sees_kernel = sysctl('perf_event_paranoid') <= 1 and \
         sysctl('kptr_restrict') == 0
-    mnt = tempfile.mkdtemp(prefix='proffs-user-')
-    os.chown(mnt, util.NOBODY, util.NOBODY)
-    log = tempfile.NamedTemporaryFile('w+', prefix='proffs-user-log-')
-    as_nobody = ['setpriv', f'--reuid={util.NOBODY}',
-                 f'--regid={util.NOBODY}', '--clear-groups', '--']
-    mode = os.stat('/dev/fuse').st_mode & 0o777
-    os.chmod('/dev/fuse', 0o666)
-    daemon = dd = None
-    try:
-        daemon = subprocess.Popen(as_nobody + [util.DAEMON, '-f', mnt],
-                                  stdout=log, stderr=subprocess.STDOUT)
-        for _ in range(300):
-            with open('/proc/mounts') as f:
-                if f' {mnt} ' in f.read():
-                    break
-            assert daemon.poll() is None, 'the daemon died'
-            time.sleep(0.1)
-        dd = subprocess.Popen(as_nobody + ['dd', 'if=/dev/zero',
-                                           'of=/dev/null', 'bs=1M'],
-                              stderr=subprocess.DEVNULL)
-        time.sleep(0.2)
-        got = {}
-        for name, keep in ((f'cpu_2s?hz={HZ}.pb.gz', 'dd-user.pb.gz'),
-                           ('goroutine.pb.gz', 'dd-user-threads.pb.gz')):
-            r = subprocess.run(as_nobody + ['cat', os.path.join(
-                mnt, str(dd.pid), name)], capture_output=True, timeout=60)
-            assert r.returncode == 0, r.stderr
-            p = util.validate_pprof(util.save(r.stdout, keep))
-            assert p.samples
-            got[name] = [s.frames for s in p.samples]
-        cpu, dump = got.values()
-        assert not [f for f in dump if any(is_kernel(x) for x in f)], dump
-        with_kernel = [f for f in cpu if any(is_kernel(x) for x in f)]
-        if sees_kernel:
-            assert with_kernel, cpu
-        else:
-            assert not with_kernel, with_kernel
-            leaves = [f[0] for f in cpu]
-            assert 'read' in leaves or 'write' in leaves, cpu
-    finally:
-        os.chmod('/dev/fuse', mode)
-        if dd:
-            dd.kill()
-            dd.wait()
-        subprocess.run(as_nobody + ['fusermount3', '-u', mnt])
-        if daemon:
-            daemon.wait(timeout=30)
-            log.seek(0)
-            text = log.read()
-            assert daemon.returncode == 0, text
-            assert not [l for l in text.splitlines()
-                        if util.BAD_LOG.search(l)], text
-        os.rmdir(mnt)
+    dd = None
+    with util.nobody_daemon() as mnt:
+        try:
+            dd = subprocess.Popen(util.AS_NOBODY + [
+                'dd', 'if=/dev/zero', 'of=/dev/null', 'bs=1M'],
+                stderr=subprocess.DEVNULL)
+            time.sleep(0.2)
+            got = {}
+            for name, keep in ((f'cpu_2s?hz={HZ}.pb.gz', 'dd-user.pb.gz'),
+                               ('goroutine.pb.gz',
+                                'dd-user-threads.pb.gz')):
+                r = subprocess.run(util.AS_NOBODY + ['cat', os.path.join(
+                    mnt, str(dd.pid), name)], capture_output=True,
+                    timeout=60)
+                assert r.returncode == 0, r.stderr
+                p = util.validate_pprof(util.save(r.stdout, keep))
+                assert p.samples
+                got[name] = [s.frames for s in p.samples]
+        finally:
+            if dd:
+                dd.kill()
+                dd.wait()
+    cpu, dump = got.values()
+    assert not [f for f in dump if any(is_kernel(x) for x in f)], dump
+    with_kernel = [f for f in cpu if any(is_kernel(x) for x in f)]
+    if sees_kernel:
+        assert with_kernel, cpu
+    else:
+        assert not with_kernel, with_kernel
+        leaves = [f[0] for f in cpu]
+        assert 'read' in leaves or 'write' in leaves, cpu

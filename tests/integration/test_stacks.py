@@ -5,8 +5,6 @@ and heap profiles, through the mount. perf's default copy (8 KiB) ends
 every one of these stacks at the big frame; proffs reads the rest from
 the live thread and keeps only the frames that continue the copied ones
 (sampler/unwind/livestack.h)."""
-import threading
-
 import pytest
 
 import util
@@ -17,6 +15,15 @@ HZ = 499
 def read_cpu(proffs, t, seconds, keep):
     data = proffs.read(t.pid, f'cpu_{seconds}s?hz={HZ}.pb.gz')
     return util.validate_pprof(util.save(data, keep))
+
+
+def user_samples(p):
+    """(value, labels, frames) of p's samples, without the kernel frames
+    a sample taken in the kernel has on top (test_kernel.py): a busy
+    machine preempts the target, and some samples fall in the kernel."""
+    return [(s.values[0], s.labels,
+             [f for f in s.frames if not f.startswith('[k] ')])
+            for s in p.samples]
 
 
 def weight(samples, pred):
@@ -41,23 +48,12 @@ def test_big_frame_unwinds_to_main(proffs, target, tmp_path, frame):
     copy) reaches main in almost none; both see hot as the leaf of
     nearly every sample."""
     t = target('bigframe', 'cpu', frame[-2:])
-    result = {}
-
-    def ours():
-        try:
-            result['p'] = read_cpu(proffs, t, 4, f'{frame}.pb.gz')
-        except BaseException as e:   # re-raised in the test's thread
-            result['err'] = e
-    th = threading.Thread(target=ours)
-    th.start()
-    theirs = util.perf_record(t.pid, 4, str(tmp_path), hz=HZ)
-    th.join(timeout=60)
-    if 'err' in result:
-        raise result['err']
-    p = result['p']
-    samples = [(s.values[0], s.labels, s.frames) for s in p.samples]
+    p, theirs = util.alongside_perf(
+        lambda: read_cpu(proffs, t, 4, f'{frame}.pb.gz'), t.pid, 4,
+        str(tmp_path), hz=HZ)
+    samples = user_samples(p)
     in_hot = weight(samples, lambda f: f[:1] == ['hot'])
-    assert in_hot >= 0.9 * p.total() and in_hot >= 200, \
+    assert in_hot >= 0.8 * p.total() and in_hot >= 50, \
         f'{in_hot} of {p.total()} samples in hot'
     to_main = weight(samples, lambda f: f[:3] == ['hot', frame, 'main'])
     assert to_main >= 0.95 * in_hot, \
@@ -73,6 +69,7 @@ def test_big_frame_unwinds_to_main(proffs, target, tmp_path, frame):
     perf_hot = util.flat_shares(theirs).get('hot', 0)
     assert abs(p.share('hot') - perf_hot) <= 0.05, \
         f'hot: proffs {p.share("hot"):.3f}, perf {perf_hot:.3f}'
+    assert len(theirs) >= 50, f'perf took {len(theirs)} samples'
     perf_main = weight(theirs, lambda f: 'main' in f)
     assert perf_main <= 0.05 * len(theirs), \
         f'perf reached main in {perf_main} of {len(theirs)}: ' \
@@ -90,13 +87,13 @@ def test_returned_frames_are_not_taken(proffs, target):
     read while their path still stood reach main."""
     t = target('bigframe', 'alternate')
     p = read_cpu(proffs, t, 4, 'alternate.pb.gz')
-    samples = [(s.values[0], s.labels, s.frames) for s in p.samples]
+    samples = user_samples(p)
     wrong = [f for _, _, f in samples
              if follows(f, 'deep_a', 'via_b') or
              follows(f, 'deep_b', 'via_a')]
     assert not wrong, wrong[:5]
     deep = weight(samples, lambda f: 'deep_a' in f or 'deep_b' in f)
-    assert deep >= 0.9 * p.total() and deep >= 200, (deep, p.total())
+    assert deep >= 0.8 * p.total() and deep >= 50, (deep, p.total())
     right = weight(samples, lambda f: follows(f, 'deep_a', 'via_a', 'main')
                    or follows(f, 'deep_b', 'via_b', 'main'))
     assert right >= 0.2 * deep, f'{right} of {deep} reached main'
