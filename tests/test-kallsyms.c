@@ -170,7 +170,7 @@ static void test_frames(void)
 				"[<0>] ksys_read+0x6b/0xf0\n"
 				"junk\n"
 				"[<0>] do_syscall_64+0x82/0x190\n"
-				"[<0>] entry_SYSCALL_64_after_hwframe+0x76/0x7e",
+				"[<0>] entry_SYSCALL_64_after_hwframe+0x76",
 				locs, 8, &n));
 	CHECK(n == 5, "%d frames", n);
 	CHECK(n >= 3 && locs[1] == b && locs[2] == a,

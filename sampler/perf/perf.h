@@ -42,7 +42,7 @@ struct perf_sample {
 	struct unwind_regs regs;
 	const void *stack;	/* copy of the stack from regs.r[UREG_RSP] */
 	size_t stack_len;
-	uint32_t nkernel;	/* kernel frames, 0 for a sample in user mode */
+	uint32_t nkernel;	/* kernel frames; 0: sampled in user mode */
 	uint64_t kernel[PERF_KERNEL_FRAMES];	/* leaf (the pc) first, then
 						 * return addresses */
 };
@@ -82,8 +82,8 @@ void perf_close(struct perf_rec *r);
  * nothing else; the body is a PERF_RECORD_SAMPLE's, after its header.
  * Fields the type lacks are zero; *id is the event's id (IDENTIFIER or
  * ID: an inherited event reports its parent's). s->stack points into
- * body; no kernel frames. -EINVAL for a short record or another bit, -ENODATA for a sample
- * without user registers.
+ * body; no kernel frames. -EINVAL for a short record or another bit,
+ * -ENODATA for a sample without user registers.
  */
 uint64_t perf_user_regs_mask(void);
 int perf_parse_sample(uint64_t sample_type, const void *body, size_t len,

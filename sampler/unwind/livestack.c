@@ -36,7 +36,7 @@ struct verdict {
 struct livestack {
 	pid_t pid;
 	struct proc_maps *maps;
-	uint8_t *buf;		/* LIVESTACK_MAX: the copy, then the rest */
+	uint8_t *buf;		/* LIVESTACK_MAX: the copy, the rest */
 	size_t len;		/* valid bytes of buf; 0 until a read */
 	bool short_read;	/* this sample's read came short */
 	unsigned maps_gen;	/* of the verdicts */

@@ -80,7 +80,8 @@ int main(int argc, char **argv)
 	int debug = 1, ret;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s PID [DEBUG] [pb] [kernel]\n", argv[0]);
+		fprintf(stderr, "usage: %s PID [DEBUG] [pb] [kernel]\n",
+			argv[0]);
 		return 2;
 	}
 	o.pid = atoi(argv[1]);
