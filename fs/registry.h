@@ -5,11 +5,12 @@
  *
  * Opening a profile file joins the running session of the same (pid, kind,
  * window, hz, rate, kernel frames or not), or reuses a result finished
- * less than cache_ms ago, or starts a new session on a thread of its own. A read of a handle whose
- * session is still sampling is parked (no FUSE worker thread waits) and
- * answered when the session finishes; an interrupted read is answered
- * EINTR at once. When the last handle of an unfinished session is
- * released, the session stops sampling and frees everything.
+ * less than cache_ms ago, or starts a new session on a thread of its own.
+ * A read of a handle whose session is still sampling is parked (no FUSE
+ * worker thread waits) and answered when the session finishes; an
+ * interrupted read is answered EINTR at once. When the last handle of an
+ * unfinished session is released, the session stops sampling and frees
+ * everything.
  *
  * Rendering happens on the session's thread, for every format its readers
  * asked for; a format first asked for after the session ended is rendered
