@@ -41,7 +41,6 @@ static const enum unwind_reg perf_reg_order[] = {
 #define NREGS (sizeof(perf_reg_order) / sizeof(perf_reg_order[0]))
 
 struct perf_rec {
-	pid_t pid;
 	int ncpu;
 	size_t ring_pages;
 	struct perf_ring *rings;	/* ncpu */
@@ -50,6 +49,7 @@ struct perf_rec {
 	struct pollfd *pfds;	/* one per ring with a buffer */
 	int npfds;
 	uint64_t lost;
+	bool want_chain;	/* kernel callchains asked for */
 	bool chain;		/* samples carry their kernel callchain */
 };
 
@@ -73,7 +73,7 @@ static void init_attr(struct perf_event_attr *a, unsigned hz,
 			 PERF_SAMPLE_STACK_USER;
 	a->sample_regs_user = PERF_REGS_MASK;
 	a->sample_stack_user = STACK_BYTES;
-	a->inherit = 1;
+	a->inherit = 1;		/* per thread; a CPU's event ignores it */
 	/* Time in system calls belongs to the user stack that made them, as
 	 * in Go's profiles; only allowed when paranoia permits. Where it
 	 * does, the kernel frames above it too: the kernel unwinds them at
@@ -158,8 +158,8 @@ static int open_thread(struct perf_rec *r, struct perf_event_attr *attr,
  * their callchain (when asked), without it (a perf_event_max_stack below
  * ours: EOVERFLOW), user-only samples.
  */
-static int open_first(struct perf_rec *r, unsigned hz, bool chain,
-		      pid_t tid, struct perf_event_attr *attr)
+static int open_first(struct perf_rec *r, unsigned hz, pid_t tid,
+		      struct perf_event_attr *attr)
 {
 	static const struct reach tries[] = {
 		{ .kernel = true, .chain = true },
@@ -168,7 +168,7 @@ static int open_first(struct perf_rec *r, unsigned hz, bool chain,
 	};
 	int ret = -EPERM;
 
-	for (size_t i = chain ? 0 : 1; i < sizeof(tries) / sizeof(tries[0]);
+	for (size_t i = r->want_chain ? 0 : 1; i < sizeof(tries) / sizeof(tries[0]);
 	     i++) {
 		init_attr(attr, hz, tries[i]);
 		ret = open_thread(r, attr, tid);
@@ -180,30 +180,32 @@ static int open_first(struct perf_rec *r, unsigned hz, bool chain,
 	return ret;
 }
 
-static int open_all(struct perf_rec *r, unsigned hz, bool chain)
+/* Every thread of pid; attr is set up by the first event opened
+ * (*opened 0), and shared by the rest. */
+static int open_process(struct perf_rec *r, unsigned hz, pid_t pid,
+			struct perf_event_attr *attr, size_t *opened)
 {
-	struct perf_event_attr attr;
 	pid_t *tids;
-	size_t n, opened = 0;
+	size_t n, before = *opened;
 	int ret;
 
-	ret = proc_tasks(r->pid, &tids, &n);
+	ret = proc_tasks(pid, &tids, &n);
 	if (ret)
 		return ret == -ENOENT ? -ESRCH : ret;
 	ret = -ESRCH;
 	for (size_t i = 0; i < n; i++) {
-		ret = opened ? open_thread(r, &attr, tids[i])
-			     : open_first(r, hz, chain, tids[i], &attr);
+		ret = *opened ? open_thread(r, attr, tids[i])
+			      : open_first(r, hz, tids[i], attr);
 		if (ret == -ESRCH)	/* thread ended meanwhile */
 			continue;
 		if (ret)
 			break;
-		opened++;
+		(*opened)++;
 	}
 	free(tids);
-	if (!opened && !ret)
+	if (*opened == before && !ret)
 		ret = -ESRCH;
-	return opened && ret == -ESRCH ? 0 : ret;
+	return *opened > before && ret == -ESRCH ? 0 : ret;
 }
 
 static int make_pollfds(struct perf_rec *r)
@@ -221,18 +223,16 @@ static int make_pollfds(struct perf_rec *r)
 	return 0;
 }
 
-int perf_open(pid_t pid, unsigned hz, bool kernel_frames,
-	      struct perf_rec **out)
+static int rec_new(unsigned hz, bool kernel_frames, struct perf_rec **out)
 {
 	struct perf_rec *r;
-	int ret;
 
 	if (!hz)
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	r->pid = pid;
+	r->want_chain = kernel_frames;
 	r->ncpu = get_nprocs_conf();
 	r->ring_pages = RING_PAGES_MAX;
 	r->rings = calloc(r->ncpu, sizeof(*r->rings));
@@ -242,7 +242,13 @@ int perf_open(pid_t pid, unsigned hz, bool kernel_frames,
 	}
 	for (int cpu = 0; cpu < r->ncpu; cpu++)
 		perf_ring_init(&r->rings[cpu]);
-	ret = open_all(r, hz, kernel_frames);
+	*out = r;
+	return 0;
+}
+
+/* The end of an open: ret 0 hands r out ready to poll, else frees it. */
+static int rec_ready(struct perf_rec *r, int ret, struct perf_rec **out)
+{
 	if (!ret)
 		ret = make_pollfds(r);
 	if (ret) {
@@ -251,6 +257,50 @@ int perf_open(pid_t pid, unsigned hz, bool kernel_frames,
 	}
 	*out = r;
 	return 0;
+}
+
+int perf_open(pid_t pid, unsigned hz, bool kernel_frames,
+	      struct perf_rec **out)
+{
+	return perf_open_pids(&pid, 1, hz, kernel_frames, out);
+}
+
+int perf_open_pids(const pid_t *pids, size_t n, unsigned hz,
+		   bool kernel_frames, struct perf_rec **out)
+{
+	struct perf_event_attr attr;
+	struct perf_rec *r;
+	size_t opened = 0;
+	int ret;
+
+	ret = rec_new(hz, kernel_frames, &r);
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < n; i++) {
+		ret = open_process(r, hz, pids[i], &attr, &opened);
+		/* Of several, one gone (or not ours) is no failure. */
+		if (n > 1 && (ret == -ESRCH || ret == -EACCES ||
+			      ret == -EPERM))
+			ret = 0;
+		if (ret)
+			break;
+	}
+	if (!ret && !opened)
+		ret = -ESRCH;
+	return rec_ready(r, ret, out);
+}
+
+int perf_open_system(unsigned hz, bool kernel_frames, struct perf_rec **out)
+{
+	struct perf_event_attr attr;
+	struct perf_rec *r;
+	int ret;
+
+	ret = rec_new(hz, kernel_frames, &r);
+	if (ret)
+		return ret;
+	ret = open_first(r, hz, -1, &attr);
+	return rec_ready(r, ret, out);
 }
 
 /* Parse a PERF_RECORD_SAMPLE body laid out by init_attr's sample_type. */

@@ -36,11 +36,13 @@ struct verdict {
 struct livestack {
 	pid_t pid;
 	struct proc_maps *maps;
-	uint8_t *buf;		/* LIVESTACK_MAX: the copy, the rest */
+	uint8_t *buf;		/* LIVESTACK_MAX: the copy, the rest; made
+				 * at the first deep sample (a whole-host
+				 * profile has one per process) */
 	size_t len;		/* valid bytes of buf; 0 until a read */
 	bool short_read;	/* this sample's read came short */
 	unsigned maps_gen;	/* of the verdicts */
-	struct verdict verdicts[VERDICTS];
+	struct verdict *verdicts;	/* VERDICTS, made with buf */
 	uint64_t reads, refused;
 };
 
@@ -50,11 +52,6 @@ int livestack_new(pid_t pid, struct proc_maps *maps, struct livestack **out)
 
 	if (!ls)
 		return -ENOMEM;
-	ls->buf = malloc(LIVESTACK_MAX);
-	if (!ls->buf) {
-		free(ls);
-		return -ENOMEM;
-	}
 	ls->pid = pid;
 	ls->maps = maps;
 	ls->maps_gen = maps_generation(maps);
@@ -67,6 +64,7 @@ void livestack_free(struct livestack *ls)
 	if (!ls)
 		return;
 	free(ls->buf);
+	free(ls->verdicts);
 	free(ls);
 }
 
@@ -85,6 +83,17 @@ bool livestack_extend(struct livestack *ls, uint64_t sp, const void *stack,
 
 	if (copy_len > LIVESTACK_MAX || need > LIVESTACK_MAX)
 		return false;
+	if (!ls->buf) {
+		ls->buf = malloc(LIVESTACK_MAX);
+		ls->verdicts = calloc(VERDICTS, sizeof(*ls->verdicts));
+		if (!ls->buf || !ls->verdicts) {
+			free(ls->buf);
+			free(ls->verdicts);
+			ls->buf = NULL;
+			ls->verdicts = NULL;
+			return false;
+		}
+	}
 	if (!ls->len) {
 		memcpy(ls->buf, stack, copy_len);
 		ls->len = copy_len;
@@ -220,7 +229,7 @@ bool livestack_check(struct livestack *ls, uint64_t callee_pc, uint64_t ra)
 	struct verdict *v = &ls->verdicts[verdict_slot(callee_pc, ra)];
 
 	if (ls->maps_gen != maps_generation(ls->maps)) {
-		memset(ls->verdicts, 0, sizeof(ls->verdicts));
+		memset(ls->verdicts, 0, VERDICTS * sizeof(*ls->verdicts));
 		ls->maps_gen = maps_generation(ls->maps);
 	}
 	if (v->callee_pc != callee_pc || v->ra != ra || !v->ra) {

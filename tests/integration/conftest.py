@@ -90,3 +90,15 @@ def target():
     yield start
     for t in started:
         t.kill()
+
+
+@pytest.fixture
+def driver():
+    """Headless Chromium through selenium (browser.py); skipped where it
+    is not installed."""
+    why = browser.available()
+    if why:
+        pytest.skip(why)
+    d = browser.open_driver()
+    yield d
+    d.quit()

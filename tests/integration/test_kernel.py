@@ -9,7 +9,6 @@ without an error."""
 import os
 import re
 import subprocess
-import threading
 import time
 import urllib.parse
 
@@ -59,25 +58,6 @@ def check_kernel_on_top(samples):
             if re.match(r'\[k\] (entry_SYSCALL_64|asm_)', f[nk - 1]):
                 whole += v
     assert whole >= 0.95 * part, (whole, part)
-
-
-def read_together(proffs, pid, names):
-    """Open every name at once: one session, the same samples."""
-    out, errs = {}, []
-
-    def one(n):
-        try:
-            out[n] = proffs.read(pid, n)
-        except BaseException as e:   # re-raised in the test's thread
-            errs.append(e)
-    ths = [threading.Thread(target=one, args=(n,)) for n in names]
-    for t in ths:
-        t.start()
-    for t in ths:
-        t.join(timeout=120)
-    if errs:
-        raise errs[0]
-    return out
 
 
 def test_dd_kernel_leaves_match_perf(proffs, target, tmp_path):
@@ -133,7 +113,7 @@ def test_every_format_and_kernel_0(proffs, target):
     t = start_dd(target)
     names = [f'cpu_3s?hz={HZ}.pb.gz', f'cpu_3s?hz={HZ}.folded',
              f'cpu_3s?hz={HZ}.txt']
-    out = read_together(proffs, t.pid, names)
+    out = util.read_together(proffs, t.pid, names)
     path = util.save(out[names[0]], 'dd-formats.pb.gz')
     p = util.validate_pprof(path)
     top = max(((k, v) for k, v in util.flat_shares(
