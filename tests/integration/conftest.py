@@ -67,17 +67,6 @@ def expect_log(proffs):
 
 
 @pytest.fixture
-def driver():
-    """Headless Chromium (browser.py), for the flame graphs."""
-    why = browser.available()
-    if why:
-        pytest.skip(why)
-    d = browser.open_driver()
-    yield d
-    d.quit()
-
-
-@pytest.fixture
 def target():
     """target(name, *argv, user=None): start tests/targets/<name>, wait
     for its "ready"; killed at the end of the test."""
