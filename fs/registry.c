@@ -131,7 +131,8 @@ static void key_of(const struct reg_target *t,
 	k->rate = req->kind == PROFFS_KIND_HEAP ||
 		  req->kind == PROFFS_KIND_ALLOCS ? req->rate : 0;
 	k->kernel = (req->kind == PROFFS_KIND_CPU ||
-		     req->kind == PROFFS_KIND_GOROUTINE) && req->kernel;
+		     req->kind == PROFFS_KIND_GOROUTINE) && req->kernel &&
+		    t->kernel;
 }
 
 static bool same_rendering(const struct proffs_request *a,
@@ -465,6 +466,7 @@ static int start_locked(struct registry *r, const struct proffs_request *req,
 	s->r = r;
 	s->key = *k;
 	s->req = *req;
+	s->req.kernel = k->kernel;	/* what this caller may see */
 	s->refs = 2;		/* the list's and the thread's */
 	s->listed = true;
 	pthread_attr_init(&attr);

@@ -57,6 +57,7 @@ int registry_new(const struct registry_opts *o, struct registry **out);
 struct reg_target {
 	pid_t pid;
 	uid_t uid;	/* with pid 0 only */
+	bool kernel;	/* the caller may see kernel frames (access.h) */
 };
 
 /* Session latency (start to result) is counted in buckets of these

@@ -277,3 +277,30 @@ def test_unprivileged_daemon_leaves_them_out(tmp_path):
         assert not with_kernel, with_kernel
         leaves = [f[0] for f in cpu]
         assert 'read' in leaves or 'write' in leaves, cpu
+
+
+@pytest.mark.parametrize('proffs_options', [('allow_other',)],
+                         indirect=True)
+def test_root_daemon_shows_them_to_whom_the_kernel_would(proffs, target):
+    """The daemon (root) sees the kernel; a caller sees its frames only
+    if the kernel would show them to the caller itself: nobody's read of
+    its own dd has no [k] frame unless perf_event_paranoid lets every
+    user see the kernel, and its thread dump none at all (/proc stacks
+    are root's), where root's reads of the same process have them."""
+    sees_kernel = sysctl('perf_event_paranoid') <= 1
+    t = start_dd(target, user=util.NOBODY)
+    parked = target('parked', user=util.NOBODY)
+    got = {}
+    for who, prefix in (('nobody', util.AS_NOBODY), ('root', [])):
+        for pid, name in ((t.pid, f'cpu_2s?hz={HZ}.pb.gz'),
+                          (parked.pid, 'goroutine.pb.gz')):
+            r = subprocess.run(prefix + ['cat', proffs.path(pid, name)],
+                               capture_output=True, timeout=60)
+            assert r.returncode == 0, (who, name, r.stderr)
+            p = util.validate_pprof(util.save(
+                r.stdout, f'kernel-{who}-{name.split("?")[0]}'))
+            got[who, name[:3]] = [s.frames for s in p.samples
+                                  if any(is_kernel(x) for x in s.frames)]
+    assert got['root', 'cpu'] and got['root', 'gor'], got
+    assert not got['nobody', 'gor'], got['nobody', 'gor']
+    assert bool(got['nobody', 'cpu']) == sees_kernel, got['nobody', 'cpu']
