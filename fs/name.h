@@ -9,6 +9,7 @@
  *   duration := INT ( "s" | "ms" )
  *   query    := param ( "&" param )*
  *   param    := seconds=INT | hz=INT | rate=INT | debug=INT | sample=WORD
+ *             | kernel=INT
  *   format   := pb.gz | pb | svg | txt | folded
  *
  * Two kinds of failure, because the filesystem answers them at different
@@ -61,6 +62,8 @@ struct proffs_request {
 	uint32_t rate;		/* default 524288 */
 	int debug;		/* default 0 (absent); 1 or 2 when given */
 	char sample[PROFFS_SAMPLE_MAX];	/* "" when absent */
+	bool kernel;		/* kernel frames where the daemon may see
+				 * them: kernel=1 (default), kernel=0 */
 };
 
 /*

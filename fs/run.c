@@ -35,6 +35,7 @@ static int run_cpu(const struct run_ctx *c, struct profile **out,
 	struct cpu_opts o = {
 		.pid = c->pid, .hz = c->req->hz,
 		.window_ms = c->req->window_ms, .cache = c->dsos,
+		.ksyms = c->req->kernel ? c->ksyms : NULL,
 		.stop = c->stop, .max_stacks = c->max_stacks,
 		.allow = allowed, .allow_arg = (void *)c, .all_title = title,
 	};
@@ -92,7 +93,8 @@ static int run_offcpu(const struct run_ctx *c, struct profile **out,
 static int run_threads(const struct run_ctx *c, struct profile **out,
 		       struct run_result *r)
 {
-	struct threads_opts o = { .pid = c->pid, .cache = c->dsos };
+	struct threads_opts o = { .pid = c->pid, .cache = c->dsos,
+				  .kernel = c->req->kernel };
 	struct threads_stats st;
 	int ret;
 

@@ -145,6 +145,11 @@ int heap_model_new(pid_t pid, struct proc_maps *maps, uint32_t max_buckets,
 	return 0;
 }
 
+int heap_model_read_live(struct heap_model *m)
+{
+	return unwinder_read_live(m->unw, maps_pid(m->maps));
+}
+
 void heap_model_free(struct heap_model *m)
 {
 	if (!m)

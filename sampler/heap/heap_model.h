@@ -51,6 +51,13 @@ int heap_model_new(pid_t pid, struct proc_maps *maps, uint32_t max_buckets,
 		   struct heap_model **out);
 void heap_model_free(struct heap_model *m);
 
+/*
+ * Unwind past the samples' stack copies with the process's live stack,
+ * as CPU profiles do (unwinder_read_live()): for samplers whose copies
+ * the kernel cuts (the uprobe fallback's). 0 or -ENOMEM.
+ */
+int heap_model_read_live(struct heap_model *m);
+
 /* Forget every count and live address; symbols stay. */
 void heap_model_reset(struct heap_model *m);
 

@@ -30,6 +30,7 @@
 
 #include "cfi.h"
 #include "dso.h"
+#include "livestack.h"
 #include "log.h"
 #include "maps.h"
 #include "unwind.h"
@@ -69,6 +70,7 @@ struct unwinder {
 	struct row_val *rows;
 	size_t rows_cap, rows_n;
 	uint64_t fast, slow;	/* stacks unwound by each path */
+	struct livestack *live;	/* words past a copy; NULL: none */
 	size_t last_used;	/* of the last unwind_stack() */
 	bool last_short;
 	bool last_complete;
@@ -78,16 +80,28 @@ struct unwinder {
 struct unwind_ctx {
 	struct unwinder *u;
 	const struct unwind_regs *regs;
-	const uint8_t *stack;
+	const uint8_t *stack;	/* the copy, or the copy and live words */
 	size_t stack_len;
+	size_t copy_len;	/* of the copy itself */
 	uint64_t sp;
 	size_t used;		/* bytes of the copy read, from its start */
 	bool short_copy;	/* a stack word beyond the copy was wanted */
 	bool complete;		/* the outermost frame was reached */
+	bool live_read;		/* a live word was read (livestack.h) */
 };
 
 /* Stack words sit below this distance from sp; farther is not stack. */
 #define STACK_REACH (1u << 20)
+
+/* The stack up to need bytes from sp, with live words past the copy
+ * when the unwinder may read them. */
+static bool extend(struct unwind_ctx *ctx, size_t need)
+{
+	return ctx->u->live &&
+	       livestack_extend(ctx->u->live, ctx->sp, ctx->stack,
+				ctx->copy_len, need, &ctx->stack,
+				&ctx->stack_len);
+}
 
 /* Note a read of the stack word at addr: in the copy or just past it. */
 static bool in_copy(struct unwind_ctx *ctx, uint64_t addr)
@@ -96,13 +110,27 @@ static bool in_copy(struct unwind_ctx *ctx, uint64_t addr)
 
 	if (addr < ctx->sp || off >= STACK_REACH)
 		return false;
-	if (ctx->stack_len < 8 || off > ctx->stack_len - 8) {
+	if ((ctx->stack_len < 8 || off > ctx->stack_len - 8) &&
+	    !extend(ctx, off + 8)) {
 		ctx->short_copy = true;
 		return false;
 	}
 	if (off + 8 > ctx->used)
 		ctx->used = off + 8;
+	if (off + 8 > ctx->copy_len)
+		ctx->live_read = true;
 	return true;
+}
+
+/* A frame unwound with live words is kept only if its return address
+ * continues the frame below it (livestack.h). */
+static bool continues(struct unwind_ctx *ctx, uint64_t callee_pc,
+		      uint64_t ra)
+{
+	bool live = ctx->live_read;
+
+	ctx->live_read = false;
+	return !live || livestack_check(ctx->u->live, callee_pc, ra);
 }
 
 #if UNW_VERSION_MAJOR == 1 && UNW_VERSION_MINOR >= 6 && UNW_VERSION_MINOR <= 8
@@ -503,6 +531,8 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 			ctx->complete = step >= 0;
 			break;
 		}
+		if (!continues(ctx, lookup, f.r[CFI_REG_RA]))
+			break;
 		/* A return address points after the call; the call itself is
 		 * one byte earlier (a signal frame's would not be: those go
 		 * to libunwind). */
@@ -542,6 +572,8 @@ static void unwind_libunwind(struct unwinder *u, struct unwind_ctx *ctx,
 			ctx->complete = true;
 			break;
 		}
+		if (!continues(ctx, pcs[cnt - 1], ip))
+			break;
 		/* A return address points after the call; the call itself is
 		 * one byte earlier. A frame interrupted by a signal was not
 		 * calling anything. */
@@ -584,6 +616,15 @@ void unwinder_free(struct unwinder *u)
 	pr_debug("unwind: %llu stacks from cached CFI rows (%zu rows), "
 		 "%llu through libunwind", (unsigned long long)u->fast,
 		 u->rows_n, (unsigned long long)u->slow);
+	if (u->live) {
+		uint64_t reads, refused;
+
+		livestack_stats(u->live, &reads, &refused);
+		pr_debug("unwind: %llu stacks read past their copy, %llu "
+			 "frames of them refused", (unsigned long long)reads,
+			 (unsigned long long)refused);
+		livestack_free(u->live);
+	}
 	unw_destroy_addr_space(u->as);
 	free(u->row_pcs);
 	free(u->rows);
@@ -596,7 +637,7 @@ int unwind_stack(struct unwinder *u, const struct unwind_regs *regs,
 {
 	struct unwind_ctx ctx = {
 		.u = u, .regs = regs, .stack = stack, .stack_len = stack_len,
-		.sp = regs->r[UREG_RSP],
+		.copy_len = stack_len, .sp = regs->r[UREG_RSP],
 	};
 
 	if (u->maps_generation != maps_generation(u->maps)) {
@@ -604,16 +645,26 @@ int unwind_stack(struct unwinder *u, const struct unwind_regs *regs,
 		rows_clear(u);
 		u->maps_generation = maps_generation(u->maps);
 	}
+	if (u->live)
+		livestack_begin(u->live);
 	if (max >= 1 && !unwind_cached(u, &ctx, pcs, max, n)) {
 		u->fast++;
 	} else {
 		u->slow++;
+		ctx.live_read = false;
 		unwind_libunwind(u, &ctx, pcs, max, n);
 	}
 	u->last_used = ctx.used;
 	u->last_short = ctx.short_copy;
 	u->last_complete = ctx.complete;
 	return 0;
+}
+
+int unwinder_read_live(struct unwinder *u, pid_t pid)
+{
+	livestack_free(u->live);
+	u->live = NULL;
+	return livestack_new(pid, u->maps, &u->live);
 }
 
 void unwind_last_stack_use(const struct unwinder *u, size_t *used,

@@ -39,7 +39,10 @@
 #define PH_RING_SIZE (4u << 20)		/* bytes of records, power of two */
 #define PH_RING_MIN (1u << 20)		/* PROFFS_HEAP_RING_MB may choose */
 #define PH_RING_MAX (1u << 30)		/* between these */
-#define PH_STACK_BYTES 8192		/* stack copied per sample (perf's) */
+/* Stack copied per sample at most: as much as the daemon's unwinding of
+ * late needed (ph_shared.stack_want), up to the end of the thread's
+ * stack, so only deep stacks pay for it. */
+#define PH_STACK_BYTES (64 * 1024)
 #define PH_LEASE_MS 3000		/* no heartbeat this long: disarm */
 #define PH_DEFAULT_RATE 524288		/* Go's MemProfileRate */
 #define PH_THREADS 4096			/* threads the daemon can reach */
