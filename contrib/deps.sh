@@ -15,7 +15,7 @@ PROFFS_BUILD_PKGS="meson ninja-build pkg-config gcc g++ libc6-dev binutils
 # shellcheck disable=SC2034
 PROFFS_TEST_PKGS="python3 python3-pytest linux-perf mount systemd man-db
 	chromium chromium-driver python3-selenium libxml2-utils
-	clang libclang-rt-14-dev strace valgrind
+	clang libclang-rt-14-dev lld mold strace valgrind
 	libgoogle-perftools-dev libjemalloc-dev"
 
 # install_deps PACKAGE...: apt-get update and install what is missing;

@@ -501,10 +501,11 @@ static void test_raw(void)
 	f = fopen(path("fx"), "r");
 	for (i = 0; i < n; i++) {
 		s = &load[i];
-		CHECK(!dso_offset_to_vaddr(d, s->off & ~0xfffULL, &va) &&
+		CHECK(!dso_offset_to_vaddr(d, s->off & ~0xfffULL, false, &va) &&
 		      va == page_vaddr(load, n, s), "seg %d: %#llx",
 		      i, (unsigned long long)va);
-		CHECK(!dso_offset_to_vaddr(d, s->off + s->filesz - 1, &va) &&
+		CHECK(!dso_offset_to_vaddr(d, s->off + s->filesz - 1, false,
+					   &va) &&
 		      va == s->vaddr + s->filesz - 1, "seg %d end", i);
 		if (s->filesz < sizeof(want))
 			continue;
@@ -519,7 +520,8 @@ static void test_raw(void)
 	}
 	fclose(f);
 	CHECK(dso_read(d, last_end + 64, got, 1) == -EFAULT, "beyond");
-	CHECK(dso_offset_to_vaddr(d, 1ULL << 40, &va) == -ENOENT, "offset");
+	CHECK(dso_offset_to_vaddr(d, 1ULL << 40, false, &va) == -ENOENT,
+	      "offset");
 	CHECK(!dso_eh_frame_hdr(d, &va, &sz) && va == eh.vaddr &&
 	      sz == eh.memsz, "eh_frame_hdr %#llx %#llx",
 	      (unsigned long long)va, (unsigned long long)sz);

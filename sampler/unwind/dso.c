@@ -617,12 +617,16 @@ const char *dso_build_id(const struct dso *d)
 
 /*
  * A mapping's pgoff is the page-aligned-down p_offset of the segment the
- * kernel mapped. When two segments share that page (rodata ending where
- * data starts), the one starting exactly there wins, then the one
+ * kernel mapped, and the segment's vaddr is p_offset's plus a constant:
+ * the segment holding pgoff gives the vaddr. Linkers that do not start
+ * each segment on a page of its own (LLD's text at offset 0x710, vaddr
+ * 0x1710, in the first page with the headers and rodata) put several
+ * segments in one page: an executable mapping comes from an executable
+ * segment, then the one starting exactly at pgoff wins, then the one
  * starting in that page, then plain containment (mappings mprotect()
- * split); executable segments first at each level.
+ * split).
  */
-int dso_offset_to_vaddr(const struct dso *d, uint64_t offset,
+int dso_offset_to_vaddr(const struct dso *d, uint64_t offset, bool exec,
 			uint64_t *vaddr)
 {
 	const struct dso_seg *s, *best = NULL;
@@ -631,7 +635,7 @@ int dso_offset_to_vaddr(const struct dso *d, uint64_t offset,
 	for (i = 0; i < d->nsegs; i++) {
 		s = &d->segs[i];
 		if (offset < (s->offset & ~(d->page_size - 1)) ||
-		    offset - s->offset >= s->filesz)
+		    (offset >= s->offset && offset - s->offset >= s->filesz))
 			continue;
 		if (offset == s->offset)
 			rank = 0;
@@ -639,7 +643,8 @@ int dso_offset_to_vaddr(const struct dso *d, uint64_t offset,
 			rank = 2;
 		else
 			rank = offset > s->offset ? 4 : 6;
-		rank += !(s->flags & PF_X);
+		if (exec != !!(s->flags & PF_X))
+			rank += 8;
 		if (rank < best_rank) {
 			best = s;
 			best_rank = rank;
@@ -649,6 +654,21 @@ int dso_offset_to_vaddr(const struct dso *d, uint64_t offset,
 		return -ENOENT;
 	*vaddr = best->vaddr + (offset - best->offset);
 	return 0;
+}
+
+bool dso_maps_offset_at(const struct dso *d, uint64_t offset,
+			uint64_t vaddr)
+{
+	const struct dso_seg *s;
+
+	for (int i = 0; i < d->nsegs; i++) {
+		s = &d->segs[i];
+		if (offset >= (s->offset & ~(d->page_size - 1)) &&
+		    (offset < s->offset || offset - s->offset < s->filesz) &&
+		    vaddr - s->vaddr == offset - s->offset)
+			return true;
+	}
+	return false;
 }
 
 int dso_read(const struct dso *d, uint64_t vaddr, void *buf, size_t len)

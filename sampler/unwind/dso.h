@@ -64,11 +64,21 @@ const char *dso_build_id(const struct dso *d);
 
 /*
  * Translate a file offset (a mapping's pgoff) to the ELF virtual address
- * it is loaded at, using the PT_LOAD headers. -ENOENT if no segment
- * holds it. load bias of a mapping = map_start - vaddr(map_pgoff).
+ * it is loaded at, using the PT_LOAD headers; exec: the mapping is
+ * executable, so it comes from an executable segment where several share
+ * the page (LLD, mold). -ENOENT if no segment holds it. load bias of a
+ * mapping = map_start - vaddr(map_pgoff).
  */
-int dso_offset_to_vaddr(const struct dso *d, uint64_t offset,
+int dso_offset_to_vaddr(const struct dso *d, uint64_t offset, bool exec,
 			uint64_t *vaddr);
+
+/*
+ * Whether a PT_LOAD of d puts file offset offset (a mapping's pgoff) at
+ * ELF virtual address vaddr, as the kernel maps segments (from the start
+ * of the page holding p_offset): checks a load bias guessed for a mapping.
+ */
+bool dso_maps_offset_at(const struct dso *d, uint64_t offset,
+			uint64_t vaddr);
 
 /*
  * Copy len bytes found at ELF virtual address vaddr in the file (the

@@ -218,6 +218,33 @@ static int open_dso(struct proc_maps *m, struct map_entry *e)
 	return dso_cache_get(m->cache, open_path, e->path, &e->dso);
 }
 
+static void attach_dso(struct proc_maps *m, struct map_entry *e);
+
+/*
+ * The pgoff of a mapping can name several segments (LLD and mold put the
+ * headers, rodata and text in one file page, and can give two segments of
+ * code one page), but all mappings of a loaded object share one load
+ * bias, and its first mapping is its first PT_LOAD: take that mapping's
+ * bias when a segment maps e's pgoff at e's start with it.
+ */
+static bool base_bias(struct proc_maps *m, struct map_entry *e,
+		      uint64_t *bias)
+{
+	struct map_entry *base = e;
+
+	while (base > m->v && !strcmp(base[-1].path, e->path))
+		base--;
+	if (base == e)
+		return false;
+	if (!base->dso_tried)
+		attach_dso(m, base);
+	if (base->dso != e->dso ||
+	    !dso_maps_offset_at(e->dso, e->pgoff, e->start - base->bias))
+		return false;
+	*bias = base->bias;
+	return true;
+}
+
 static void attach_dso(struct proc_maps *m, struct map_entry *e)
 {
 	uint64_t vaddr;
@@ -232,7 +259,9 @@ static void attach_dso(struct proc_maps *m, struct map_entry *e)
 		e->dso = NULL;
 		return;
 	}
-	if (dso_offset_to_vaddr(e->dso, e->pgoff, &vaddr)) {
+	if (base_bias(m, e, &e->bias))
+		return;
+	if (dso_offset_to_vaddr(e->dso, e->pgoff, e->exec, &vaddr)) {
 		pr_debug("maps: %s: offset 0x%" PRIx64 " in no segment",
 			 e->path, e->pgoff);
 		dso_put(e->dso);

@@ -186,7 +186,12 @@ static int make_lines(struct symbolizer *s, struct map_entry *e,
 		*n = nf;
 		return 0;
 	}
-	if (e && e->path[0])
+	/* The ELF address nm and addr2line take, where the file is known;
+	 * past a file that cannot be read, its offset in it. */
+	if (e && e->dso)
+		snprintf(fallback, sizeof(fallback), "%s+0x%" PRIx64,
+			 base_name(e->path), pc - e->bias);
+	else if (e && e->path[0])
 		snprintf(fallback, sizeof(fallback), "%s+0x%" PRIx64,
 			 base_name(e->path), pc - e->start + e->pgoff);
 	else
