@@ -13,7 +13,6 @@
  * dwfl_module_addrsym(), which scans every symbol on each call. Results
  * are memoized per address: profiles meet the same pcs again and again.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -32,6 +31,7 @@
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 
+#include "demangle.h"
 #include "dso.h"
 #include "log.h"
 
@@ -39,9 +39,6 @@
 /* Deeper inline chains are cut in the middle; the outer function stays. */
 #define DSO_MAX_FRAMES		32
 #define U64MAP_EMPTY		UINT64_MAX
-
-typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len,
-			     int *status);
 
 /* Open addressing, linear probing; keys are never U64MAP_EMPTY. */
 struct u64map {
@@ -72,7 +69,6 @@ struct dso {
 	char *build_id;		/* hex, "" when none */
 	char *sysroot;		/* open_path minus name, e.g. /proc/1/root */
 	char *debug_roots;	/* ':'-separated */
-	demangle_fn demangle;
 	const unsigned char *map;
 	size_t map_size;
 	dev_t dev;
@@ -121,7 +117,6 @@ struct cache_ent {
 struct dso_cache {
 	pthread_mutex_t lock;
 	char *roots;
-	demangle_fn demangle;
 	struct cache_ent **tab;	/* protected by lock */
 	size_t ntab, nent;
 };
@@ -380,7 +375,6 @@ static int dso_load(const struct dso_cache *c, int fd, const struct stat *st,
 	pthread_mutex_init(&d->lock, NULL);
 	d->dev = st->st_dev;
 	d->ino = st->st_ino;
-	d->demangle = c->demangle;
 	d->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
 	d->name = strdup(name);
 	d->sysroot = dso_sysroot(open_path, name);
@@ -417,7 +411,6 @@ err:
 int dso_cache_new(const char *debug_roots, struct dso_cache **out)
 {
 	struct dso_cache *c;
-	void *lib;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOSYS;
@@ -434,12 +427,6 @@ int dso_cache_new(const char *debug_roots, struct dso_cache **out)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&c->lock, NULL);
-	/* C++ names are optional: no libstdc++, no demangling. The handle
-	 * is never closed because dsos outliving the cache keep the
-	 * function pointer. */
-	lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-	if (lib)
-		c->demangle = (demangle_fn)dlsym(lib, "__cxa_demangle");
 	*out = c;
 	return 0;
 }
@@ -1189,17 +1176,13 @@ static const char *dso_demangle(struct dso *d, const char *raw)
 {
 	uint64_t v;
 	char *s;
-	int st;
 
-	if (!d->demangle || !raw || raw[0] != '_' || raw[1] != 'Z')
+	if (!raw || raw[0] != '_' || (raw[1] != 'Z' && raw[1] != 'R'))
 		return raw;
 	if (u64map_get(&d->demangled, (uintptr_t)raw, &v))
 		return (const char *)(uintptr_t)v;
-	s = d->demangle(raw, NULL, NULL, &st);
-	if (!s || st) {
-		free(s);
+	if (demangle(raw, &s))
 		s = (char *)raw;
-	}
 	if (u64map_put(&d->demangled, (uintptr_t)raw, (uintptr_t)s)) {
 		if (s != raw)
 			free(s);
