@@ -2,7 +2,8 @@
 /*
  * test-dso.c - dso against fixtures compiled at test time: a PIE with an
  * inlined function (symbolized from its own DWARF, from a debug file
- * found by build-id and by each .gnu_debuglink location), a stripped
+ * found by build-id and by each .gnu_debuglink location, built by clang,
+ * which writes no .debug_aranges, with compressed DWARF), a stripped
  * shared library (.dynsym only), the cache, raw reads against readelf,
  * .debug_frame (own, compressed, in a debug file) against objcopy's dump
  * of it, and corrupt files. Also prints the cost of dso_symbolize().
@@ -177,6 +178,18 @@ static void build_fixtures(void)
 	    "objcopy --only-keep-debug full fx.debug && "
 	    "strip --strip-all -o fx full && "
 	    "objcopy --add-gnu-debuglink=fx.debug fx", dir, cflags);
+	/* DWARF as other toolchains write it: clang writes no
+	 * .debug_aranges; compressed sections, zlib and GNU's legacy
+	 * .zdebug_*; DWARF 4 */
+	run("cd %s && mkdir -p forms && "
+	    "clang %s -Dnoipa=noinline -o forms/clang src/fx.c && "
+	    "! readelf -SW forms/clang | grep -q debug_aranges && "
+	    "cc %s -gz=zlib -o forms/zlib src/fx.c && "
+	    "readelf -SW forms/zlib | grep -q ' .debug_info .* [A-Z]*C' && "
+	    "cc %s -gz=zlib-gnu -o forms/zlib-gnu src/fx.c && "
+	    "readelf -SW forms/zlib-gnu | grep -q ' .zdebug_info ' && "
+	    "cc %s -gdwarf-4 -o forms/dwarf4 src/fx.c", dir, cflags, cflags,
+	    cflags, cflags);
 	run("cd %s && cc -O2 -fPIC -shared -o lib.so src/lib.c && "
 	    "strip --strip-all -o lib.stripped.so lib.so && "
 	    "cc -O2 -fPIC -shared -Wl,--no-eh-frame-hdr -o lib-noeh.so "
@@ -272,6 +285,28 @@ static void test_full(uint64_t mark, uint64_t caller, uint64_t main_addr)
 	ret = dso_symbolize(d, 0x10000000, f, 8, &n);
 	CHECK(ret == -ENOENT && n == 0, "far away: ret %d n %d", ret, n);
 	dso_put(d);
+	dso_cache_free(c);
+}
+
+/* Lines and inlined frames from DWARF found without .debug_aranges, and
+ * from compressed sections. */
+static void test_dwarf_forms(void)
+{
+	static const char *const forms[] = {
+		"clang", "zlib", "zlib-gnu", "dwarf4",
+	};
+	struct dso_cache *c;
+	struct dso *d;
+
+	CHECK(!dso_cache_new(path("empty-root"), &c), "cache");
+	for (size_t i = 0; i < sizeof(forms) / sizeof(*forms); i++) {
+		const char *file = path("forms/%s", forms[i]);
+
+		d = get(c, file);
+		check_inline(d, nm_addr(file, "inl_mark", false), file);
+		check_caps(d, true, true, true, file);
+		dso_put(d);
+	}
 	dso_cache_free(c);
 }
 
@@ -709,6 +744,7 @@ int main(void)
 	crc_mark = nm_addr(path("crc/full"), "inl_mark", false);
 	fds = count_fds();
 	test_full(mark, caller, main_addr);
+	test_dwarf_forms();
 	test_debug_files(mark, crc_mark);
 	test_debug_frame();
 	test_dynsym();

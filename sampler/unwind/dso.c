@@ -31,6 +31,7 @@
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 
+#include "cu_index.h"
 #include "demangle.h"
 #include "dso.h"
 #include "log.h"
@@ -85,6 +86,8 @@ struct dso {
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	Dwarf *dw;
+	Dwarf_Addr dw_bias;	/* ELF vaddr - DWARF address */
+	struct cu_index *cus;	/* NULL without DWARF or memory */
 	struct dso_sym *syms;
 	size_t nsyms;
 	struct dso_caps caps;
@@ -308,6 +311,7 @@ static void dso_free(struct dso *d)
 	struct dso_str *str, *next;
 	size_t i;
 
+	cu_index_free(d->cus);
 	if (d->dwfl)
 		dwfl_end(d->dwfl);
 	if (d->fd >= 0)
@@ -1027,7 +1031,6 @@ static bool dwarf_has_section(Dwarf *dw, const char *want)
 
 static void dso_dw_init(struct dso *d)
 {
-	Dwarf_Addr bias;
 	void **ud;
 
 	if (d->dw_tried)
@@ -1045,7 +1048,10 @@ static void dso_dw_init(struct dso *d)
 	dwfl_module_info(d->mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
 	*ud = d;
 	dso_load_syms(d);
-	d->dw = dwfl_module_getdwarf(d->mod, &bias);
+	d->dw = dwfl_module_getdwarf(d->mod, &d->dw_bias);
+	if (d->dw && cu_index_build(d->dw, &d->cus))
+		pr_debug("dso: %s: no memory for the DWARF unit index",
+			 d->name);
 	if (d->dw) {
 		d->caps.inline_frames = true;
 		d->caps.line_numbers = dwarf_has_section(d->dw, ".debug_line");
@@ -1131,16 +1137,12 @@ static int dwarf_pc_path(Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *path,
 }
 
 /* Innermost inlined subroutine first, the subprogram last. */
-static int dwarf_func_dies(struct dso *d, uint64_t vaddr, Dwarf_Die *dies)
+static int dwarf_func_dies(Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *dies)
 {
-	Dwarf_Die path[64], *cu;
-	Dwarf_Addr bias;
+	Dwarf_Die path[64];
 	int i, np, n = 0, outer = -1;
 
-	cu = dwfl_module_addrdie(d->mod, vaddr, &bias);
-	if (!cu)
-		return 0;
-	np = dwarf_pc_path(cu, vaddr - bias, path, 64);
+	np = dwarf_pc_path(cu, pc, path, 64);
 	for (i = 0; i < np && outer < 0; i++)
 		if (die_is_func(dwarf_tag(&path[i])))
 			outer = i;
@@ -1194,18 +1196,22 @@ static const char *dso_demangle(struct dso *d, const char *raw)
 /* Frames for vaddr into f; 0 when nothing covers it. */
 static int dso_resolve(struct dso *d, uint64_t vaddr, struct dso_frame *f)
 {
-	Dwarf_Die dies[DSO_MAX_FRAMES];
+	Dwarf_Die dies[DSO_MAX_FRAMES], cu;
+	Dwarf_Addr pc = vaddr - d->dw_bias;
 	const struct dso_sym *sym;
+	Dwarf_Attribute a;
 	const char *file;
-	Dwfl_Line *line;
-	int i, n = 0, l;
+	Dwarf_Line *line;
+	bool have_cu;
+	int i, n = 0;
 
 	dso_dw_init(d);
 	if (!d->mod)
 		return 0;
 	sym = dso_sym_find(d, vaddr);
-	if (d->dw)
-		n = dwarf_func_dies(d, vaddr, dies);
+	have_cu = d->cus && cu_index_find(d->cus, pc, &cu);
+	if (have_cu)
+		n = dwarf_func_dies(&cu, pc, dies);
 	for (i = 0; i < n; i++) {
 		f[i] = (struct dso_frame){ .system_name = die_name(&dies[i]) };
 		dwarf_decl_line(&dies[i], &f[i].start_line);
@@ -1219,11 +1225,11 @@ static int dso_resolve(struct dso *d, uint64_t vaddr, struct dso_frame *f)
 	}
 	if (!n)
 		return 0;
-	line = d->dw ? dwfl_module_getsrc(d->mod, vaddr) : NULL;
-	if (line && (file = dwfl_lineinfo(line, NULL, &l, NULL, NULL, NULL))) {
-		f[0].file = dso_abs_path(d, dwfl_line_comp_dir(line), file);
-		f[0].line = l;
-	}
+	line = have_cu ? dwarf_getsrc_die(&cu, pc) : NULL;
+	file = line ? dwarf_linesrc(line, NULL, NULL) : NULL;
+	if (file && !dwarf_lineno(line, &f[0].line))
+		f[0].file = dso_abs_path(d, dwarf_formstring(dwarf_attr(&cu,
+					DW_AT_comp_dir, &a)), file);
 	for (i = 0; i < n; i++)
 		f[i].function = dso_demangle(d, f[i].system_name);
 	return n;

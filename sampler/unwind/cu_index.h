@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * cu_index.h - which DWARF compile unit holds an address, from the units'
+ * own address ranges (DW_AT_low_pc/high_pc, DW_AT_ranges).
+ *
+ * libdw 0.188 (Debian 12) finds a unit by address only through
+ * .debug_aranges, which neither Go's linker nor clang writes: without this
+ * index their programs get functions from the symbol table but no file,
+ * line or inlined frame, although addr2line, which reads the units, has
+ * them.
+ *
+ * Built once per Dwarf and immutable after; the Dwarf is borrowed and
+ * must outlive the index. Not locked: the dso that owns both serializes
+ * its libdw use.
+ */
+#ifndef PROFFS_CU_INDEX_H
+#define PROFFS_CU_INDEX_H
+
+#include <stdbool.h>
+
+#include <elfutils/libdw.h>
+
+struct cu_index;
+
+/* Index every compile unit of dw with code. 0, or -ENOMEM. An index of no
+ * unit is not an error: every lookup then misses. */
+int cu_index_build(Dwarf *dw, struct cu_index **out);
+
+/* The compile unit's DIE whose ranges hold addr (a DWARF address). */
+bool cu_index_find(const struct cu_index *ix, Dwarf_Addr addr,
+		   Dwarf_Die *cu);
+
+/* NULL is a no-op. */
+void cu_index_free(struct cu_index *ix);
+
+#endif
