@@ -9,7 +9,8 @@
  * objects in .rodata and .data, then waits; the test loads its maps and
  * checks that each address, less its mapping's bias, is the ELF address
  * nm gives, symbolizes to the right function, and reads the bytes the
- * program has there from the file.
+ * program has there from the file. And the vDSO, which is in no file, from
+ * the test's own memory.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -207,6 +208,38 @@ static void check_one(struct dso_cache *cache, const char *name)
 		fclose(out);
 }
 
+/* Our own vDSO, from no file: its image is read from the process, named
+ * from its .dynsym, and its bytes are the ones we run. (The integration
+ * tests profile a process that spends its time in it.) */
+static void check_vdso(struct dso_cache *cache)
+{
+	struct proc_maps *m;
+	struct map_entry *e = NULL;
+	struct dso_frame f[4];
+	uint8_t got[16];
+	uint64_t v;
+	int n = 0;
+
+	MUST(maps_load(getpid(), cache, &m));
+	for (size_t i = 0; i < maps_count(m) && !e; i++)
+		if (!strcmp(maps_at(m, i)->path, "[vdso]"))
+			e = maps_at(m, i);
+	/* valgrind unmaps the vDSO of the programs it runs */
+	CHECK(!e || e->dso, "[vdso] without a dso");
+	if (e && e->dso) {
+		CHECK(!dso_symbol_vaddr(e->dso, "__vdso_clock_gettime", &v) &&
+		      v + e->bias >= e->start && v + e->bias < e->end,
+		      "__vdso_clock_gettime");
+		CHECK(!dso_symbolize(e->dso, v + 1, f, 4, &n) && n == 1 &&
+		      !strcmp(f[0].function, "__vdso_clock_gettime"),
+		      "symbolized as %s", n ? f[0].function : "nothing");
+		CHECK(!dso_read(e->dso, v, got, sizeof(got)) &&
+		      !memcmp(got, (void *)(uintptr_t)(v + e->bias),
+			      sizeof(got)), "vDSO bytes");
+	}
+	maps_free(m);
+}
+
 int main(void)
 {
 	struct dso_cache *cache;
@@ -215,6 +248,7 @@ int main(void)
 	MUST(dso_cache_new(NULL, &cache));
 	for (size_t i = 0; i < sizeof(links) / sizeof(*links); i++)
 		check_one(cache, links[i].name);
+	check_vdso(cache);
 	dso_cache_free(cache);
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);

@@ -581,6 +581,69 @@ int dso_cache_get(struct dso_cache *c, const char *open_path,
 	return cache_add(c, key, d, out);
 }
 
+static uint64_t hash_mem(const unsigned char *p, size_t n)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	while (n--)
+		h = (h ^ *p++) * 1099511628211ULL;
+	return h;
+}
+
+static int write_all(int fd, const unsigned char *p, size_t n)
+{
+	ssize_t w;
+
+	while (n) {
+		w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		n -= w;
+	}
+	return 0;
+}
+
+/* The image goes into a memfd, which every later step (mmap, libdwfl)
+ * takes as it takes a file; the key is its contents, so each process
+ * running on the same kernel finds the one dso of its vDSO. */
+int dso_cache_get_image(struct dso_cache *c, const char *name,
+			const void *image, size_t len, struct dso **out)
+{
+	struct stat st;
+	struct dso *d;
+	char key[64];
+	int fd, ret;
+
+	snprintf(key, sizeof(key), "image:%zx:%016llx", len,
+		 (unsigned long long)hash_mem(image, len));
+	pthread_mutex_lock(&c->lock);
+	d = cache_lookup(c, key);
+	if (d)
+		dso_get(d);
+	pthread_mutex_unlock(&c->lock);
+	if (d) {
+		*out = d;
+		return 0;
+	}
+	fd = memfd_create("proffs-image", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = write_all(fd, image, len);
+	if (!ret && fstat(fd, &st))
+		ret = -errno;
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	ret = dso_load(c, fd, &st, name, name, &d);
+	if (ret)
+		return ret;
+	return cache_add(c, key, d, out);
+}
+
 struct dso *dso_get(struct dso *d)
 {
 	atomic_fetch_add_explicit(&d->refs, 1, memory_order_relaxed);

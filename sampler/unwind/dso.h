@@ -52,6 +52,14 @@ void dso_cache_free(struct dso_cache *c);
 int dso_cache_get(struct dso_cache *c, const char *open_path,
 		  const char *name, struct dso **out);
 
+/*
+ * Find or load an ELF image that exists only in memory, len bytes at
+ * image (copied), under name: a process's vDSO, read from the process.
+ * Images with the same bytes share one dso. Errors as dso_cache_get().
+ */
+int dso_cache_get_image(struct dso_cache *c, const char *name,
+			const void *image, size_t len, struct dso **out);
+
 /* Another reference. */
 struct dso *dso_get(struct dso *d);
 /* Release a reference; NULL is a no-op. */

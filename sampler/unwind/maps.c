@@ -12,6 +12,7 @@
 #include "dso.h"
 #include "log.h"
 #include "maps.h"
+#include "proc.h"
 
 struct proc_maps {
 	pid_t pid;
@@ -220,6 +221,30 @@ static int open_dso(struct proc_maps *m, struct map_entry *e)
 
 static void attach_dso(struct proc_maps *m, struct map_entry *e);
 
+/* Larger than any vDSO (two pages on x86-64): not one to copy. */
+#define VDSO_MAX (1u << 20)
+
+/* The vDSO is in no file: its image is read from the process itself, so
+ * its symbols (.dynsym) and CFI (.eh_frame) are the ones it runs. */
+static int open_vdso(struct proc_maps *m, struct map_entry *e)
+{
+	size_t len = e->end - e->start;
+	void *image;
+	int ret;
+
+	if (len > VDSO_MAX)
+		return -EFBIG;
+	image = malloc(len);
+	if (!image)
+		return -ENOMEM;
+	ret = proc_mem_read(m->pid, e->start, image, len);
+	if (!ret)
+		ret = dso_cache_get_image(m->cache, e->path, image, len,
+					  &e->dso);
+	free(image);
+	return ret;
+}
+
 /*
  * The pgoff of a mapping can name several segments (LLD and mold put the
  * headers, rodata and text in one file page, and can give two segments of
@@ -251,9 +276,12 @@ static void attach_dso(struct proc_maps *m, struct map_entry *e)
 	int ret;
 
 	e->dso_tried = true;
-	if (e->path[0] != '/')
+	if (!strcmp(e->path, "[vdso]"))
+		ret = open_vdso(m, e);
+	else if (e->path[0] == '/')
+		ret = open_dso(m, e);
+	else
 		return;
-	ret = open_dso(m, e);
 	if (ret) {
 		pr_debug("maps: cannot load %s: %s", e->path, strerror(-ret));
 		e->dso = NULL;
