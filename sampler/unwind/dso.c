@@ -77,6 +77,7 @@ struct dso {
 	struct dso_seg *segs;
 	int nsegs;
 	bool has_eh;
+	bool go;		/* a Go program */
 	uint64_t eh_vaddr, eh_size;
 	uint64_t page_size;
 
@@ -270,6 +271,23 @@ static int dso_parse_build_id(struct dso *d, Elf *elf)
 	return 0;
 }
 
+static bool elf_has_section(Elf *elf, const char *want)
+{
+	Elf_Scn *scn = NULL;
+	const char *name;
+	size_t shstrndx;
+	GElf_Shdr shdr;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, &shdr) &&
+		    (name = elf_strptr(elf, shstrndx, shdr.sh_name)) &&
+		    !strcmp(name, want))
+			return true;
+	return false;
+}
+
 /* Rejects what the kernel would not load and what a cut-off copy looks
  * like, so later users of the mapping never read past its end. */
 static int dso_parse(struct dso *d, const char **why)
@@ -301,6 +319,8 @@ static int dso_parse(struct dso *d, const char **why)
 	ret = dso_parse_phdrs(d, elf, why);
 	if (!ret)
 		ret = dso_parse_build_id(d, elf);
+	d->go = elf_has_section(elf, ".go.buildinfo") ||
+		elf_has_section(elf, ".note.go.buildid");
 out:
 	elf_end(elf);
 	return ret;
@@ -744,6 +764,11 @@ int dso_read(const struct dso *d, uint64_t vaddr, void *buf, size_t len)
 	return -EFAULT;
 }
 
+bool dso_is_go(const struct dso *d)
+{
+	return d->go;
+}
+
 int dso_eh_frame_hdr(const struct dso *d, uint64_t *vaddr, uint64_t *size)
 {
 	if (!d->has_eh)
@@ -1071,25 +1096,14 @@ static const struct dso_sym *dso_sym_find(const struct dso *d, uint64_t a)
 
 /* ---- DWARF ---- */
 
+/* A DWARF section, or GNU's compressed .zdebug_ form of it. */
 static bool dwarf_has_section(Dwarf *dw, const char *want)
 {
 	Elf *elf = dwarf_getelf(dw);
-	Elf_Scn *scn = NULL;
-	const char *name;
-	size_t shstrndx;
-	GElf_Shdr shdr;
+	char z[64];
 
-	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
-		return false;
-	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &shdr))
-			continue;
-		name = elf_strptr(elf, shstrndx, shdr.sh_name);
-		if (name && (!strcmp(name, want) ||
-			     (name[1] == 'z' && !strcmp(name + 2, want + 1))))
-			return true;
-	}
-	return false;
+	snprintf(z, sizeof(z), ".z%s", want + 1);
+	return elf && (elf_has_section(elf, want) || elf_has_section(elf, z));
 }
 
 static void dso_dw_init(struct dso *d)
@@ -1349,6 +1363,17 @@ int dso_symbolize(struct dso *d, uint64_t vaddr, struct dso_frame *frames,
 	}
 	pthread_mutex_unlock(&d->lock);
 	return ret;
+}
+
+const char *dso_symbol_name(struct dso *d, uint64_t vaddr)
+{
+	const struct dso_sym *sym;
+
+	pthread_mutex_lock(&d->lock);
+	dso_dw_init(d);
+	sym = dso_sym_find(d, vaddr);
+	pthread_mutex_unlock(&d->lock);
+	return sym ? sym->name : NULL;
 }
 
 /* name, or name@VERSION / name@@VERSION, is the symbol called want. */

@@ -142,6 +142,18 @@ int dso_symbolize(struct dso *d, uint64_t vaddr, struct dso_frame *frames,
 		  int max, int *n);
 
 /*
+ * The raw (mangled) name in the symbol table of the function holding
+ * vaddr, or NULL: what dso_symbolize() gives its outermost frame, without
+ * DWARF. Loads the symbol table on the first call.
+ */
+const char *dso_symbol_name(struct dso *d, uint64_t vaddr);
+
+/* Whether the object is a Go program (Go's build-info section or
+ * build-id note): its runtime switches stacks inside frames whose CFI
+ * does not say so. */
+bool dso_is_go(const struct dso *d);
+
+/*
  * The ELF virtual address of the function called name (the name a user
  * would call it by: the default version, without "@..."), from the same
  * symbol tables dso_symbolize() uses. 0, or -ENOENT.
