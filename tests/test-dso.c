@@ -72,20 +72,6 @@ static char *path(const char *fmt, ...)
 	return p;
 }
 
-static void run(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (system(cmd)) {
-		fprintf(stderr, "FATAL: command failed: %s\n", cmd);
-		exit(1);
-	}
-}
-
 static void write_lines(const char *file, const char *const *lines, int n)
 {
 	FILE *f = fopen(file, "w");
@@ -111,56 +97,34 @@ static void write_bytes(const char *file, const void *buf, size_t len)
 	fclose(f);
 }
 
-static uint64_t nm_addr(const char *file, const char *sym, bool dynamic)
-{
-	char cmd[2048], line[512], name[256], type;
-	unsigned long long addr;
-	uint64_t found = 0;
-	FILE *p;
-
-	snprintf(cmd, sizeof(cmd), "nm %s %s", dynamic ? "-D" : "", file);
-	p = popen(cmd, "r");
-	while (p && fgets(line, sizeof(line), p))
-		if (sscanf(line, "%llx %c %255s", &addr, &type, name) == 3 &&
-		    !strcmp(name, sym))
-			found = addr;
-	if (p)
-		pclose(p);
-	if (!found) {
-		fprintf(stderr, "FATAL: no %s in %s\n", sym, file);
-		exit(1);
-	}
-	return found;
-}
-
 static void build_fixtures(void)
 {
 	const char *bd = getenv("TEST_BUILD_DIR");
 	const char *cflags = "-g -O2 -fPIE -pie -Wl,--build-id";
 
 	snprintf(dir, sizeof(dir), "%s/dso-fixtures", bd ? bd : ".");
-	run("rm -rf '%s' && mkdir -p '%s/src'", dir, dir);
+	run_sh("rm -rf '%s' && mkdir -p '%s/src'", dir, dir);
 	write_lines(path("src/fx.c"), fx_src, sizeof(fx_src) / sizeof(*fx_src));
 	write_lines(path("src/lib.c"), lib_src,
 		    sizeof(lib_src) / sizeof(*lib_src));
-	run("cd %s && cc %s -o fx src/fx.c", dir, cflags);
-	run("cd %s && objcopy --only-keep-debug fx fx.debug && "
+	run_sh("cd %s && cc %s -o fx src/fx.c", dir, cflags);
+	run_sh("cd %s && objcopy --only-keep-debug fx fx.debug && "
 	    "strip --strip-all -o fx.stripped fx && "
 	    "objcopy --add-gnu-debuglink=fx.debug fx.stripped", dir);
 	/* build-id root only: the debuglink names a file nobody has */
-	run("cd %s && mkdir -p bid root1 empty-root && cp fx.stripped bid/fx",
+	run_sh("cd %s && mkdir -p bid root1 empty-root && cp fx.stripped bid/fx",
 	    dir);
-	run("cd %s && id=$(readelf -n fx | sed -n 's/.*Build ID: //p') && "
+	run_sh("cd %s && id=$(readelf -n fx | sed -n 's/.*Build ID: //p') && "
 	    "mkdir -p root1/.build-id/${id%%${id#??}} && "
 	    "cp fx.debug root1/.build-id/${id%%${id#??}}/${id#??}.debug",
 	    dir);
-	run("cd %s && mkdir -p next dot/.debug rootdir && "
+	run_sh("cd %s && mkdir -p next dot/.debug rootdir && "
 	    "cp fx.stripped next/fx && cp fx.debug next/ && "
 	    "cp fx.stripped dot/fx && cp fx.debug dot/.debug/ && "
 	    "cp fx.stripped rootdir/fx && mkdir -p root2/%s/rootdir && "
 	    "cp fx.debug root2/%s/rootdir/", dir, dir, dir);
 	/* no build-id: the debug file is matched by its CRC */
-	run("cd %s && mkdir -p crc badcrc && "
+	run_sh("cd %s && mkdir -p crc badcrc && "
 	    "cc %s -Wl,--build-id=none -o crc/full src/fx.c && "
 	    "objcopy --only-keep-debug crc/full crc/fx.debug && "
 	    "strip --strip-all -o crc/fx crc/full && "
@@ -170,7 +134,7 @@ static void build_fixtures(void)
 	    "objcopy --only-keep-debug badcrc/other badcrc/fx.debug",
 	    dir, cflags, cflags);
 	/* CFI in .debug_frame only; compressed; in a debug file only */
-	run("cd %s && mkdir -p df && cd df && cc %s -fno-asynchronous-unwind-"
+	run_sh("cd %s && mkdir -p df && cd df && cc %s -fno-asynchronous-unwind-"
 	    "tables -fno-unwind-tables -o full ../src/fx.c && "
 	    "objcopy --dump-section .debug_frame=section full && "
 	    "objcopy --compress-debug-sections=zlib full zlib && "
@@ -181,7 +145,7 @@ static void build_fixtures(void)
 	/* DWARF as other toolchains write it: clang writes no
 	 * .debug_aranges; compressed sections, zlib and GNU's legacy
 	 * .zdebug_*; DWARF 4 */
-	run("cd %s && mkdir -p forms && "
+	run_sh("cd %s && mkdir -p forms && "
 	    "clang %s -Dnoipa=noinline -o forms/clang src/fx.c && "
 	    "! readelf -SW forms/clang | grep -q debug_aranges && "
 	    "cc %s -gz=zlib -o forms/zlib src/fx.c && "
@@ -190,7 +154,7 @@ static void build_fixtures(void)
 	    "readelf -SW forms/zlib-gnu | grep -q ' .zdebug_info ' && "
 	    "cc %s -gdwarf-4 -o forms/dwarf4 src/fx.c", dir, cflags, cflags,
 	    cflags, cflags);
-	run("cd %s && cc -O2 -fPIC -shared -o lib.so src/lib.c && "
+	run_sh("cd %s && cc -O2 -fPIC -shared -o lib.so src/lib.c && "
 	    "strip --strip-all -o lib.stripped.so lib.so && "
 	    "cc -O2 -fPIC -shared -Wl,--no-eh-frame-hdr -o lib-noeh.so "
 	    "src/lib.c && cc -c -o lib.o src/lib.c", dir);
@@ -457,7 +421,7 @@ static void test_cache(void)
 	struct dso *a, *b, *h, *cp;
 	struct dso_cache *c;
 
-	run("cd %s && ln -f fx fx.hardlink && cp fx fx.copy", dir);
+	run_sh("cd %s && ln -f fx fx.hardlink && cp fx fx.copy", dir);
 	CHECK(!dso_cache_new(NULL, &c), "cache");
 	a = get(c, path("fx"));
 	b = get(c, path("fx"));
@@ -571,7 +535,7 @@ static void test_raw(void)
 
 static void truncate_copy(const char *from, const char *to, long len)
 {
-	run("head -c %ld %s > %s", len, from, to);
+	run_sh("head -c %ld %s > %s", len, from, to);
 }
 
 static void test_bad(void)

@@ -152,12 +152,9 @@ static void test_refused(void)
 int main(void)
 {
 	const char *bd = getenv("TEST_BUILD_DIR");
-	char cmd[2200];
 
 	snprintf(dir, sizeof(dir), "%s/jitmap-fixtures", bd ? bd : ".");
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s'", dir, dir);
-	if (system(cmd))
-		die(cmd, -1);
+	run_sh("rm -rf '%s' && mkdir -p '%s'", dir, dir);
 	test_lookups();
 	test_long_name();
 	if (geteuid() == 0)

@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,27 +63,13 @@ static const struct {
 	{ "mold-far", "-fuse-ld=mold -Wl,--section-start=far_text=0x200000" },
 };
 
-static void run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (system(cmd)) {
-		fprintf(stderr, "FATAL: command failed: %s\n", cmd);
-		exit(1);
-	}
-}
-
 static void build_fixtures(void)
 {
 	const char *bd = getenv("TEST_BUILD_DIR");
 	FILE *f;
 
 	snprintf(dir, sizeof(dir), "%s/maps-fixtures", bd ? bd : ".");
-	run("rm -rf '%s' && mkdir -p '%s'", dir, dir);
+	run_sh("rm -rf '%s' && mkdir -p '%s'", dir, dir);
 	snprintf(dir + strlen(dir), 16, "/fx.c");
 	f = fopen(dir, "w");
 	if (!f)
@@ -94,28 +79,8 @@ static void build_fixtures(void)
 	fclose(f);
 	*strrchr(dir, '/') = '\0';
 	for (size_t i = 0; i < sizeof(links) / sizeof(*links); i++)
-		run("cd '%s' && cc -O2 -g %s -o fx-%s fx.c", dir,
+		run_sh("cd '%s' && cc -O2 -g %s -o fx-%s fx.c", dir,
 		    links[i].flags, links[i].name);
-}
-
-static uint64_t nm_addr(const char *file, const char *sym)
-{
-	char cmd[2048], line[512], name[256], type;
-	unsigned long long addr;
-	uint64_t found = 0;
-	FILE *p;
-
-	snprintf(cmd, sizeof(cmd), "nm %s", file);
-	p = popen(cmd, "r");
-	while (p && fgets(line, sizeof(line), p))
-		if (sscanf(line, "%llx %c %255s", &addr, &type, name) == 3 &&
-		    !strcmp(name, sym))
-			found = addr;
-	if (p)
-		pclose(p);
-	if (!found)
-		die(sym, -ENOENT);
-	return found;
 }
 
 /* The entry of addr: its dso loaded, addr - bias the ELF address nm
@@ -125,7 +90,7 @@ static struct map_entry *check_addr(struct proc_maps *m, const char *file,
 				    const char *sym)
 {
 	struct map_entry *e = maps_find(m, addr);
-	uint64_t want = nm_addr(file, sym);
+	uint64_t want = nm_addr(file, sym, false);
 
 	CHECK(e && e->dso, "%s: %s: no mapping or dso at %#llx", file, what,
 	      (unsigned long long)addr);

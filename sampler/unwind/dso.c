@@ -487,6 +487,19 @@ static struct dso *cache_lookup(const struct dso_cache *c, const char *key)
 	return NULL;
 }
 
+/* A new reference to the dso cached under key, or NULL. */
+static struct dso *cache_find(struct dso_cache *c, const char *key)
+{
+	struct dso *d;
+
+	pthread_mutex_lock(&c->lock);
+	d = cache_lookup(c, key);
+	if (d)
+		dso_get(d);
+	pthread_mutex_unlock(&c->lock);
+	return d;
+}
+
 /* Called with c->lock held. */
 static void cache_grow(struct dso_cache *c)
 {
@@ -585,11 +598,7 @@ int dso_cache_get(struct dso_cache *c, const char *open_path,
 		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
 		 (long long)st.st_size, (long long)st.st_mtim.tv_sec,
 		 st.st_mtim.tv_nsec);
-	pthread_mutex_lock(&c->lock);
-	d = cache_lookup(c, key);
-	if (d)
-		dso_get(d);
-	pthread_mutex_unlock(&c->lock);
+	d = cache_find(c, key);
 	if (d) {
 		close(fd);
 		*out = d;
@@ -639,11 +648,7 @@ int dso_cache_get_image(struct dso_cache *c, const char *name,
 
 	snprintf(key, sizeof(key), "image:%zx:%016llx", len,
 		 (unsigned long long)hash_mem(image, len));
-	pthread_mutex_lock(&c->lock);
-	d = cache_lookup(c, key);
-	if (d)
-		dso_get(d);
-	pthread_mutex_unlock(&c->lock);
+	d = cache_find(c, key);
 	if (d) {
 		*out = d;
 		return 0;
