@@ -91,11 +91,10 @@ static size_t long_name(char *buf, size_t len)
  * at 1,024); one past it is left alone. */
 static void test_long(void)
 {
-	char *name = malloc(DEMANGLE_MAX + 64), *out = NULL;
+	static char name[DEMANGLE_MAX + 64];
 	size_t id = DEMANGLE_MAX - 12;
+	char *out = NULL;
 
-	if (!name)
-		die("malloc", -ENOMEM);
 	CHECK(long_name(name, id) == DEMANGLE_MAX, "%zu", strlen(name));
 	CHECK(!demangle(name, &out) && out && strlen(out) == 4 + id &&
 	      !strncmp(out, "ns::aaa", 7), "name at the limit: %.20s",
@@ -106,7 +105,6 @@ static void test_long(void)
 	      strlen(name));
 	CHECK(demangle(name, &out) == -EINVAL && !out, "long name");
 	free(out);
-	free(name);
 }
 
 int main(void)

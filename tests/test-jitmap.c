@@ -5,7 +5,7 @@
  * at the same address, lines appended while the map is in use (read after
  * JITMAP_RELOAD_MS), a line split across two writes, lines that are not
  * entries, an over-long name; and the files that must not be read: one
- * of another user, a symbolic link.
+ * of another user, a symbolic link, a FIFO.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -145,6 +145,12 @@ static void test_refused(void)
 	jitmap_free(j);
 
 	j = open_map("missing.map");
+	expect(j, 0x1000, NULL);
+	jitmap_free(j);
+
+	/* a FIFO (or a device) is not opened at all: no open blocks */
+	run_sh("mkfifo '%s'", path("fifo.map"));
+	j = open_map("fifo.map");
 	expect(j, 0x1000, NULL);
 	jitmap_free(j);
 }

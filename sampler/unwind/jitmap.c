@@ -208,24 +208,34 @@ static bool owner_ok(const struct jitmap *j, const struct stat *st)
 	       (st->st_uid == c.euid || st->st_uid == c.ruid);
 }
 
+/* Looked at before it is opened (O_PATH opens nothing): whatever the
+ * target put at that path (a device bound there in its own mount
+ * namespace), only a regular file of the right owner is read. */
 static int open_map(struct jitmap *j)
 {
+	char self[64];
 	struct stat st;
-	int fd, ret;
+	int at, fd, ret;
 
 	ret = map_path(j);
 	if (ret)
 		return ret;
-	fd = open(j->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0)
+	at = open(j->path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+	if (at < 0)
 		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !owner_ok(j, &st)) {
-		close(fd);
+	if (fstat(at, &st) || !S_ISREG(st.st_mode) || !owner_ok(j, &st)) {
+		close(at);
 		j->refused = true;
 		pr_info("jitmap: %s: not a regular file of the target's user "
 			"or root: ignored", j->path);
 		return -EPERM;
 	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", at);
+	fd = open(self, O_RDONLY | O_CLOEXEC);
+	ret = fd < 0 ? -errno : 0;
+	close(at);
+	if (ret)
+		return ret;
 	j->fd = fd;
 	return 0;
 }
