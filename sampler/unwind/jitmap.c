@@ -275,10 +275,9 @@ static const struct jit_sym *find(struct jitmap *j, uint64_t addr)
 	const struct jit_sym *best = NULL;
 	size_t lo = 0, hi = j->n;
 
-	if (!j->sorted) {
+	if (!j->sorted && j->n)	/* j->v may be NULL: qsort's may not */
 		qsort(j->v, j->n, sizeof(*j->v), sym_cmp);
-		j->sorted = true;
-	}
+	j->sorted = true;
 	while (lo < hi) {	/* first entry starting above addr */
 		size_t mid = lo + (hi - lo) / 2;
 
