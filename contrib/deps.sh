@@ -12,14 +12,16 @@ PROFFS_BUILD_PKGS="meson ninja-build pkg-config gcc g++ libc6-dev binutils
 	util-linux"
 # The integration tests and their external validators (go tool pprof is
 # in golang-go; perf is the reference profiler; setpriv, findmnt and
-# mount are in util-linux and mount). The toolchains the tests build
-# their programs with (docs/toolchains.md): clang, lld and mold, rustc,
-# golang-go (above), nodejs.
+# mount are in util-linux and mount; prometheus scrapes /metrics, curl is
+# a client of another user or namespace, iproute2 makes the namespaces).
+# The toolchains the tests build their programs with (docs/toolchains.md):
+# clang, lld and mold, rustc, golang-go (above), nodejs.
 # shellcheck disable=SC2034
 PROFFS_TEST_PKGS="python3 python3-pytest linux-perf mount systemd man-db
+	prometheus curl iproute2
 	chromium chromium-driver python3-selenium libxml2-utils
 	clang libclang-rt-14-dev lld mold rustc nodejs strace valgrind
-	libgoogle-perftools-dev libjemalloc-dev"
+	libgoogle-perftools-dev libjemalloc-dev bpftrace"
 
 # install_deps PACKAGE...: apt-get update and install what is missing;
 # nothing (and no network) when everything is installed.

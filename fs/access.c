@@ -6,12 +6,14 @@
 #include "access.h"
 #include "proc.h"
 
-static bool caller_privileged(pid_t caller_pid, uid_t caller_uid)
+bool access_privileged(pid_t caller_pid, uid_t caller_uid)
 {
 	struct proc_creds c;
 
 	if (caller_uid == 0)
 		return true;
+	if (caller_pid <= 0)
+		return false;
 	/* The capability is the calling thread's; /proc/PID/status of the
 	 * thread group is close enough for a capability set by exec. */
 	if (proc_creds(caller_pid, &c))
@@ -27,7 +29,7 @@ int access_check(pid_t caller_pid, uid_t caller_uid, pid_t target)
 	ret = proc_creds(target, &t);
 	if (ret)
 		return ret == -ENOENT ? -ENOENT : -EACCES;
-	if (caller_privileged(caller_pid, caller_uid))
+	if (access_privileged(caller_pid, caller_uid))
 		return 0;
 	if (t.ruid == caller_uid && t.euid == caller_uid &&
 	    t.suid == caller_uid && t.owner == caller_uid)

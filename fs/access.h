@@ -13,8 +13,13 @@
 #ifndef PROFFS_ACCESS_H
 #define PROFFS_ACCESS_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 int access_check(pid_t caller_pid, uid_t caller_uid, pid_t target);
+
+/* Whether the caller may profile every process: root, or CAP_SYS_PTRACE
+ * in caller_pid's effective set (caller_pid 0: no process to ask). */
+bool access_privileged(pid_t caller_pid, uid_t caller_uid);
 
 #endif

@@ -27,13 +27,20 @@ static const struct {
 	{ "heap_30s.pb.gz", "heap profile, change over 30 s" },
 	{ "allocs.svg", "allocations, flame graph" },
 	{ "allocs.txt", "allocations, top functions" },
+	{ "wall_5s.svg", "wall-clock flame graph, on and off the CPU, 5 s" },
+	{ "wall_30s.pb.gz", "wall-clock profile for go tool pprof, 30 s" },
+	{ "block_5s.svg", "where threads waited to synchronize, 5 s" },
+	{ "block_5s.txt", "blocking, top functions, 5 s" },
+	{ "mutex_5s.svg", "where threads waited for locks, 5 s" },
+	{ "mutex_5s.txt", "lock waits, top functions, 5 s" },
+	{ "mutex_30s.pb.gz", "lock waits for go tool pprof, 30 s" },
 	{ "goroutine?debug=1.txt", "every thread's stack, grouped" },
 	{ "goroutine?debug=2.txt", "every thread's stack, one by one" },
 	{ "goroutine.pb.gz", "thread stacks, pprof" },
 	{ "cmdline", "command line" },
 };
 
-static void put_escaped(FILE *f, const char *s)
+void index_put_html(FILE *f, const char *s)
 {
 	for (; *s; s++) {
 		switch (*s) {
@@ -71,7 +78,7 @@ int index_html(pid_t pid, char **buf, size_t *len)
 	fprintf(f, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
 		"<title>proffs: %d</title></head>\n<body>\n<h1>%d: ",
 		(int)pid, (int)pid);
-	put_escaped(f, cmd);
+	index_put_html(f, cmd);
 	fputs("</h1>\n<p>Each link profiles the process when opened; a "
 	      "profile with a window takes that long.</p>\n<ul>\n", f);
 	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {

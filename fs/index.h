@@ -11,8 +11,12 @@
 #define PROFFS_INDEX_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 int index_html(pid_t pid, char **buf, size_t *len);
+
+/* Write s into f as HTML text (<, >, &, " escaped). */
+void index_put_html(FILE *f, const char *s);
 
 #endif

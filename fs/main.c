@@ -22,6 +22,7 @@
 #include "config.h"
 #include "dso.h"
 #include "heap.h"
+#include "http.h"
 #include "log.h"
 #include "mountwatch.h"
 #include "nodes.h"
@@ -42,6 +43,9 @@ static const struct fuse_opt proffs_opt_spec[] = {
 	OPT("agent=%s", agent, 0),
 	OPT("heap=%s", heap_method, 0),
 	OPT("heap_idle=%u", heap_idle_s, 0),
+	OPT("http=%s", http_addr, 0),
+	OPT("http_token=%s", http_token, 0),
+	OPT("offcpu=%s", offcpu_method, 0),
 	FUSE_OPT_END
 };
 
@@ -67,6 +71,13 @@ static void usage(const char *prog)
 	       "                           (" PROFFS_AGENT_PATH ")\n"
 	       "    -o heap_idle=N         an agent stays armed N s after its\n"
 	       "                           last session (300)\n"
+	       "    -o http=ADDR:PORT      serve the same profiles over HTTP\n"
+	       "                           (Go's /debug/pprof/ paths, /metrics)\n"
+	       "    -o http_token=FILE     a bearer token clients off loopback\n"
+	       "                           must send (first line, mode 600)\n"
+	       "    -o offcpu=METHOD       how wall, block and mutex are\n"
+	       "                           taken: auto, procfs (auto; both\n"
+	       "                           /proc for now, see offcpu.md)\n"
 	       "\n");
 }
 
@@ -132,12 +143,30 @@ static const struct {
 	{ "uprobe", HEAP_UPROBE },
 };
 
+static const struct {
+	const char *name;
+	enum offcpu_method method;
+} offcpu_methods[] = {
+	{ "auto", OFFCPU_AUTO }, { "procfs", OFFCPU_PROCFS },
+};
+
 static int parse_heap_method(const char *s, enum heap_method *m)
 {
 	for (size_t i = 0; i < sizeof(heap_methods) / sizeof(heap_methods[0]);
 	     i++)
 		if (!strcmp(s, heap_methods[i].name)) {
 			*m = heap_methods[i].method;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int parse_offcpu_method(const char *s, enum offcpu_method *m)
+{
+	for (size_t i = 0;
+	     i < sizeof(offcpu_methods) / sizeof(offcpu_methods[0]); i++)
+		if (!strcmp(s, offcpu_methods[i].name)) {
+			*m = offcpu_methods[i].method;
 			return 0;
 		}
 	return -EINVAL;
@@ -192,6 +221,15 @@ static int check_opts(struct proffs_opts *o, enum heap_method *method)
 		fprintf(stderr, "proffs: heap= takes auto, agent or uprobe\n");
 		return -EINVAL;
 	}
+	if (o->http_token && !o->http_addr) {
+		fprintf(stderr, "proffs: http_token= needs http=\n");
+		return -EINVAL;
+	}
+	if (parse_offcpu_method(o->offcpu_method ? o->offcpu_method : "auto",
+				&o->offcpu)) {
+		fprintf(stderr, "proffs: offcpu= takes auto or procfs\n");
+		return -EINVAL;
+	}
 	if (!o->agent)
 		o->agent = default_agent();
 	return o->agent ? 0 : -ENOMEM;
@@ -203,6 +241,7 @@ static int state_init(struct proffs *fs, enum heap_method method)
 		.max_sessions = fs->opts.max_sessions,
 		.cache_ms = fs->opts.cache_ms,
 		.max_stacks = fs->opts.max_stacks,
+		.offcpu = fs->opts.offcpu,
 	};
 	struct heap_agents_opts ho = {
 		.agent_path = fs->opts.agent,
@@ -234,6 +273,9 @@ static void state_free(struct proffs *fs)
 	free(fs->opts.debug_roots);
 	free(fs->opts.agent);
 	free(fs->opts.heap_method);
+	free(fs->opts.http_addr);
+	free(fs->opts.http_token);
+	free(fs->opts.offcpu_method);
 }
 
 /*
@@ -355,6 +397,9 @@ int main(int argc, char *argv[])
 	/* Probes a killed daemon left behind pin the files they name. */
 	uprobe_group_sweep();
 	pr_info("fs: mounted on %s", cl.mountpoint);
+	if (fs.opts.http_addr &&
+	    http_start(&fs, fs.opts.http_addr, fs.opts.http_token, &fs.http))
+		goto err_out5;	/* logged */
 	mountwatch_start(cl.mountpoint, &watch);	/* logs a failure */
 	if (cl.singlethread) {
 		ret = fuse_session_loop(se);
@@ -370,6 +415,10 @@ int main(int argc, char *argv[])
 	if (ret > 0)
 		ret = 0;
 	mountwatch_stop(watch);
+	/* Its connections hold sessions: before the registry goes. */
+	http_stop(fs.http);
+	fs.http = NULL;
+err_out5:
 	fuse_session_unmount(se);
 err_out4:
 	fuse_remove_signal_handlers(se);

@@ -52,6 +52,9 @@ static const struct kind_entry kinds[] = {
 	{ "allocs", PROFFS_KIND_ALLOCS, PROFFS_FMT_PB_GZ },
 	{ "goroutine", PROFFS_KIND_GOROUTINE, PROFFS_FMT_PB_GZ },
 	{ "threads", PROFFS_KIND_GOROUTINE, PROFFS_FMT_PB_GZ },
+	{ "wall", PROFFS_KIND_WALL, PROFFS_FMT_PB_GZ },
+	{ "block", PROFFS_KIND_BLOCK, PROFFS_FMT_PB_GZ },
+	{ "mutex", PROFFS_KIND_MUTEX, PROFFS_FMT_PB_GZ },
 };
 
 /* Longer suffixes first: "pb.gz" must win over "pb". */
@@ -68,6 +71,9 @@ static const char *const kind_names[PROFFS_KIND__COUNT] = {
 	[PROFFS_KIND_HEAP] = "heap",
 	[PROFFS_KIND_ALLOCS] = "allocs",
 	[PROFFS_KIND_GOROUTINE] = "goroutine",
+	[PROFFS_KIND_WALL] = "wall",
+	[PROFFS_KIND_BLOCK] = "block",
+	[PROFFS_KIND_MUTEX] = "mutex",
 };
 
 /* What parsing has seen so far, beyond the request itself. */
@@ -383,6 +389,20 @@ int name_parse(const char *name, struct proffs_request *req)
 	if (!verdict)
 		verdict = resolve_window(&st);
 	return verdict;
+}
+
+const char *name_kind_word(size_t i)
+{
+	return i < sizeof(kinds) / sizeof(kinds[0]) ? kinds[i].word : NULL;
+}
+
+bool name_param_known(const char *key, size_t len)
+{
+	for (size_t i = 0; i < NPARAMS; i++)
+		if (strlen(params[i].key) == len &&
+		    !memcmp(params[i].key, key, len))
+			return true;
+	return false;
 }
 
 const char *name_kind_str(enum proffs_kind kind)

@@ -5,6 +5,7 @@
  *
  *   name     := kind [ "_" duration ] [ "?" query ] [ "." format ]
  *   kind     := cpu | profile | flame | heap | allocs | goroutine | threads
+ *             | wall | block | mutex
  *   duration := INT ( "s" | "ms" )
  *   query    := param ( "&" param )*
  *   param    := seconds=INT | hz=INT | rate=INT | debug=INT | sample=WORD
@@ -23,6 +24,7 @@
 #define PROFFS_NAME_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum proffs_kind {
@@ -30,6 +32,9 @@ enum proffs_kind {
 	PROFFS_KIND_HEAP,
 	PROFFS_KIND_ALLOCS,
 	PROFFS_KIND_GOROUTINE,	/* goroutine, threads */
+	PROFFS_KIND_WALL,	/* every thread, on and off the CPU */
+	PROFFS_KIND_BLOCK,	/* off the CPU, waiting to synchronize */
+	PROFFS_KIND_MUTEX,	/* the part of block spent on locks */
 	PROFFS_KIND__COUNT,
 };
 
@@ -66,6 +71,13 @@ struct proffs_request {
  * name exists); otherwise, on failure, *req is unspecified.
  */
 int name_parse(const char *name, struct proffs_request *req);
+
+/* The kind words of the grammar ("cpu", "profile", "flame", ...), by
+ * index from 0; NULL past the last. For indexes and other front ends. */
+const char *name_kind_word(size_t i);
+
+/* Whether key (len bytes) is a parameter of the grammar's query. */
+bool name_param_known(const char *key, size_t len);
 
 /* Canonical strings, for logs and titles: "cpu", "pb.gz", ... */
 const char *name_kind_str(enum proffs_kind kind);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* nodes.c - inode numbers for (pid, name) pairs, by lookup count. */
+/* nodes.c - inode numbers for (target, name) pairs, by lookup count. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,13 +24,23 @@ struct nodes {
 	struct node *by_key[BUCKETS];	/* protected by lock */
 };
 
-static size_t key_hash(pid_t pid, const char *name)
+static size_t key_hash(const struct node_info *i)
 {
-	size_t h = 1469598103934665603ull ^ (size_t)pid;
+	size_t h = 1469598103934665603ull ^ (size_t)i->pid;
 
-	for (; *name; name++)
-		h = (h ^ (unsigned char)*name) * 1099511628211ull;
+	h = (h ^ i->tgt.kind) * 1099511628211ull;
+	for (const char *c = i->tgt.id; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ull;
+	for (const char *c = i->name; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ull;
 	return h % BUCKETS;
+}
+
+static bool same_key(const struct node_info *a, const struct node_info *b)
+{
+	return a->pid == b->pid && a->tgt.kind == b->tgt.kind &&
+	       a->type == b->type && !strcmp(a->tgt.id, b->tgt.id) &&
+	       !strcmp(a->name, b->name);
 }
 
 int nodes_new(struct nodes **out)
@@ -60,12 +71,12 @@ void nodes_free(struct nodes *t)
 	free(t);
 }
 
-static struct node *find_key(struct nodes *t, pid_t pid, const char *name)
+static struct node *find_key(struct nodes *t, const struct node_info *info)
 {
-	struct node *n = t->by_key[key_hash(pid, name)];
+	struct node *n = t->by_key[key_hash(info)];
 
 	for (; n; n = n->next_key)
-		if (n->info.pid == pid && !strcmp(n->info.name, name))
+		if (same_key(&n->info, info))
 			return n;
 	return NULL;
 }
@@ -86,7 +97,7 @@ int nodes_lookup(struct nodes *t, struct node_info *info)
 	size_t k;
 
 	pthread_mutex_lock(&t->lock);
-	n = find_key(t, info->pid, info->name);
+	n = find_key(t, info);
 	if (!n) {
 		n = calloc(1, sizeof(*n));
 		if (!n) {
@@ -95,7 +106,7 @@ int nodes_lookup(struct nodes *t, struct node_info *info)
 		}
 		n->info = *info;
 		n->info.ino = t->next_ino++;
-		k = key_hash(info->pid, info->name);
+		k = key_hash(info);
 		n->next_key = t->by_key[k];
 		t->by_key[k] = n;
 		n->next_ino = t->by_ino[n->info.ino % BUCKETS];
@@ -109,7 +120,7 @@ int nodes_lookup(struct nodes *t, struct node_info *info)
 
 static void unlink_node(struct nodes *t, struct node *n)
 {
-	struct node **pp = &t->by_key[key_hash(n->info.pid, n->info.name)];
+	struct node **pp = &t->by_key[key_hash(&n->info)];
 
 	while (*pp != n)
 		pp = &(*pp)->next_key;

@@ -2,8 +2,11 @@
 /*
  * nodes.h - the inode table of the mount.
  *
- * The root is inode 1. Every other inode names (pid, file name): a pid
- * directory has the name "", a file its name within the directory. Inodes
+ * The root is inode 1. Every other inode names (target, file name): a
+ * target directory (/prof/<pid>, /prof/unit/<unit>, /prof/all...) has the
+ * name "", a file its name within the directory, and the group
+ * directories /prof/unit and /prof/name a target of their kind with no
+ * id. Inodes
  * are created by lookup and live while the kernel holds a lookup count on
  * them (FUSE's lookup/forget protocol); the same (pid, name) gets the same
  * inode while it lives. A profile file's parsed request is kept with it.
@@ -18,6 +21,7 @@
 #include <sys/types.h>
 
 #include "name.h"
+#include "target.h"
 
 #define NODES_ROOT 1
 
@@ -28,12 +32,14 @@ enum node_type {
 	NODE_INDEX,
 	NODE_PROFILE,
 	NODE_STATUS,
+	NODE_GROUP_DIR,		/* /prof/unit, /prof/name */
 };
 
 struct node_info {
 	uint64_t ino;
 	enum node_type type;
-	pid_t pid;
+	pid_t pid;			/* a pid directory's and its files' */
+	struct target tgt;		/* which process: by pid, name, ... */
 	char name[256];
 	int parse_ret;			/* 0 or -EINVAL for NODE_PROFILE */
 	struct proffs_request req;	/* NODE_PROFILE */
@@ -45,7 +51,7 @@ int nodes_new(struct nodes **out);
 void nodes_free(struct nodes *t);
 
 /*
- * Find or create the node for *info's (pid, name), take one lookup
+ * Find or create the node for *info's (target, name), take one lookup
  * reference, and store its inode number in info->ino. -ENOMEM.
  */
 int nodes_lookup(struct nodes *t, struct node_info *info);

@@ -29,6 +29,7 @@
 #include "refuse.h"
 #include "registry.h"
 #include "status.h"
+#include "target.h"
 
 #define CMDLINE_MAX (128 * 1024)
 
@@ -43,6 +44,7 @@ static struct proffs *fs_of(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/* The owner of /proc/PID: the target's uid, root if not dumpable. */
 static bool pid_exists(pid_t pid, uid_t *uid)
 {
 	char path[32];
@@ -63,7 +65,8 @@ static void fill_attr(const struct node_info *n, uid_t owner, size_t size,
 	st->st_uid = owner;
 	/* A profile is made when read: it is always new. */
 	st->st_mtime = st->st_atime = st->st_ctime = time(NULL);
-	if (n->type == NODE_ROOT || n->type == NODE_PID_DIR) {
+	if (n->type == NODE_ROOT || n->type == NODE_PID_DIR ||
+	    n->type == NODE_GROUP_DIR) {
 		st->st_mode = S_IFDIR | 0555;
 		st->st_nlink = 2;
 	} else {
@@ -73,11 +76,66 @@ static void fill_attr(const struct node_info *n, uid_t owner, size_t size,
 	}
 }
 
-/* Classify a name inside a pid directory; -ENOENT when not ours. */
+/* "1234/name", "unit/nginx.service/name", "all/name": for log lines. */
+static void node_path(const struct node_info *n, char *buf, size_t size)
+{
+	if (n->tgt.kind == TARGET_PID)
+		snprintf(buf, size, "%d/%s", (int)n->pid, n->name);
+	else if (n->tgt.kind == TARGET_ALL)
+		snprintf(buf, size, "all/%s", n->name);
+	else
+		snprintf(buf, size, "%s/%s/%s", target_word(n->tgt.kind),
+			 n->tgt.id, n->name);
+}
+
+/*
+ * The process n is about now, for the caller of req: a pid directory's
+ * own, or what a stable name resolves to (target.h); -ENOENT when none.
+ * Nothing for /prof/all and the group directories (-EINVAL).
+ */
+static int node_pid(fuse_req_t req, const struct node_info *n, pid_t *pid)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	if (n->type == NODE_GROUP_DIR || n->type == NODE_ROOT)
+		return -EINVAL;
+	if (n->tgt.kind == TARGET_PID) {
+		*pid = n->pid;
+		return 0;
+	}
+	return target_resolve(&n->tgt, ctx->pid, ctx->uid, pid);
+}
+
+/* The registry's target of a profile node, resolved for the caller. */
+static int reg_target_of(fuse_req_t req, const struct node_info *n,
+			 struct reg_target *t)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	memset(t, 0, sizeof(*t));
+	if (n->tgt.kind == TARGET_ALL) {
+		t->uid = access_privileged(ctx->pid, ctx->uid) ? REG_ANY_UID
+							       : ctx->uid;
+		return 0;
+	}
+	return node_pid(req, n, &t->pid);
+}
+
+/* Classify a name inside a target directory; -ENOENT when not ours. In
+ * /prof/all only CPU profiles: the one kind a whole host can give. */
 static int classify(const char *name, struct node_info *n)
 {
 	int ret;
 
+	if (n->tgt.kind == TARGET_ALL) {
+		ret = name_parse(name, &n->req);
+		if (ret == -ENOENT || n->req.kind != PROFFS_KIND_CPU ||
+		    !output_supported(n->req.kind, n->req.format))
+			return -ENOENT;
+		n->type = NODE_PROFILE;
+		n->parse_ret = ret;
+		return 0;
+	}
 	if (!strcmp(name, "cmdline")) {
 		n->type = NODE_CMDLINE;
 		return 0;
@@ -97,32 +155,38 @@ static int classify(const char *name, struct node_info *n)
 }
 
 /* Small generated files: index.html of a pid, /status of the daemon. */
-static int render_page(struct proffs *fs, const struct node_info *n,
-		       char **buf, size_t *len)
+static int render_page(fuse_req_t req, struct proffs *fs,
+		       const struct node_info *n, char **buf, size_t *len)
 {
-	struct timespec ts;
+	struct status_src src;
+	pid_t pid;
+	int ret;
 
-	if (n->type == NODE_INDEX)
-		return index_html(n->pid, buf, len);
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return status_text(fs->registry, &fs->refused, ts.tv_sec - fs->start_s,
-			   buf, len);
+	if (n->type == NODE_INDEX) {
+		ret = node_pid(req, n, &pid);
+		return ret ? ret : index_html(pid, buf, len);
+	}
+	proffs_status_src(fs, &src);
+	return status_text(&src, buf, len);
 }
 
-static int attr_of(struct proffs *fs, const struct node_info *n,
-		   struct stat *st)
+static int attr_of(fuse_req_t req, struct proffs *fs,
+		   const struct node_info *n, struct stat *st)
 {
+	struct reg_target t;
 	uid_t owner = 0;
 	size_t size = 0;
 
 	if (n->type != NODE_ROOT && n->type != NODE_STATUS &&
-	    !pid_exists(n->pid, &owner))
+	    n->type != NODE_GROUP_DIR && n->tgt.kind != TARGET_ALL &&
+	    (node_pid(req, n, &t.pid) || !pid_exists(t.pid, &owner)))
 		return -ENOENT;
-	if (n->type == NODE_PROFILE && !n->parse_ret)
-		registry_result_size(fs->registry, n->pid, &n->req, &size);
+	if (n->type == NODE_PROFILE && !n->parse_ret &&
+	    !reg_target_of(req, n, &t))
+		registry_result_size(fs->registry, &t, &n->req, &size);
 	if (n->type == NODE_INDEX || n->type == NODE_STATUS) {
 		char *buf;
-		int ret = render_page(fs, n, &buf, &size);
+		int ret = render_page(req, fs, n, &buf, &size);
 
 		if (ret)
 			return ret;
@@ -154,15 +218,17 @@ static bool stat_must_wait(struct proffs *fs, fuse_req_t req,
 			   const struct node_info *n)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct reg_target t;
 	size_t size;
 
 	if (n->type != NODE_PROFILE || listed(n->name) ||
 	    n->parse_ret || n->req.hz > fs->opts.max_hz ||
-	    n->req.window_ms > fs->opts.max_window_s * 1000ull)
+	    n->req.window_ms > fs->opts.max_window_s * 1000ull ||
+	    reg_target_of(req, n, &t))
 		return false;
-	if (!registry_result_size(fs->registry, n->pid, &n->req, &size))
+	if (!registry_result_size(fs->registry, &t, &n->req, &size))
 		return false;
-	return !access_check(ctx->pid, ctx->uid, n->pid);
+	return !t.pid || !access_check(ctx->pid, ctx->uid, t.pid);
 }
 
 struct stat_wait {
@@ -189,15 +255,16 @@ static void reply_stat(fuse_req_t req, struct proffs *fs,
 {
 	struct fuse_entry_param e;
 	struct stat_wait *sw;
+	struct reg_target t;
 
 	/* Never park a lookup: the kernel holds the directory's lock across
 	 * it, so an `ls -l` would wait too. With attribute timeouts of 0
 	 * every stat(2) sends a GETATTR after the lookup, and that waits. */
 	if (!entry && stat_must_wait(fs, req, n) &&
-	    (sw = calloc(1, sizeof(*sw)))) {
+	    !reg_target_of(req, n, &t) && (sw = calloc(1, sizeof(*sw)))) {
 		sw->st = *st;
-		registry_wait_size(fs->registry, n->pid, &n->req, req,
-				   stat_done, sw);
+		registry_wait_size(fs->registry, &t, &n->req, req, stat_done,
+				   sw);
 		return;
 	}
 	if (!entry) {
@@ -218,7 +285,7 @@ static void reply_entry(fuse_req_t req, struct proffs *fs,
 
 	ret = nodes_lookup(fs->nodes, n);
 	if (!ret) {
-		ret = attr_of(fs, n, &st);
+		ret = attr_of(req, fs, n, &st);
 		if (ret)
 			nodes_forget(fs->nodes, n->ino, 1);
 	}
@@ -231,47 +298,98 @@ static void reply_entry(fuse_req_t req, struct proffs *fs,
 	reply_stat(req, fs, n, &st, true);
 }
 
+/* A name in the root: status, a group (unit, name), all, or a pid. */
+static int lookup_root(const char *name, struct node_info *n)
+{
+	enum target_kind k;
+	uid_t owner;
+
+	if (!strcmp(name, "status")) {
+		n->type = NODE_STATUS;
+		strcpy(n->name, name);
+		return 0;
+	}
+	if (!target_kind_of(name, strlen(name), &k)) {
+		n->tgt.kind = k;
+		n->type = k == TARGET_ALL ? NODE_PID_DIR : NODE_GROUP_DIR;
+		return 0;
+	}
+	if (!proc_parse_pid(name, &n->pid) || !pid_exists(n->pid, &owner)) {
+		pr_info("fs: lookup %s: ENOENT: %s", name,
+			proc_parse_pid(name, &n->pid) ?
+			"no such process" : "not a process id");
+		return -ENOENT;
+	}
+	n->tgt = (struct target){ .kind = TARGET_PID, .pid = n->pid };
+	n->type = NODE_PID_DIR;
+	return 0;
+}
+
+/* /prof/unit/<unit>, /prof/name/<comm>: there while it names a process. */
+static int lookup_group(fuse_req_t req, const struct node_info *dir,
+			const char *name, struct node_info *n)
+{
+	pid_t pid;
+	int ret;
+
+	n->type = NODE_PID_DIR;
+	ret = target_set(&n->tgt, dir->tgt.kind, name, strlen(name));
+	if (!ret)
+		ret = node_pid(req, n, &pid);
+	if (ret) {
+		pr_info("fs: lookup %s/%s: ENOENT: %s", target_word(dir->tgt.kind),
+			name, ret == -EINVAL ? "not a name" :
+			"names no process the caller may profile now");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int lookup_file(struct proffs *fs, const struct node_info *dir,
+		       const char *name, struct node_info *n)
+{
+	char path[400];
+
+	n->pid = dir->pid;
+	n->tgt = dir->tgt;
+	if (strlen(name) > fs->opts.max_name) {
+		pr_info("fs: lookup %d/%.40s...: ENAMETOOLONG: longer than "
+			"max_name (%u)", (int)dir->pid, name,
+			fs->opts.max_name);
+		return -ENAMETOOLONG;
+	}
+	if (strlen(name) >= sizeof(n->name) || classify(name, n)) {
+		snprintf(n->name, sizeof(n->name), "%s", name);
+		node_path(n, path, sizeof(path));
+		pr_info("fs: lookup %s: ENOENT: not a file proffs serves",
+			path);
+		return -ENOENT;
+	}
+	strcpy(n->name, name);
+	return 0;
+}
+
 static void proffs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct proffs *fs = fs_of(req);
 	struct node_info dir, n;
-	uid_t owner;
+	int ret;
 
 	memset(&n, 0, sizeof(n));
 	if (nodes_get(fs->nodes, parent, &dir)) {
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	if (dir.type == NODE_ROOT && !strcmp(name, "status")) {
-		n.type = NODE_STATUS;
-		strcpy(n.name, name);
-	} else if (dir.type == NODE_ROOT) {
-		if (!proc_parse_pid(name, &n.pid) || !pid_exists(n.pid, &owner)) {
-			pr_info("fs: lookup %s: ENOENT: %s", name,
-				proc_parse_pid(name, &n.pid) ?
-				"no such process" : "not a process id");
-			fuse_reply_err(req, ENOENT);
-			return;
-		}
-		n.type = NODE_PID_DIR;
-	} else if (dir.type == NODE_PID_DIR) {
-		n.pid = dir.pid;
-		if (strlen(name) > fs->opts.max_name) {
-			pr_info("fs: lookup %d/%.40s...: ENAMETOOLONG: longer "
-				"than max_name (%u)", (int)dir.pid, name,
-				fs->opts.max_name);
-			fuse_reply_err(req, ENAMETOOLONG);
-			return;
-		}
-		if (strlen(name) >= sizeof(n.name) || classify(name, &n)) {
-			pr_info("fs: lookup %d/%s: ENOENT: not a file proffs "
-				"serves", (int)dir.pid, name);
-			fuse_reply_err(req, ENOENT);
-			return;
-		}
-		strcpy(n.name, name);
-	} else {
-		fuse_reply_err(req, ENOTDIR);
+	if (dir.type == NODE_ROOT)
+		ret = lookup_root(name, &n);
+	else if (dir.type == NODE_GROUP_DIR)
+		ret = lookup_group(req, &dir, name, &n);
+	else if (dir.type == NODE_PID_DIR)
+		ret = lookup_file(fs, &dir, name, &n);
+	else
+		ret = -ENOTDIR;
+	if (ret) {
+		fuse_reply_err(req, -ret);
 		return;
 	}
 	reply_entry(req, fs, &n);
@@ -302,7 +420,7 @@ static void proffs_getattr(fuse_req_t req, fuse_ino_t ino,
 
 	ret = nodes_get(fs->nodes, ino, &n);
 	if (!ret)
-		ret = attr_of(fs, &n, &st);
+		ret = attr_of(req, fs, &n, &st);
 	if (ret) {
 		fuse_reply_err(req, -ret);
 		return;
@@ -375,6 +493,8 @@ static int list_root(fuse_req_t req, struct dirbuf *b)
 	if (!dir)
 		return -errno;
 	ret = dirbuf_add(req, b, "status", S_IFREG);
+	for (int k = TARGET_UNIT; !ret && k <= TARGET_ALL; k++)
+		ret = dirbuf_add(req, b, target_word(k), S_IFDIR);
 	while (!ret && (de = readdir(dir))) {
 		/* Hidden unless the caller may profile it (SPEC §5). */
 		if (!proc_parse_pid(de->d_name, &pid) ||
@@ -386,13 +506,47 @@ static int list_root(fuse_req_t req, struct dirbuf *b)
 	return ret;
 }
 
-static int list_pid(fuse_req_t req, struct dirbuf *b)
+/* /prof/name: the command names of the processes the caller may
+ * profile, each once; /prof/unit lists nothing (units are looked up). */
+static int list_group(fuse_req_t req, const struct node_info *dir,
+		      struct dirbuf *b)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	char (*names)[16] = NULL;
+	pid_t *pids = NULL;
+	size_t n = 0, nn = 0;
+	int ret;
+
+	if (dir->tgt.kind != TARGET_NAME)
+		return 0;
+	ret = proc_pids(&pids, &n);
+	if (!ret && n && !(names = calloc(n, sizeof(*names))))
+		ret = -ENOMEM;
+	for (size_t i = 0; !ret && i < n; i++)
+		if (!access_check(ctx->pid, ctx->uid, pids[i]) &&
+		    !proc_comm(pids[i], pids[i], names[nn], sizeof(names[nn])) &&
+		    !strchr(names[nn], '/') && names[nn][0] != '.')
+			nn++;
+	if (!ret)
+		qsort(names, nn, sizeof(*names),
+		      (int (*)(const void *, const void *))strcmp);
+	for (size_t i = 0; !ret && i < nn; i++)
+		if (!i || strcmp(names[i], names[i - 1]))
+			ret = dirbuf_add(req, b, names[i], S_IFDIR);
+	free(pids);
+	free(names);
+	return ret;
+}
+
+static int list_pid(fuse_req_t req, const struct node_info *dir,
+		    struct dirbuf *b)
 {
 	struct node_info n;
 	int ret = 0;
 
 	for (size_t i = 0; !ret && i < sizeof(listed_names) / sizeof(listed_names[0]); i++) {
 		memset(&n, 0, sizeof(n));
+		n.tgt.kind = dir->tgt.kind;
 		if (classify(listed_names[i], &n))
 			continue;	/* kind or format not served yet */
 		ret = dirbuf_add(req, b, listed_names[i], S_IFREG);
@@ -422,7 +576,9 @@ static void proffs_opendir(fuse_req_t req, fuse_ino_t ino,
 	if (!ret)
 		ret = dirbuf_add(req, b, "..", S_IFDIR);
 	if (!ret)
-		ret = n.type == NODE_ROOT ? list_root(req, b) : list_pid(req, b);
+		ret = n.type == NODE_ROOT ? list_root(req, b) :
+		      n.type == NODE_GROUP_DIR ? list_group(req, &n, b) :
+		      list_pid(req, &n, b);
 	if (ret) {
 		free(b->p);
 		free(b);
@@ -463,15 +619,15 @@ static void proffs_releasedir(fuse_req_t req, fuse_ino_t ino,
 }
 
 /* A page is rendered at open and read from the handle (a dirbuf). */
-static int open_page(struct proffs *fs, const struct node_info *n,
-		     struct fuse_file_info *fi)
+static int open_page(fuse_req_t req, struct proffs *fs,
+		     const struct node_info *n, struct fuse_file_info *fi)
 {
 	struct dirbuf *pg = calloc(1, sizeof(*pg));
 	int ret;
 
 	if (!pg)
 		return -ENOMEM;
-	ret = render_page(fs, n, &pg->p, &pg->size);
+	ret = render_page(req, fs, n, &pg->p, &pg->size);
 	if (ret) {
 		free(pg);
 		return ret;
@@ -481,36 +637,29 @@ static int open_page(struct proffs *fs, const struct node_info *n,
 	return 0;
 }
 
-/* Check an open of a profile file; a log line for every refusal. */
+/* Check an open of a profile file and resolve its target; a log line
+ * for every refusal. */
 static int check_open(fuse_req_t req, struct proffs *fs,
-		      const struct node_info *n)
+		      const struct node_info *n, struct reg_target *t)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	const char *why = NULL;
+	char path[400];
 	int ret;
 
-	if ((ret = access_check(ctx->pid, ctx->uid, n->pid))) {
+	if ((ret = reg_target_of(req, n, t)) ||
+	    (t->pid && (ret = access_check(ctx->pid, ctx->uid, t->pid))))
 		why = ret == -ENOENT ? "no such process"
 				     : "caller may not ptrace the target";
-	} else if (n->parse_ret) {
-		ret = n->parse_ret;
-		why = "bad value in the file name";
-	} else if (n->req.window_ms > fs->opts.max_window_s * 1000ull) {
-		ret = -EINVAL;
-		why = "window longer than max_window";
-	} else if (n->req.hz > fs->opts.max_hz) {
-		ret = -EINVAL;
-		why = "hz above max_hz";
-	} else if ((n->req.kind == PROFFS_KIND_HEAP ||
-		    n->req.kind == PROFFS_KIND_ALLOCS) &&
-		   (ret = heap_agents_check(fs->heap))) {
-		why = "heap=uprobe needs root (CAP_SYS_ADMIN) to place "
-		      "uprobes";
-	}
+	else
+		ret = proffs_check_request(fs, &n->req, n->parse_ret, &why);
+	node_path(n, path, sizeof(path));
 	if (ret)
-		pr_notice("fs: open %d/%s by uid %u: %s: %s", (int)n->pid,
-			  n->name, (unsigned)ctx->uid, strerrorname_np(-ret),
-			  why);
+		pr_notice("fs: open %s by uid %u: %s: %s", path,
+			  (unsigned)ctx->uid, strerrorname_np(-ret), why);
+	else if (n->tgt.kind == TARGET_UNIT || n->tgt.kind == TARGET_NAME)
+		pr_info("fs: open %s by uid %u: pid %d", path,
+			(unsigned)ctx->uid, (int)t->pid);
 	return ret;
 }
 
@@ -519,31 +668,34 @@ static void proffs_open(fuse_req_t req, fuse_ino_t ino,
 {
 	struct proffs *fs = fs_of(req);
 	struct reg_handle *h;
+	struct reg_target t;
 	struct node_info n;
-	char why[96];
+	char why[96], path[400];
 	int ret;
 
 	ret = nodes_get(fs->nodes, ino, &n);
+	if (!ret)
+		node_path(&n, path, sizeof(path));
 	if (!ret && (fi->flags & O_ACCMODE) != O_RDONLY) {
 		/* Writes reach the daemon (refuse.c): refuse them here too. */
-		pr_notice("fs: open %d/%s for writing by uid %u: EROFS: "
-			  "profiles are read-only", (int)n.pid, n.name,
+		pr_notice("fs: open %s for writing by uid %u: EROFS: "
+			  "profiles are read-only", path,
 			  (unsigned)fuse_req_ctx(req)->uid);
 		ret = -EROFS;
 	}
-	if (!ret && (n.type == NODE_ROOT || n.type == NODE_PID_DIR))
+	if (!ret && (n.type == NODE_ROOT || n.type == NODE_PID_DIR ||
+		     n.type == NODE_GROUP_DIR))
 		ret = -EISDIR;
 	if (!ret && (n.type == NODE_INDEX || n.type == NODE_STATUS))
-		ret = open_page(fs, &n, fi);
+		ret = open_page(req, fs, &n, fi);
 	if (!ret && n.type == NODE_PROFILE)
-		ret = check_open(req, fs, &n);
+		ret = check_open(req, fs, &n, &t);
 	if (!ret && n.type == NODE_PROFILE) {
-		ret = registry_open(fs->registry, n.pid, &n.req, &h, why,
+		ret = registry_open(fs->registry, &t, &n.req, &h, why,
 				    sizeof(why));
 		if (ret)
-			pr_notice("fs: open %d/%s: %s: cannot start a session: "
-				  "%s", (int)n.pid, n.name,
-				  strerrorname_np(-ret), why);
+			pr_notice("fs: open %s: %s: cannot start a session: "
+				  "%s", path, strerrorname_np(-ret), why);
 		else
 			fi->fh = (uintptr_t)h;
 	}
@@ -595,7 +747,13 @@ static void proffs_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 		reply_slice(req, pg->p, pg->size, size, off);
 		dirbuf_put(pg);
 	} else {
-		read_cmdline(req, n.pid, size, off);
+		pid_t pid;
+		int ret = node_pid(req, &n, &pid);
+
+		if (ret)
+			fuse_reply_err(req, -ret == ENOENT ? ESRCH : -ret);
+		else
+			read_cmdline(req, pid, size, off);
 	}
 }
 

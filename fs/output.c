@@ -106,6 +106,14 @@ static void flame_titles(const struct profile *p, int si, char *title,
 		 h->duration_nanos / 1e9, when, total);
 }
 
+static const enum flame_palette palettes[PROFFS_KIND__COUNT] = {
+	[PROFFS_KIND_HEAP] = FLAME_MEMORY,
+	[PROFFS_KIND_ALLOCS] = FLAME_MEMORY,
+	[PROFFS_KIND_WALL] = FLAME_OFFCPU,
+	[PROFFS_KIND_BLOCK] = FLAME_OFFCPU,
+	[PROFFS_KIND_MUTEX] = FLAME_OFFCPU,
+};
+
 static int render_svg(const struct profile *p,
 		      const struct proffs_request *req, uint8_t **buf,
 		      size_t *len)
@@ -121,8 +129,7 @@ static int render_svg(const struct profile *p,
 		     sizeof(sub));
 	o.title = title;
 	o.subtitle = sub;
-	o.memory_palette = req->kind == PROFFS_KIND_HEAP ||
-			   req->kind == PROFFS_KIND_ALLOCS;
+	o.palette = palettes[req->kind];
 	return flame_render(p, &o, (char **)buf, len);
 }
 
@@ -171,13 +178,19 @@ static int render_threads_txt(const struct profile *p,
 
 /* renderers[kind][format]; NULL = not served (ENOENT at lookup). */
 static const render_fn renderers[PROFFS_KIND__COUNT][PROFFS_FMT__COUNT] = {
-	[PROFFS_KIND_CPU] = {
-		[PROFFS_FMT_PB_GZ] = render_pb_gz,
-		[PROFFS_FMT_PB] = render_pb,
-		[PROFFS_FMT_SVG] = render_svg,
-		[PROFFS_FMT_TXT] = render_txt,
-		[PROFFS_FMT_FOLDED] = render_folded,
-	},
+#define TIMED_RENDERERS { \
+		[PROFFS_FMT_PB_GZ] = render_pb_gz, \
+		[PROFFS_FMT_PB] = render_pb, \
+		[PROFFS_FMT_SVG] = render_svg, \
+		[PROFFS_FMT_TXT] = render_txt, \
+		[PROFFS_FMT_FOLDED] = render_folded, \
+	}
+	/* cpu and the off-CPU kinds: samples over a window */
+	[PROFFS_KIND_CPU] = TIMED_RENDERERS,
+	[PROFFS_KIND_WALL] = TIMED_RENDERERS,
+	[PROFFS_KIND_BLOCK] = TIMED_RENDERERS,
+	[PROFFS_KIND_MUTEX] = TIMED_RENDERERS,
+#undef TIMED_RENDERERS
 	[PROFFS_KIND_HEAP] = {
 		[PROFFS_FMT_PB_GZ] = render_pb_gz,
 		[PROFFS_FMT_PB] = render_pb,

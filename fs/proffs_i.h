@@ -6,11 +6,16 @@
 #ifndef PROFFS_I_H
 #define PROFFS_I_H
 
+#include <time.h>
+
 #include "fuse_lowlevel.h"
+#include "name.h"
+#include "offcpu.h"
 #include "status.h"
 
 struct dso_cache;
 struct heap_agents;
+struct http_server;
 struct nodes;
 struct registry;
 
@@ -25,6 +30,10 @@ struct proffs_opts {
 	char *agent;			/* libproffs-heap.so to load */
 	char *heap_method;		/* "auto", "agent" or "uprobe" */
 	unsigned heap_idle_s;		/* agents stay armed this long */
+	char *http_addr;		/* -o http=ADDR:PORT, or NULL */
+	char *http_token;		/* -o http_token=FILE, or NULL */
+	char *offcpu_method;		/* "auto", "procfs" or "sched" */
+	enum offcpu_method offcpu;	/* parsed */
 	int foreground;
 	int debug;
 };
@@ -37,8 +46,33 @@ struct proffs {
 	struct registry *registry;
 	uint64_t start_s;		/* CLOCK_MONOTONIC at mount */
 	struct status_refusals refused;	/* for /prof/status */
+	struct http_server *http;	/* NULL unless -o http= */
+	struct status_refusals http_refused;
 };
 
+/* What /prof/status and /metrics are made of. */
+static inline void proffs_status_src(struct proffs *fs,
+				     struct status_src *src)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	*src = (struct status_src){
+		.registry = fs->registry, .heap = fs->heap,
+		.fuse = &fs->refused,
+		.http = fs->http ? &fs->http_refused : NULL,
+		.uptime_s = ts.tv_sec - fs->start_s,
+	};
+}
+
 extern const struct fuse_lowlevel_ops proffs_ops;
+
+/*
+ * Whether the daemon takes req (parse_ret: what name_parse() said of it):
+ * 0, or a negative errno and *why in words for the log line (check.c).
+ */
+int proffs_check_request(const struct proffs *fs,
+			 const struct proffs_request *req, int parse_ret,
+			 const char **why);
 
 #endif

@@ -24,8 +24,9 @@
 enum waiter_state { W_NEW, W_QUEUED, W_DONE };
 
 /* A parked read. Freed with its session, never earlier: libfuse may call
- * the interrupt callback just after the reply, with this as its data. */
-struct waiter {
+ * the interrupt callback just after the reply, with this as its data (and
+ * an HTTP connection may cancel a wait its callback already ended). */
+struct reg_wait {
 	fuse_req_t req;
 	struct session *s;
 	struct reg_handle *h;
@@ -34,10 +35,12 @@ struct waiter {
 	registry_size_cb size_cb;	/* a stat waiting for the size */
 	bool own_handle;		/* opened for the stat alone */
 	void *size_arg;
+	registry_result_cb result_cb;	/* not a FUSE request: registry_wait */
+	void *result_arg;
 	enum waiter_state state;	/* protected by registry.lock */
 	bool interrupted;		/* protected by registry.lock */
-	struct waiter *next;		/* in the session's queue */
-	struct waiter *next_all;	/* every waiter of the session */
+	struct reg_wait *next;		/* in the session's queue */
+	struct reg_wait *next_all;	/* every waiter of the session */
 };
 
 struct rendered {
@@ -50,6 +53,7 @@ struct rendered {
 
 struct session_key {
 	pid_t pid;
+	uid_t uid;			/* pid 0: whose processes */
 	enum proffs_kind kind;
 	uint64_t window_ms;
 	uint32_t hz;
@@ -71,8 +75,8 @@ struct session {
 	uint64_t done_ms;
 	struct profile *prof;
 	struct rendered *outs;
-	struct waiter *queue;		/* reads parked until done */
-	struct waiter *all_waiters;
+	struct reg_wait *queue;		/* reads parked until done */
+	struct reg_wait *all_waiters;
 	struct session *next;
 };
 
@@ -80,6 +84,10 @@ struct reg_handle {
 	struct session *s;
 	struct proffs_request req;
 	struct reg_handle *prev, *next;	/* open handles, registry.lock */
+};
+
+const unsigned registry_latency_bounds_ms[REGISTRY_LATENCY_BUCKETS] = {
+	10, 100, 1000, 5000, 10000, 30000, 60000, 300000,
 };
 
 struct registry {
@@ -102,11 +110,12 @@ static uint64_t mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void key_of(pid_t pid, const struct proffs_request *req,
-		   struct session_key *k)
+static void key_of(const struct reg_target *t,
+		   const struct proffs_request *req, struct session_key *k)
 {
 	memset(k, 0, sizeof(*k));
-	k->pid = pid;
+	k->pid = t->pid;
+	k->uid = t->pid ? 0 : t->uid;
 	k->kind = req->kind;
 	/* A thread dump is a snapshot: no window. Neither is a heap profile
 	 * without one (everything so far), whatever its default wait. */
@@ -115,7 +124,9 @@ static void key_of(pid_t pid, const struct proffs_request *req,
 			 req->kind == PROFFS_KIND_ALLOCS) && !req->has_window) ?
 		       0 : req->window_ms;
 	/* Parameters a kind ignores must not split sessions. */
-	k->hz = req->kind == PROFFS_KIND_CPU ? req->hz : 0;
+	k->hz = req->kind == PROFFS_KIND_CPU || req->kind == PROFFS_KIND_WALL ||
+		req->kind == PROFFS_KIND_BLOCK ||
+		req->kind == PROFFS_KIND_MUTEX ? req->hz : 0;
 	k->rate = req->kind == PROFFS_KIND_HEAP ||
 		  req->kind == PROFFS_KIND_ALLOCS ? req->rate : 0;
 }
@@ -130,7 +141,7 @@ static bool same_rendering(const struct proffs_request *a,
 static void session_free(struct session *s)
 {
 	struct rendered *o, *on;
-	struct waiter *w, *wn;
+	struct reg_wait *w, *wn;
 
 	for (o = s->outs; o; o = on) {
 		on = o->next;
@@ -251,8 +262,17 @@ static struct rendered *render_one(struct session *s,
 	return o;
 }
 
-static void reply_result(fuse_req_t req, const struct rendered *o,
-			 size_t size, off_t off)
+/* A reply of len bytes; first: the first of a reader (a result served). */
+static void count_served(struct registry *r, bool first, size_t len)
+{
+	pthread_mutex_lock(&r->lock);
+	r->stats.served += first;
+	r->stats.bytes += len;
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void reply_result(struct registry *r, fuse_req_t req,
+			 const struct rendered *o, size_t size, off_t off)
 {
 	if (!o) {
 		fuse_reply_err(req, ENOMEM);
@@ -263,22 +283,16 @@ static void reply_result(fuse_req_t req, const struct rendered *o,
 	} else {
 		size_t n = o->len - off < size ? o->len - off : size;
 
+		count_served(r, !off, n);
 		fuse_reply_buf(req, (const char *)o->buf + off, n);
 	}
 }
 
-static void count_served(struct registry *r)
-{
-	pthread_mutex_lock(&r->lock);
-	r->stats.served++;
-	pthread_mutex_unlock(&r->lock);
-}
-
-static void answer_ref(struct waiter *w, int err);
+static void answer_ref(struct reg_wait *w, int err);
 
 /* Answer one parked request: err is 0 (the session's outcome decides) or
  * -EINTR. A size waiter's handle is released here: it only lived for it. */
-static void answer(struct waiter *w, int err)
+static void answer(struct reg_wait *w, int err)
 {
 	struct session *s = w->s;
 	struct registry *r = s->r;
@@ -295,7 +309,7 @@ static void answer(struct waiter *w, int err)
 	pthread_mutex_unlock(&r->lock);
 }
 
-static void answer_ref(struct waiter *w, int err)
+static void answer_ref(struct reg_wait *w, int err)
 {
 	struct session *s = w->s;
 	const struct rendered *o = NULL;
@@ -306,22 +320,25 @@ static void answer_ref(struct waiter *w, int err)
 		o = render_one(s, &w->h->req);
 		err = !o ? -ENOMEM : o->err;
 	}
-	if (w->size_cb) {
+	if (w->result_cb) {
+		if (!err)
+			count_served(s->r, true, o->len);
+		w->result_cb(w->result_arg, err, err ? NULL : o->buf,
+			     err ? 0 : o->len);
+	} else if (w->size_cb) {
 		w->size_cb(w->req, err, err ? 0 : o->len, w->size_arg);
 		if (w->own_handle)
 			registry_release(w->h);
 	} else if (err) {
 		fuse_reply_err(w->req, -err);
 	} else {
-		if (!w->off)
-			count_served(s->r);
-		reply_result(w->req, o, w->size, w->off);
+		reply_result(s->r, w->req, o, w->size, w->off);
 	}
 }
 
-static void reply_waiters(struct waiter *list)
+static void reply_waiters(struct reg_wait *list)
 {
-	for (struct waiter *w = list, *next; w; w = next) {
+	for (struct reg_wait *w = list, *next; w; w = next) {
 		next = w->next;
 		answer(w, 0);
 	}
@@ -335,17 +352,48 @@ static void render_wanted(struct session *s)
 	int n = 0;
 
 	pthread_mutex_lock(&s->r->lock);
-	for (struct waiter *w = s->queue; w && n < 8; w = w->next)
+	for (struct reg_wait *w = s->queue; w && n < 8; w = w->next)
 		wanted[n++] = w->h->req;
 	pthread_mutex_unlock(&s->r->lock);
 	for (int i = 0; i < n; i++)
 		render_one(s, &wanted[i]);
 }
 
-static void finish(struct session *s, int err, struct profile *prof)
+/* Which latency bucket ms falls in (the last: above every bound). */
+static unsigned latency_bucket(uint64_t ms)
+{
+	unsigned b = 0;
+
+	while (b < REGISTRY_LATENCY_BUCKETS &&
+	       ms > registry_latency_bounds_ms[b])
+		b++;
+	return b;
+}
+
+static void count_outcome_locked(struct registry *r, struct session *s,
+				 int err, const struct run_outcome *out)
+{
+	struct registry_kind_stats *k = &r->stats.kind[s->key.kind];
+
+	if (err == -ECANCELED) {
+		r->stats.stopped++;
+		k->stopped++;
+	} else if (err) {
+		k->failed++;
+	} else {
+		k->done++;
+	}
+	k->samples += out->samples;
+	k->lost += out->lost;
+	k->latency[latency_bucket(out->elapsed_ms)]++;
+	k->latency_sum_ms += out->elapsed_ms;
+}
+
+static void finish(struct session *s, int err, struct profile *prof,
+		   const struct run_outcome *out)
 {
 	struct registry *r = s->r;
-	struct waiter *queue, *w;
+	struct reg_wait *queue, *w;
 
 	s->prof = prof;
 	if (!err)
@@ -355,12 +403,7 @@ static void finish(struct session *s, int err, struct profile *prof)
 	s->err = err;
 	s->done_ms = mono_ms();
 	r->nrunning--;
-	if (err == -ECANCELED)
-		r->stats.stopped++;
-	else if (err)
-		r->stats.failed[s->key.kind]++;
-	else
-		r->stats.done[s->key.kind]++;
+	count_outcome_locked(r, s, err, out);
 	if (err)	/* never serve a failure from the cache */
 		unlist_locked(r, s);
 	queue = s->queue;
@@ -376,15 +419,17 @@ static void *session_main(void *arg)
 	struct session *s = arg;
 	struct registry *r = s->r;
 	struct profile *prof = NULL;
+	struct run_outcome out = { 0 };
 	int ret;
 	struct run_ctx rc = {
-		.id = s->id, .pid = s->key.pid, .req = &s->req,
+		.id = s->id, .pid = s->key.pid, .uid = s->key.uid,
+		.req = &s->req,
 		.stop = &s->stop, .dsos = r->o.dsos, .heap = r->o.heap,
-		.max_stacks = r->o.max_stacks,
+		.max_stacks = r->o.max_stacks, .offcpu = r->o.offcpu,
 	};
 
-	ret = run_session(&rc, &prof);
-	finish(s, ret, prof);
+	ret = run_session(&rc, &prof, &out);
+	finish(s, ret, prof, &out);
 	pthread_mutex_lock(&r->lock);
 	session_put_locked(s);
 	r->nthreads--;
@@ -394,8 +439,7 @@ static void *session_main(void *arg)
 }
 
 /* why: where a refusal's reason goes, whylen bytes (may be 0). */
-static int start_locked(struct registry *r, pid_t pid,
-			const struct proffs_request *req,
+static int start_locked(struct registry *r, const struct proffs_request *req,
 			const struct session_key *k, struct session **out,
 			char *why, size_t whylen)
 {
@@ -435,13 +479,13 @@ static int start_locked(struct registry *r, pid_t pid,
 	r->nthreads++;
 	r->stats.started++;
 	pr_info("session %u start: pid=%d kind=%s window_ms=%llu hz=%u",
-		s->id, (int)pid, name_kind_str(req->kind),
+		s->id, (int)k->pid, name_kind_str(req->kind),
 		(unsigned long long)k->window_ms, k->hz);
 	*out = s;
 	return 0;
 }
 
-static int open_handle(struct registry *r, pid_t pid,
+static int open_handle(struct registry *r, const struct reg_target *t,
 		       const struct proffs_request *req, bool for_size,
 		       struct reg_handle **out, char *why, size_t whylen)
 {
@@ -454,12 +498,12 @@ static int open_handle(struct registry *r, pid_t pid,
 		snprintf(why, whylen, "out of memory");
 	if (!h)
 		return -ENOMEM;
-	key_of(pid, req, &k);
+	key_of(t, req, &k);
 	pthread_mutex_lock(&r->lock);
 	expire_locked(r);
 	s = find_locked(r, &k, for_size);
 	if (!s)
-		ret = start_locked(r, pid, req, &k, &s, why, whylen);
+		ret = start_locked(r, req, &k, &s, why, whylen);
 	else if (s->done)
 		r->stats.cache_hits++;
 	else
@@ -483,21 +527,20 @@ static int open_handle(struct registry *r, pid_t pid,
 	return 0;
 }
 
-int registry_open(struct registry *r, pid_t pid,
+int registry_open(struct registry *r, const struct reg_target *t,
 		  const struct proffs_request *req, struct reg_handle **out,
 		  char *why, size_t whylen)
 {
-	return open_handle(r, pid, req, false, out, why, whylen);
+	return open_handle(r, t, req, false, out, why, whylen);
 }
 
-static void on_interrupt(fuse_req_t req, void *data)
+/* End a parked wait with -EINTR, unless it was answered already. */
+static void cancel(struct reg_wait *w)
 {
-	struct waiter *w = data;
 	struct registry *r = w->s->r;
-	struct waiter **pp;
+	struct reg_wait **pp;
 	bool reply = false;
 
-	(void)req;
 	pthread_mutex_lock(&r->lock);
 	if (w->state == W_QUEUED) {
 		for (pp = &w->s->queue; *pp != w; pp = &(*pp)->next)
@@ -513,8 +556,14 @@ static void on_interrupt(fuse_req_t req, void *data)
 		answer(w, -EINTR);
 }
 
+static void on_interrupt(fuse_req_t req, void *data)
+{
+	(void)req;
+	cancel(data);
+}
+
 /* Answer w now if the session is done, else queue it until it is. */
-static void park(struct waiter *w)
+static void park(struct reg_wait *w)
 {
 	struct session *s = w->s;
 	struct registry *r = s->r;
@@ -524,8 +573,10 @@ static void park(struct waiter *w)
 	w->next_all = s->all_waiters;
 	s->all_waiters = w;
 	pthread_mutex_unlock(&r->lock);
-	/* May call on_interrupt at once: not under registry.lock. */
-	fuse_req_interrupt_func(w->req, on_interrupt, w);
+	/* May call on_interrupt at once: not under registry.lock. A wait
+	 * that is not a FUSE request is cancelled by registry_wait_cancel. */
+	if (!w->result_cb)
+		fuse_req_interrupt_func(w->req, on_interrupt, w);
 	pthread_mutex_lock(&r->lock);
 	now = s->done || w->interrupted;
 	if (!now) {
@@ -543,30 +594,30 @@ static void park(struct waiter *w)
 void registry_read(struct reg_handle *h, fuse_req_t req, size_t size,
 		   off_t off)
 {
-	struct waiter *w = calloc(1, sizeof(*w));
+	struct reg_wait *w = calloc(1, sizeof(*w));
 
 	if (!w) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	*w = (struct waiter){ .req = req, .s = h->s, .h = h, .size = size,
+	*w = (struct reg_wait){ .req = req, .s = h->s, .h = h, .size = size,
 			      .off = off };
 	park(w);
 }
 
-void registry_wait_size(struct registry *r, pid_t pid,
+void registry_wait_size(struct registry *r, const struct reg_target *t,
 			const struct proffs_request *req, fuse_req_t freq,
 			registry_size_cb cb, void *arg)
 {
 	struct reg_handle *h;
-	struct waiter *w;
+	struct reg_wait *w;
 	char why[96];
 	int ret;
 
-	ret = open_handle(r, pid, req, true, &h, why, sizeof(why));
+	ret = open_handle(r, t, req, true, &h, why, sizeof(why));
 	if (ret) {
 		pr_notice("registry: stat of pid %d kind=%s: %s: cannot start "
-			  "a session: %s", (int)pid, name_kind_str(req->kind),
+			  "a session: %s", (int)t->pid, name_kind_str(req->kind),
 			  strerrorname_np(-ret), why);
 		cb(freq, ret, 0, arg);
 		return;
@@ -577,7 +628,7 @@ void registry_wait_size(struct registry *r, pid_t pid,
 		cb(freq, -ENOMEM, 0, arg);
 		return;
 	}
-	*w = (struct waiter){ .req = freq, .s = h->s, .h = h, .size_cb = cb,
+	*w = (struct reg_wait){ .req = freq, .s = h->s, .h = h, .size_cb = cb,
 			      .size_arg = arg, .own_handle = true };
 	park(w);
 }
@@ -585,15 +636,39 @@ void registry_wait_size(struct registry *r, pid_t pid,
 void registry_handle_size(struct reg_handle *h, fuse_req_t freq,
 			  registry_size_cb cb, void *arg)
 {
-	struct waiter *w = calloc(1, sizeof(*w));
+	struct reg_wait *w = calloc(1, sizeof(*w));
 
 	if (!w) {
 		cb(freq, -ENOMEM, 0, arg);
 		return;
 	}
-	*w = (struct waiter){ .req = freq, .s = h->s, .h = h, .size_cb = cb,
+	*w = (struct reg_wait){ .req = freq, .s = h->s, .h = h, .size_cb = cb,
 			      .size_arg = arg };
 	park(w);
+}
+
+int registry_wait(struct reg_handle *h, registry_result_cb cb, void *arg,
+		  struct reg_wait **out)
+{
+	struct reg_wait *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return -ENOMEM;
+	*w = (struct reg_wait){ .s = h->s, .h = h, .result_cb = cb,
+				.result_arg = arg };
+	*out = w;
+	park(w);
+	return 0;
+}
+
+void registry_wait_cancel(struct reg_wait *w)
+{
+	cancel(w);
+}
+
+void registry_count_bytes(struct registry *r, size_t len)
+{
+	count_served(r, false, len);
 }
 
 static void release_locked(struct registry *r, struct reg_handle *h)
@@ -630,14 +705,14 @@ void registry_release(struct reg_handle *h)
 	pthread_mutex_unlock(&r->lock);
 }
 
-int registry_result_size(struct registry *r, pid_t pid,
+int registry_result_size(struct registry *r, const struct reg_target *t,
 			 const struct proffs_request *req, size_t *size)
 {
 	struct session_key k;
 	struct rendered *o = NULL;
 	struct session *s;
 
-	key_of(pid, req, &k);
+	key_of(t, req, &k);
 	pthread_mutex_lock(&r->lock);
 	expire_locked(r);
 	s = find_locked(r, &k, true);

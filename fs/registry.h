@@ -22,10 +22,12 @@
 #define PROFFS_REGISTRY_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "fuse_lowlevel.h"
 #include "name.h"
+#include "offcpu.h"
 
 struct dso_cache;
 struct heap_agents;
@@ -38,20 +40,47 @@ struct registry_opts {
 	unsigned max_stacks;	/* distinct stacks per session (memory) */
 	struct dso_cache *dsos;	/* borrowed */
 	struct heap_agents *heap;	/* borrowed */
+	enum offcpu_method offcpu;	/* for wall, block and mutex */
 };
 
 int registry_new(const struct registry_opts *o, struct registry **out);
 
-/* What /prof/status shows. */
+/*
+ * Whom a session profiles: process pid, or with pid 0 every process uid
+ * may profile (/prof/all), REG_ANY_UID for every process. Sessions of
+ * different targets are never shared.
+ */
+#define REG_ANY_UID ((uid_t)-1)
+struct reg_target {
+	pid_t pid;
+	uid_t uid;	/* with pid 0 only */
+};
+
+/* Session latency (start to result) is counted in buckets of these
+ * upper bounds, in ms, and one more for anything longer. */
+#define REGISTRY_LATENCY_BUCKETS 8
+extern const unsigned registry_latency_bounds_ms[REGISTRY_LATENCY_BUCKETS];
+
+struct registry_kind_stats {
+	unsigned long long done;	/* sessions that gave a profile */
+	unsigned long long failed;	/* ... that failed */
+	unsigned long long stopped;	/* ... left by every reader */
+	unsigned long long samples;	/* samples their profiles hold */
+	unsigned long long lost;	/* samples dropped (rings full) */
+	unsigned long long latency[REGISTRY_LATENCY_BUCKETS + 1];
+	unsigned long long latency_sum_ms;
+};
+
+/* What /prof/status and /metrics show. */
 struct registry_stats {
 	unsigned running;		/* sessions sampling now */
 	unsigned long long started;	/* sessions ever started */
-	unsigned long long served;	/* reads answered with bytes */
+	unsigned long long served;	/* results answered with bytes */
+	unsigned long long bytes;	/* bytes of results handed out */
 	unsigned long long cache_hits;	/* opens served by a finished result */
 	unsigned long long joined;	/* opens that joined a running session */
 	unsigned long long stopped;	/* sessions left by every reader */
-	unsigned long long failed[PROFFS_KIND__COUNT];	/* by kind */
-	unsigned long long done[PROFFS_KIND__COUNT];	/* by kind */
+	struct registry_kind_stats kind[PROFFS_KIND__COUNT];
 };
 
 void registry_stats(struct registry *r, struct registry_stats *st);
@@ -60,11 +89,11 @@ void registry_stats(struct registry *r, struct registry_stats *st);
 void registry_free(struct registry *r);
 
 /*
- * A handle on the result of req for pid. -EBUSY (max_sessions running),
+ * A handle on the result of req for t. -EBUSY (max_sessions running),
  * -ENOMEM; on failure why (whylen bytes, 0 for none) says why in words
  * for the log, e.g. "max_sessions=4 reached: 4 running".
  */
-int registry_open(struct registry *r, pid_t pid,
+int registry_open(struct registry *r, const struct reg_target *t,
 		  const struct proffs_request *req, struct reg_handle **out,
 		  char *why, size_t whylen);
 
@@ -79,6 +108,28 @@ void registry_read(struct reg_handle *h, fuse_req_t req, size_t size,
 void registry_release(struct reg_handle *h);
 
 /*
+ * A wait for the result of h by a reader that is not a FUSE request (the
+ * HTTP server). cb is called exactly once, from any thread, possibly
+ * before registry_wait() returns: with 0 and the result's bytes, which
+ * stay valid until h is released, or with a negative errno (-EINTR after
+ * registry_wait_cancel()). *out names the wait while h is open; -ENOMEM
+ * (then cb is never called).
+ */
+struct reg_wait;
+typedef void (*registry_result_cb)(void *arg, int err, const uint8_t *buf,
+				   size_t len);
+
+int registry_wait(struct reg_handle *h, registry_result_cb cb, void *arg,
+		  struct reg_wait **out);
+
+/* End the wait as an interrupted read ends: its cb gets -EINTR now,
+ * unless it was called already (then nothing happens). */
+void registry_wait_cancel(struct reg_wait *w);
+
+/* Count len bytes handed out that no registry call counted (a page). */
+void registry_count_bytes(struct registry *r, size_t len);
+
+/*
  * Called once with the size of a result (err 0) or a negative errno
  * (-EINTR when the request was interrupted), from any thread.
  */
@@ -90,7 +141,7 @@ typedef void (*registry_size_cb)(fuse_req_t req, int err, size_t size,
  * its size to cb. For stat of files whose size a client must know before
  * reading (browsers read exactly st_size bytes of an SVG).
  */
-void registry_wait_size(struct registry *r, pid_t pid,
+void registry_wait_size(struct registry *r, const struct reg_target *t,
 			const struct proffs_request *req, fuse_req_t freq,
 			registry_size_cb cb, void *arg);
 
@@ -106,7 +157,7 @@ void registry_handle_size(struct reg_handle *h, fuse_req_t freq,
  * The size of a cached, finished result for req, without waiting: 0 and
  * *size, or -ENOENT when none is ready.
  */
-int registry_result_size(struct registry *r, pid_t pid,
+int registry_result_size(struct registry *r, const struct reg_target *t,
 			 const struct proffs_request *req, size_t *size);
 
 #endif

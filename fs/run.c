@@ -5,34 +5,87 @@
 #include <string.h>
 #include <time.h>
 
+#include "access.h"
 #include "cpu.h"
 #include "heap.h"
 #include "log.h"
+#include "offcpu.h"
 #include "run.h"
 #include "threads.h"
 
 /* What a kind reports of itself on the session's line. */
 struct run_result {
-	char detail[160];	/* "samples=... lost=..." */
+	char detail[256];	/* "samples=... lost=..." */
 	uint64_t window_ms;	/* 0 for a snapshot */
+	uint64_t samples, lost;
 };
+
+/* A whole-host profile's filter: the processes its uid may profile. */
+static bool allowed(pid_t pid, void *arg)
+{
+	const struct run_ctx *c = arg;
+
+	return c->uid == (uid_t)-1 || !access_check(0, c->uid, pid);
+}
 
 static int run_cpu(const struct run_ctx *c, struct profile **out,
 		   struct run_result *r)
 {
+	char title[64];
 	struct cpu_opts o = {
 		.pid = c->pid, .hz = c->req->hz,
 		.window_ms = c->req->window_ms, .cache = c->dsos,
 		.stop = c->stop, .max_stacks = c->max_stacks,
+		.allow = allowed, .allow_arg = (void *)c, .all_title = title,
 	};
 	struct cpu_stats st;
 	int ret;
 
+	if (c->uid == (uid_t)-1)
+		snprintf(title, sizeof(title), "all processes");
+	else
+		snprintf(title, sizeof(title), "all processes of uid %u",
+			 (unsigned)c->uid);
 	r->window_ms = o.window_ms;
 	ret = cpu_profile(&o, out, &st);
+	r->samples = st.samples;
+	r->lost = st.lost;
 	snprintf(r->detail, sizeof(r->detail), "hz=%u samples=%llu lost=%llu",
 		 o.hz, (unsigned long long)st.samples,
 		 (unsigned long long)st.lost);
+	return ret;
+}
+
+static int run_offcpu(const struct run_ctx *c, struct profile **out,
+		      struct run_result *r)
+{
+	static const enum offcpu_kind kinds[PROFFS_KIND__COUNT] = {
+		[PROFFS_KIND_WALL] = OFFCPU_WALL,
+		[PROFFS_KIND_BLOCK] = OFFCPU_BLOCK,
+		[PROFFS_KIND_MUTEX] = OFFCPU_MUTEX,
+	};
+	struct offcpu_opts o = {
+		.pid = c->pid, .kind = kinds[c->req->kind],
+		.method = c->offcpu, .hz = c->req->hz,
+		.window_ms = c->req->window_ms, .cache = c->dsos,
+		.stop = c->stop, .max_stacks = c->max_stacks,
+	};
+	struct offcpu_stats st;
+	int ret;
+
+	r->window_ms = o.window_ms;
+	ret = offcpu_profile(&o, out, &st);
+	snprintf(r->detail, sizeof(r->detail), "method=%s hz=%u threads=%u "
+		 "looks=%llu copies=%llu raced=%llu incomplete=%llu "
+		 "cpu_samples=%llu lost=%llu daemon_cpu_us=%llu",
+		 st.method == OFFCPU_SCHED ? "sched" : "procfs", o.hz,
+		 st.threads, (unsigned long long)st.looks,
+		 (unsigned long long)st.snapshots,
+		 (unsigned long long)st.raced,
+		 (unsigned long long)st.incomplete,
+		 (unsigned long long)st.cpu_samples,
+		 (unsigned long long)st.lost,
+		 (unsigned long long)(st.daemon_cpu_ns / 1000));
 	return ret;
 }
 
@@ -44,6 +97,7 @@ static int run_threads(const struct run_ctx *c, struct profile **out,
 	int ret;
 
 	ret = threads_profile(&o, out, &st);
+	r->samples = st.threads;
 	snprintf(r->detail, sizeof(r->detail), "threads=%u skipped=%u "
 		 "max_hold_us=%llu", st.threads, st.skipped,
 		 (unsigned long long)(st.max_hold_ns / 1000));
@@ -65,6 +119,8 @@ static int run_heap(const struct run_ctx *c, struct profile **out,
 	int ret;
 
 	ret = heap_profile(c->heap, &o, out, &st);
+	/* st.lost counts since the agent was loaded: not this session's. */
+	r->samples = st.samples;
 	/* Without a window, the answer is everything so far - unless
 	 * it had to measure one (it loaded the agent, or used uprobes). */
 	r->window_ms = o.has_window || st.armed_now || st.uprobe ?
@@ -123,7 +179,8 @@ static void log_outcome(const struct run_ctx *c, const struct run_result *r,
 			  strerror(-ret));
 }
 
-int run_session(const struct run_ctx *c, struct profile **out)
+int run_session(const struct run_ctx *c, struct profile **out,
+		struct run_outcome *outcome)
 {
 	struct run_result r = { .detail = "" };
 	uint64_t t0 = mono_ms();
@@ -140,9 +197,16 @@ int run_session(const struct run_ctx *c, struct profile **out)
 	case PROFFS_KIND_ALLOCS:
 		ret = run_heap(c, out, &r);
 		break;
+	case PROFFS_KIND_WALL:
+	case PROFFS_KIND_BLOCK:
+	case PROFFS_KIND_MUTEX:
+		ret = run_offcpu(c, out, &r);
+		break;
 	default:
 		ret = -ENOENT;
 	}
-	log_outcome(c, &r, ret, mono_ms() - t0);
+	*outcome = (struct run_outcome){ .samples = r.samples, .lost = r.lost,
+					 .elapsed_ms = mono_ms() - t0 };
+	log_outcome(c, &r, ret, outcome->elapsed_ms);
 	return ret;
 }

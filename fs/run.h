@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "name.h"
+#include "offcpu.h"
 
 struct dso_cache;
 struct heap_agents;
@@ -25,14 +26,25 @@ struct profile;
 
 struct run_ctx {
 	unsigned id;			/* the session's number, for the log */
-	pid_t pid;
+	pid_t pid;			/* 0: every process uid may profile */
+	uid_t uid;			/* REG_ANY_UID (-1): every process */
 	const struct proffs_request *req;	/* kind, window, hz, rate */
 	const _Atomic bool *stop;
 	struct dso_cache *dsos;
 	struct heap_agents *heap;
 	unsigned max_stacks;
+	enum offcpu_method offcpu;	/* how wall, block, mutex are taken */
 };
 
-int run_session(const struct run_ctx *c, struct profile **out);
+/* What a session measured, for the daemon's counters; filled on failure
+ * too (what was measured before it failed). */
+struct run_outcome {
+	uint64_t samples;	/* samples the profile holds */
+	uint64_t lost;		/* samples dropped (a ring was full) */
+	uint64_t elapsed_ms;	/* start to end, window included */
+};
+
+int run_session(const struct run_ctx *c, struct profile **out,
+		struct run_outcome *outcome);
 
 #endif

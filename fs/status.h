@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * status.h - /prof/status: the daemon's version, uptime, session counters
- * and the requests it refused, as "key: value" lines an operator or a
- * script can read.
+ * status.h - what the daemon has done, for whoever watches it: the same
+ * counters as /prof/status ("key: value" lines an operator or a script
+ * reads) and as GET /metrics over HTTP (Prometheus' text format, 0.0.4):
+ * sessions by kind and result, samples and lost samples, bytes served,
+ * refusals by reason and by way in (the mount or HTTP), heap agent loads
+ * and their outcomes, and session latency as a histogram.
  *
- * Refusals are counted by the FUSE handlers (status_refused()), by errno:
- * every open and every change the daemon answered with an error - the
- * ones each logged with a notice line - whereas errors_<kind> counts
- * sessions that started and failed. Counting is lock-free and may be
- * called from any thread.
+ * Refusals are counted by the FUSE handlers and the HTTP server
+ * (status_refused()), by errno: every open and every change the daemon
+ * answered with an error - the ones each logged with a notice line -
+ * whereas a kind's failed sessions are counted by the registry. Counting
+ * is lock-free and may be called from any thread.
  *
  * On success *buf is malloc()ed and owned by the caller; -ENOMEM.
  */
@@ -19,11 +22,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct heap_agents;
 struct registry;
 
-/* The errnos counted by name; any other counts as refused_other. */
+/* The errnos counted by name; any other counts as other. EKEYREJECTED
+ * stands for an HTTP client without a valid token (401). */
 #define STATUS_REFUSALS(X) X(EACCES) X(EBUSY) X(EINVAL) X(ENOENT) \
-	X(EPERM) X(EROFS)
+	X(EPERM) X(EROFS) X(ENAMETOOLONG) X(EKEYREJECTED)
 
 struct status_refusals {
 #define STATUS_FIELD(e) _Atomic unsigned long long e##_n;
@@ -35,7 +40,20 @@ struct status_refusals {
 /* Count one request refused with err (positive or negative errno). */
 void status_refused(struct status_refusals *c, int err);
 
-int status_text(struct registry *r, const struct status_refusals *c,
-		uint64_t uptime_s, char **buf, size_t *len);
+/* Where the numbers come from; all borrowed. http may be NULL. */
+struct status_src {
+	struct registry *registry;
+	struct heap_agents *heap;
+	const struct status_refusals *fuse;	/* refused through the mount */
+	const struct status_refusals *http;	/* ... over HTTP, or NULL */
+	uint64_t uptime_s;
+};
+
+/* /prof/status: "key: value" lines, every value an integer but the
+ * version's. */
+int status_text(const struct status_src *src, char **buf, size_t *len);
+
+/* GET /metrics: Prometheus' text exposition format. */
+int status_metrics(const struct status_src *src, char **buf, size_t *len);
 
 #endif

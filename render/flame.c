@@ -274,31 +274,37 @@ static void put_label(struct folded_buf *b, const char *name, double w)
 	folded_buf_puts(b, "..");
 }
 
-static void colour(const char *name, bool mem, char out[8])
+/*
+ * Each palette: per channel a base and a span the name's hash moves it
+ * through, and which byte of the hash does (so channels vary apart).
+ */
+static const struct {
+	int base[3], span[3], byte[3];
+} palettes[] = {
+	[FLAME_WARM] = { { 205, 0, 0 }, { 50, 230, 55 }, { 2, 0, 1 } },
+	[FLAME_MEMORY] = { { 0, 170, 0 }, { 40, 70, 60 }, { 0, 1, 2 } },
+	/* cool blues: time spent off the CPU */
+	[FLAME_OFFCPU] = { { 20, 90, 190 }, { 50, 100, 65 }, { 0, 1, 2 } },
+};
+
+static void colour(const char *name, enum flame_palette pal, char out[8])
 {
 	uint32_t h = 2166136261u;
-	double v1, v2, v3;
-	int r, g, bl;
+	int c[3];
 
+	if ((unsigned)pal >= sizeof(palettes) / sizeof(palettes[0]))
+		pal = FLAME_WARM;
 	for (; *name; name++)
 		h = (h ^ (unsigned char)*name) * 16777619u;
-	v1 = (h & 0xff) / 255.0;
-	v2 = ((h >> 8) & 0xff) / 255.0;
-	v3 = ((h >> 16) & 0xff) / 255.0;
-	if (mem) {
-		r = 40 * v1;
-		g = 170 + 70 * v2;
-		bl = 60 * v3;
-	} else {
-		r = 205 + 50 * v3;
-		g = 230 * v1;
-		bl = 55 * v2;
-	}
-	snprintf(out, 8, "#%02x%02x%02x", r & 0xff, g & 0xff, bl & 0xff);
+	for (int i = 0; i < 3; i++)
+		c[i] = palettes[pal].base[i] + (int)(palettes[pal].span[i] *
+			((h >> (8 * palettes[pal].byte[i])) & 0xff) / 255.0);
+	snprintf(out, 8, "#%02x%02x%02x", c[0] & 0xff, c[1] & 0xff,
+		 c[2] & 0xff);
 }
 
 static void put_frame(struct folded_buf *b, struct tree *t, uint32_t i,
-		      int64_t offset, bool mem)
+		      int64_t offset, enum flame_palette mem)
 {
 	const struct fnode *f = &t->nodes[i];
 	const char *name = i ? folded_walk_name(&t->w, f->key) : "all";
@@ -323,7 +329,8 @@ static void put_frame(struct folded_buf *b, struct tree *t, uint32_t i,
 }
 
 /* Depth first, children in name order, without recursion. */
-static int put_frames(struct folded_buf *b, struct tree *t, bool mem)
+static int put_frames(struct folded_buf *b, struct tree *t,
+		      enum flame_palette mem)
 {
 	uint32_t *stack = malloc((t->max_depth + 2) * sizeof(*stack));
 	int64_t *off = malloc((t->max_depth + 2) * sizeof(*off));
@@ -514,7 +521,8 @@ fail:
 }
 
 static void put_document(struct folded_buf *b, struct tree *t,
-			 const char *title, const char *sub, bool mem)
+			 const char *title, const char *sub,
+			 enum flame_palette mem)
 {
 	int h = TOP + (t->max_depth + 1) * FRAME_H + BOTTOM;
 
@@ -578,7 +586,7 @@ int flame_render(const struct profile *p, const struct flame_opts *o,
 	if (ret)
 		goto out;
 	put_document(&out, &t, o->title ? o->title : title,
-		     o->subtitle ? o->subtitle : sub, o->memory_palette);
+		     o->subtitle ? o->subtitle : sub, o->palette);
 	ret = folded_buf_finish(&out, buf, len);
 out:
 	free(title);

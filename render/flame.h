@@ -13,8 +13,8 @@
  * expression; the script's global search(re) does the same and returns
  * the percentage); id="matched" shows "Matched: NN.N%" (frames nested in
  * a matching frame are not counted twice); id="details" shows the frame
- * under the pointer. Colours come from a hash of the name: warm, or
- * green with memory_palette.
+ * under the pointer. Colours come from a hash of the name, in the
+ * palette's hues: warm (CPU), green (memory), cool blue (off-CPU time).
  *
  * Size is bounded: frames narrower than min_width_px are left out (their
  * value stays in their parent), and if more than FLAME_MAX_FRAMES remain
@@ -35,11 +35,17 @@
 
 struct profile;
 
+enum flame_palette {
+	FLAME_WARM,		/* red to yellow: CPU */
+	FLAME_MEMORY,		/* greens: heap, allocs */
+	FLAME_OFFCPU,		/* cool blues: wall, block, mutex */
+};
+
 struct flame_opts {
 	int sample_index;	/* -1: default type, as folded_render() */
 	const char *title;	/* NULL: "<kind> profile: pid N (command)" */
 	const char *subtitle;	/* NULL: sample type, window and total */
-	bool memory_palette;	/* greens instead of warm colours */
+	enum flame_palette palette;	/* 0: warm */
 	double min_width_px;	/* 0: 0.1; negative: keep every frame */
 };
 

@@ -3,11 +3,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -43,10 +45,19 @@ static int read_path(const char *path, char *buf, size_t size, size_t *len)
 int proc_read(pid_t pid, const char *what, char *buf, size_t size,
 	      size_t *len)
 {
-	char path[64];
+	char path[128];
 
 	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
 	return read_path(path, buf, size, len);
+}
+
+int proc_read_text(pid_t pid, const char *what, char *buf, size_t size)
+{
+	size_t len;
+	int ret = proc_read(pid, what, buf, size - 1, &len);
+
+	buf[ret ? 0 : len] = '\0';
+	return ret;
 }
 
 static void strip_newline(char *s)
@@ -122,13 +133,14 @@ int proc_cmdline_str(pid_t pid, char *buf, size_t size)
 	return 0;
 }
 
-int proc_state(pid_t pid, char *state)
+/* The state letter of a stat file (of a process or a thread). */
+static int stat_state(pid_t pid, const char *what, char *state)
 {
 	char buf[512], *paren;
 	size_t len;
 	int ret;
 
-	ret = proc_read(pid, "stat", buf, sizeof(buf) - 1, &len);
+	ret = proc_read(pid, what, buf, sizeof(buf) - 1, &len);
 	if (ret)
 		return ret;
 	buf[len] = '\0';
@@ -139,6 +151,28 @@ int proc_state(pid_t pid, char *state)
 		return -EINVAL;
 	*state = paren[2];
 	return 0;
+}
+
+int proc_state(pid_t pid, char *state)
+{
+	return stat_state(pid, "stat", state);
+}
+
+int proc_task_sched(pid_t pid, pid_t tid, uint64_t *run_ns, char *state)
+{
+	char what[64], buf[128];
+	size_t len;
+	int ret;
+
+	snprintf(what, sizeof(what), "task/%d/schedstat", (int)tid);
+	ret = proc_read(pid, what, buf, sizeof(buf) - 1, &len);
+	if (ret)
+		return ret;
+	buf[len] = '\0';
+	if (sscanf(buf, "%" SCNu64, run_ns) != 1)
+		return -EINVAL;
+	snprintf(what, sizeof(what), "task/%d/stat", (int)tid);
+	return stat_state(pid, what, state);
 }
 
 bool proc_alive(pid_t pid)
@@ -175,15 +209,14 @@ int proc_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len)
 			  len);
 }
 
-int proc_tasks(pid_t pid, pid_t **tids, size_t *n)
+/* The numeric entries of a /proc directory. */
+static int list_ids(const char *path, pid_t **ids, size_t *n)
 {
 	size_t cap = 16, cnt = 0;
-	char path[64];
 	struct dirent *de;
 	pid_t *v, tid;
 	DIR *dir;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
 	dir = opendir(path);
 	if (!dir)
 		return -errno;
@@ -209,8 +242,44 @@ int proc_tasks(pid_t pid, pid_t **tids, size_t *n)
 		v[cnt++] = tid;
 	}
 	closedir(dir);
-	*tids = v;
+	*ids = v;
 	*n = cnt;
+	return 0;
+}
+
+int proc_tasks(pid_t pid, pid_t **tids, size_t *n)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	return list_ids(path, tids, n);
+}
+
+int proc_pids(pid_t **pids, size_t *n)
+{
+	return list_ids("/proc", pids, n);
+}
+
+int proc_stat_fields(pid_t pid, pid_t *ppid, unsigned long long *start)
+{
+	char buf[1024], *p;
+	unsigned long long t;
+	size_t len;
+	int pp, ret;
+
+	ret = proc_read(pid, "stat", buf, sizeof(buf) - 1, &len);
+	if (ret)
+		return ret;
+	buf[len] = '\0';
+	/* The command may hold anything, ')' too: fields follow the last. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+			 "%*u %*u %*d %*d %*d %*d %*d %*d %llu", &pp, &t) != 2)
+		return -EINVAL;
+	if (ppid)
+		*ppid = pp;
+	if (start)
+		*start = t;
 	return 0;
 }
 
@@ -267,4 +336,18 @@ bool proc_parse_pid(const char *name, pid_t *pid)
 	}
 	*pid = (pid_t)v;
 	return true;
+}
+
+int proc_thread_nice(int nice)
+{
+	pid_t tid = gettid();
+	int cur;
+
+	errno = 0;
+	cur = getpriority(PRIO_PROCESS, tid);
+	if (cur == -1 && errno)
+		return -errno;
+	if (cur <= nice)
+		return 0;
+	return setpriority(PRIO_PROCESS, tid, nice) ? -errno : 0;
 }

@@ -20,6 +20,9 @@
 int proc_read(pid_t pid, const char *what, char *buf, size_t size,
 	      size_t *len);
 
+/* The same as text: at most size - 1 bytes, NUL-terminated. */
+int proc_read_text(pid_t pid, const char *what, char *buf, size_t size);
+
 /* Thread name (comm) of tid in pid, NUL-terminated, newline stripped. */
 int proc_comm(pid_t pid, pid_t tid, char *buf, size_t size);
 
@@ -28,6 +31,14 @@ int proc_cmdline_str(pid_t pid, char *buf, size_t size);
 
 /* One-letter state from /proc/PID/stat ('R', 'S', 'Z', ...). */
 int proc_state(pid_t pid, char *state);
+
+/*
+ * What the scheduler says of thread tid of pid: the CPU time it has run,
+ * in ns (/proc/PID/task/TID/schedstat), and its one-letter state (its
+ * stat). A thread's progress, where wall time says nothing on a busy
+ * machine.
+ */
+int proc_task_sched(pid_t pid, pid_t tid, uint64_t *run_ns, char *state);
 
 /* True while the process exists and is neither zombie nor dead. */
 bool proc_alive(pid_t pid);
@@ -40,6 +51,14 @@ int proc_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len);
 
 /* The thread ids of pid; *tids is malloc()ed, the caller frees it. */
 int proc_tasks(pid_t pid, pid_t **tids, size_t *n);
+
+/* Every process id in /proc; *pids is malloc()ed, the caller frees it. */
+int proc_pids(pid_t **pids, size_t *n);
+
+/* From /proc/PID/stat: the parent's pid and when the process started
+ * (clock ticks since boot: tells a reused pid apart, and orders by age).
+ * Either pointer may be NULL. */
+int proc_stat_fields(pid_t pid, pid_t *ppid, unsigned long long *start);
 
 struct proc_creds {
 	uid_t ruid, euid, suid;
@@ -56,6 +75,10 @@ struct proc_creds {
 int proc_ns_tid(pid_t pid, pid_t tid, pid_t *out);
 /* Credentials from /proc/PID/status, and the owner of that file. */
 int proc_creds(pid_t pid, struct proc_creds *creds);
+
+/* Move the calling thread to nice (lower is more urgent) unless it is
+ * there or lower already: 0, or -EACCES/-EPERM without CAP_SYS_NICE. */
+int proc_thread_nice(int nice);
 
 /* True when the directory-entry name is a pid ("1234"); stores it. */
 bool proc_parse_pid(const char *name, pid_t *pid);

@@ -576,6 +576,26 @@ const struct pf_sample *profile_sample(const struct profile *p, size_t i)
 	return i < p->samples.n ? vec_at(&p->samples, i) : NULL;
 }
 
+int profile_deliver(struct profile *p, int ret, int64_t time_nanos,
+		    int64_t duration_nanos, struct profile **out)
+{
+	if (ret) {
+		profile_free(p);
+		return ret;
+	}
+	p->h.time_nanos = time_nanos;
+	p->h.duration_nanos = duration_nanos;
+	*out = p;
+	return 0;
+}
+
+int64_t *profile_sample_values(struct profile *p, size_t i)
+{
+	struct pf_sample *s = i < p->samples.n ? vec_at(&p->samples, i) : NULL;
+
+	return s ? s->values : NULL;
+}
+
 size_t profile_nmappings(const struct profile *p)
 {
 	return p->mappings.n;

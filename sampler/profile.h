@@ -169,6 +169,21 @@ int profile_add_sample(struct profile *p, const uint64_t *loc_ids,
 		       uint32_t nlabels, const int64_t *values);
 
 /*
+ * The end of a sampler's window: with ret 0, p gets the window (its
+ * start in unix nanoseconds, its length) and goes to *out; with an
+ * error, p is freed (NULL is fine) and ret returned.
+ */
+int profile_deliver(struct profile *p, int ret, int64_t time_nanos,
+		    int64_t duration_nanos, struct profile **out);
+
+/*
+ * The values of sample i, to change in place: for a writer that weighs
+ * its samples once the window is over (the off-CPU kinds scale sampled
+ * times to measured totals). NULL when i is out of range.
+ */
+int64_t *profile_sample_values(struct profile *p, size_t i);
+
+/*
  * A copy of src whose samples lose the labels with the keys named in drop
  * (a NULL-terminated list) and so merge where only those differed: e.g.
  * one sample per thread -> one sample per (stack, remaining labels).

@@ -85,14 +85,12 @@ int tracee_tracer_of(pid_t pid, const char *what, pid_t *tracer)
 {
 	char path[64], buf[2048];
 	const char *l;
-	size_t len;
 	int ret;
 
 	snprintf(path, sizeof(path), "%s/status", what);
-	ret = proc_read(pid, path, buf, sizeof(buf) - 1, &len);
+	ret = proc_read_text(pid, path, buf, sizeof(buf));
 	if (ret)
 		return ret;
-	buf[len] = '\0';
 	l = strstr(buf, "\nTracerPid:");
 	*tracer = l ? (pid_t)atoi(l + 11) : 0;
 	return 0;
@@ -103,16 +101,14 @@ int tracee_seize_refused(pid_t pid, pid_t tid)
 	char what[64], buf[2048];
 	const char *l;
 	pid_t tracer;
-	size_t len;
 	int ret;
 
 	/* The kernel will not attach to a thread that has begun to exit
 	 * (a zombie until it is reaped): EPERM, where ESRCH is meant. */
 	snprintf(what, sizeof(what), "task/%d/status", (int)tid);
-	ret = proc_read(pid, what, buf, sizeof(buf) - 1, &len);
+	ret = proc_read_text(pid, what, buf, sizeof(buf));
 	if (ret)
 		return ret == -ENOENT || ret == -ESRCH ? -ESRCH : -EPERM;
-	buf[len] = '\0';
 	l = strstr(buf, "\nState:\t");
 	if (l && (l[8] == 'Z' || l[8] == 'X'))
 		return -ESRCH;
@@ -126,23 +122,16 @@ int tracee_seize_refused(pid_t pid, pid_t tid)
 	return -EPERM;
 }
 
-int tracee_syscall_regs(pid_t pid, pid_t tid, long *sysno,
-			struct unwind_regs *r)
+int tracee_syscall_parse(const char *text, long *sysno,
+			 struct unwind_regs *r)
 {
 	static const enum unwind_reg args[6] = {
 		UREG_RDI, UREG_RSI, UREG_RDX, UREG_R10, UREG_R8, UREG_R9,
 	};
-	char what[64], buf[256];
 	unsigned long long v[9];
-	size_t len;
-	int n, ret;
+	int n;
 
-	snprintf(what, sizeof(what), "task/%d/syscall", (int)tid);
-	ret = proc_read(pid, what, buf, sizeof(buf) - 1, &len);
-	if (ret)
-		return ret;
-	buf[len] = '\0';
-	n = sscanf(buf, "%lli %llx %llx %llx %llx %llx %llx %llx %llx",
+	n = sscanf(text, "%lli %llx %llx %llx %llx %llx %llx %llx %llx",
 		   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
 		   &v[8]);
 	if (n != 9 && n != 3)	/* "running", or "-1 sp pc" outside one */
@@ -154,4 +143,15 @@ int tracee_syscall_regs(pid_t pid, pid_t tid, long *sysno,
 	r->r[UREG_RSP] = v[n - 2];
 	r->r[UREG_RIP] = v[n - 1];
 	return 0;
+}
+
+int tracee_syscall_regs(pid_t pid, pid_t tid, long *sysno,
+			struct unwind_regs *r)
+{
+	char what[64], buf[256];
+	int ret;
+
+	snprintf(what, sizeof(what), "task/%d/syscall", (int)tid);
+	ret = proc_read_text(pid, what, buf, sizeof(buf));
+	return ret ? ret : tracee_syscall_parse(buf, sysno, r);
 }

@@ -56,4 +56,12 @@ int tracee_seize_refused(pid_t pid, pid_t tid);
 int tracee_syscall_regs(pid_t pid, pid_t tid, long *sysno,
 			struct unwind_regs *r);
 
+/*
+ * The same from the text of such a file, NUL-terminated: *sysno is -1
+ * for a thread off the CPU outside a system call (only sp and pc then).
+ * -ENODATA for "running" or anything else.
+ */
+int tracee_syscall_parse(const char *text, long *sysno,
+			 struct unwind_regs *r);
+
 #endif

@@ -18,6 +18,9 @@
 #define HEAP PROFFS_KIND_HEAP
 #define ALLOCS PROFFS_KIND_ALLOCS
 #define GOR PROFFS_KIND_GOROUTINE
+#define WALL PROFFS_KIND_WALL
+#define BLOCK PROFFS_KIND_BLOCK
+#define MUTEX PROFFS_KIND_MUTEX
 #define PBGZ PROFFS_FMT_PB_GZ
 #define PB PROFFS_FMT_PB
 #define SVG PROFFS_FMT_SVG
@@ -55,6 +58,9 @@ static const struct name_case cases[] = {
 	OK("allocs", ALLOCS, PBGZ),
 	OK("goroutine", GOR, PBGZ),
 	OK("threads", GOR, PBGZ),
+	OK("wall", WALL, PBGZ),
+	OK("block", BLOCK, PBGZ),
+	OK("mutex", MUTEX, PBGZ),
 	/* formats */
 	OK("cpu.pb.gz", CPU, PBGZ),
 	OK("cpu.pb", CPU, PB),
@@ -67,12 +73,19 @@ static const struct name_case cases[] = {
 	OK("allocs.pb", ALLOCS, PB),
 	OK("goroutine.txt", GOR, TXT),
 	OK("threads.folded", GOR, FOLDED),
+	OK("wall.svg", WALL, SVG),
+	OK("block.txt", BLOCK, TXT),
+	OK("mutex.folded", MUTEX, FOLDED),
+	OK("mutex.pb", MUTEX, PB),
 	/* durations */
 	OK("cpu_30s.pb.gz", CPU, PBGZ, .win = 30000),
 	OK("cpu_500ms", CPU, PBGZ, .win = 500),
 	OK("cpu_1s.svg", CPU, SVG, .win = 1000),
 	OK("flame_5s", CPU, SVG, .win = 5000),
 	OK("heap_10s.txt", HEAP, TXT, .win = 10000),
+	OK("wall_10s", WALL, PBGZ, .win = 10000),
+	OK("block_250ms.svg", BLOCK, SVG, .win = 250),
+	INVAL("mutex_0s", MUTEX, PBGZ),
 	OK("cpu_030s", CPU, PBGZ, .win = 30000),
 	OK("cpu_1ms", CPU, PBGZ, .win = 1),
 	OK("cpu_31536000s", CPU, PBGZ, .win = 31536000000ull),
@@ -103,6 +116,12 @@ static const struct name_case cases[] = {
 	OK("goroutine?debug=1.txt", GOR, TXT, .debug = 1),
 	OK("threads?debug=0", GOR, PBGZ),
 	OK("threads?debug=00.txt", GOR, TXT),
+	OK("wall_10s?hz=99", WALL, PBGZ, .win = 10000, .hz = 99),
+	OK("block?seconds=5.txt", BLOCK, TXT, .win = 5000),
+	OK("mutex.svg?sample=contentions", MUTEX, SVG,
+	   .sample = "contentions"),
+	INVAL("wall?hz=0.svg", WALL, SVG),
+	INVAL("block_2s?seconds=3", BLOCK, PBGZ),
 	/* each parameter at its limits */
 	OK("cpu?hz=999", CPU, PBGZ, .hz = 999),
 	OK("cpu?hz=1", CPU, PBGZ, .hz = 1),
@@ -152,7 +171,9 @@ static const struct name_case cases[] = {
 	NOENT("cpux"),
 	NOENT("cp"),
 	NOENT("memory"),
-	NOENT("block.pb.gz"),
+	NOENT("blocked.pb.gz"),
+	NOENT("Wall"),
+	NOENT("mutexes"),
 	NOENT("cpu."),
 	NOENT("cpu.gz"),
 	NOENT("cpu.json"),
@@ -294,7 +315,8 @@ static void test_length(void)
 static void test_strings(void)
 {
 	static const char *const kinds[] = { "cpu", "heap", "allocs",
-					     "goroutine" };
+					     "goroutine", "wall", "block",
+					     "mutex" };
 	static const char *const fmts[] = { "pb.gz", "pb", "svg", "txt",
 					    "folded" };
 	struct proffs_request r;

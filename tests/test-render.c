@@ -464,7 +464,7 @@ static void test_flame_small(void)
 	      count(svg, "class=\"frame\""));
 	MUST(flame_render(p, NULL, &again, &alen));
 	CHECK(alen == len && !memcmp(svg, again, len), "deterministic");
-	o.memory_palette = true;
+	o.palette = FLAME_MEMORY;
 	o.title = "T<1>";
 	o.subtitle = "S&2";
 	MUST(flame_render(p, &o, &mem, &mlen));

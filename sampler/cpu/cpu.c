@@ -20,7 +20,11 @@
 #define MAX_FRAMES 128
 #define POLL_MS 100
 #define THREAD_SLOTS 4096	/* power of two; more threads share names */
-/* See raise_priority(). */
+#define PROC_BUCKETS 256
+/* Processes a whole-host profile unwinds; samples of more are skipped
+ * and counted (each holds an unwinder and a symbolizer). */
+#define PROC_MAX 2048
+/* See cpu_raise_priority(). */
 #define SAMPLER_NICE -10
 
 struct thread_slot {
@@ -29,13 +33,25 @@ struct thread_slot {
 	int64_t name_str;
 };
 
-struct cpu_run {
+/* What samples of one process need: its maps, unwinder, symbolizer and,
+ * for a whole-host profile, its labels. */
+struct proc_ctx {
 	pid_t pid;
-	struct profile *p;
+	bool allowed;		/* else its samples are skipped */
 	struct proc_maps *maps;
 	struct unwinder *unw;
 	struct symbolizer *sym;
-	int64_t key_thread, key_thread_name;
+	int64_t pid_str, comm_str;
+	struct proc_ctx *next;	/* in its bucket */
+};
+
+struct cpu_run {
+	const struct cpu_opts *o;
+	struct profile *p;
+	struct proc_ctx *procs[PROC_BUCKETS];
+	struct proc_ctx *last;		/* the last sample's, a fast path */
+	unsigned nprocs;		/* contexts that unwind (PROC_MAX) */
+	int64_t key_thread, key_thread_name, key_pid, key_comm;
 	struct thread_slot *threads;	/* THREAD_SLOTS */
 	struct cpu_stats *st;
 	uint32_t max_stacks;
@@ -52,7 +68,7 @@ static uint64_t clock_ns(clockid_t clk)
 }
 
 /* The thread's label strings, read from /proc the first time it shows. */
-static int thread_labels(struct cpu_run *run, uint32_t tid,
+static int thread_labels(struct cpu_run *run, uint32_t pid, uint32_t tid,
 			 struct pf_label labels[2])
 {
 	struct thread_slot *t = NULL;
@@ -67,7 +83,7 @@ static int thread_labels(struct cpu_run *run, uint32_t tid,
 		t->tid = tid;
 		snprintf(buf, sizeof(buf), "%u", tid);
 		t->tid_str = profile_intern(run->p, buf);
-		if (proc_comm(run->pid, tid, buf, sizeof(buf)))
+		if (proc_comm(pid, tid, buf, sizeof(buf)))
 			strcpy(buf, "?");
 		t->name_str = profile_intern(run->p, buf);
 		if (t->tid_str < 0 || t->name_str < 0) {
@@ -107,20 +123,100 @@ static int overflow_location(struct cpu_run *run, uint64_t *loc)
 	return ret;
 }
 
+static void proc_ctx_free(struct proc_ctx *c)
+{
+	symbolizer_free(c->sym);
+	unwinder_free(c->unw);
+	maps_free(c->maps);
+	free(c);
+}
+
+/* Maps, unwinder and symbolizer of c->pid, and its labels. */
+static int proc_ctx_load(struct cpu_run *run, struct proc_ctx *c)
+{
+	char buf[32];
+	int ret;
+
+	ret = maps_load(c->pid, run->o->cache, &c->maps);
+	if (!ret)
+		ret = unwinder_new(c->maps, &c->unw);
+	if (!ret)
+		ret = symbolizer_new(run->p, c->maps, &c->sym);
+	if (ret || run->o->pid)
+		return ret;
+	snprintf(buf, sizeof(buf), "%d", (int)c->pid);
+	c->pid_str = profile_intern(run->p, buf);
+	if (proc_comm(c->pid, c->pid, buf, sizeof(buf)))
+		strcpy(buf, "?");
+	c->comm_str = profile_intern(run->p, buf);
+	return c->pid_str < 0 || c->comm_str < 0 ? -ENOMEM : 0;
+}
+
+/*
+ * The context of pid, made the first time it shows. A process the
+ * caller may not see, gone already, or past PROC_MAX gets a context
+ * that skips its samples; only running out of memory fails.
+ */
+static int proc_ctx_get(struct cpu_run *run, pid_t pid, bool must_load,
+			struct proc_ctx **out)
+{
+	struct proc_ctx **head = &run->procs[(uint32_t)pid % PROC_BUCKETS];
+	struct proc_ctx *c;
+	int ret;
+
+	if (run->last && run->last->pid == pid) {
+		*out = run->last;
+		return 0;
+	}
+	for (c = *head; c && c->pid != pid; c = c->next)
+		;
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		c->pid = pid;
+		c->next = *head;
+		*head = c;
+		c->allowed = !run->o->allow ||
+			     run->o->allow(pid, run->o->allow_arg);
+		if (c->allowed && run->nprocs == PROC_MAX) {
+			run->st->skipped_procs++;
+			c->allowed = false;
+		}
+		if (c->allowed) {
+			ret = proc_ctx_load(run, c);
+			if (ret && (must_load || ret == -ENOMEM))
+				return ret;
+			c->allowed = !ret;
+			run->nprocs += c->allowed;
+		}
+	}
+	run->last = c;
+	*out = c;
+	return 0;
+}
+
 static void on_sample(const struct perf_sample *s, void *arg)
 {
 	struct cpu_run *run = arg;
 	uint64_t pcs[MAX_FRAMES], locs[MAX_FRAMES];
 	int64_t values[2] = { 1, (int64_t)s->period };
-	struct pf_label labels[2];
-	int n, ret;
+	struct pf_label labels[4];
+	struct proc_ctx *c;
+	int n, nlabels = 2, ret;
 
-	if (run->err || s->pid != (uint32_t)run->pid)
+	if (run->err || !s->pid ||
+	    (run->o->pid && s->pid != (uint32_t)run->o->pid))
 		return;
-	unwind_stack(run->unw, &s->regs, s->stack, s->stack_len, pcs,
+	ret = proc_ctx_get(run, s->pid, false, &c);
+	if (ret)
+		goto fail;
+	if (!c->allowed)
+		return;
+	unwind_stack(c->unw, &s->regs, s->stack, s->stack_len, pcs,
 		     MAX_FRAMES, &n);
 	for (int i = 0; i < n; i++) {
-		ret = symbolizer_location(run->sym, pcs[i], &locs[i]);
+		ret = symbolizer_location(c->sym, pcs[i], &locs[i]);
 		if (ret)
 			goto fail;
 	}
@@ -130,9 +226,16 @@ static void on_sample(const struct perf_sample *s, void *arg)
 			goto fail;
 		n = 1;
 	}
-	ret = thread_labels(run, s->tid, labels);
+	ret = thread_labels(run, s->pid, s->tid, labels);
+	if (!run->o->pid) {
+		labels[nlabels++] = (struct pf_label){ .key = run->key_pid,
+						       .str = c->pid_str };
+		labels[nlabels++] = (struct pf_label){ .key = run->key_comm,
+						       .str = c->comm_str };
+	}
 	if (!ret)
-		ret = profile_add_sample(run->p, locs, n, labels, 2, values);
+		ret = profile_add_sample(run->p, locs, n, labels, nlabels,
+					 values);
 	if (ret)
 		goto fail;
 	run->st->samples++;
@@ -150,17 +253,13 @@ fail:
  * the rendering and the reply that follow on this thread are as urgent,
  * so the priority stays (see cpu.h).
  */
-static void raise_priority(void)
+void cpu_raise_priority(void)
 {
-	pid_t tid = gettid();
-	int cur;
+	int ret = proc_thread_nice(SAMPLER_NICE);
 
-	errno = 0;
-	cur = getpriority(PRIO_PROCESS, tid);
-	if ((cur != -1 || !errno) && cur > SAMPLER_NICE &&
-	    setpriority(PRIO_PROCESS, tid, SAMPLER_NICE))
+	if (ret)
 		pr_debug("cpu: cannot raise the sampling thread's priority: "
-			 "%s", strerror(errno));
+			 "%s", strerror(-ret));
 }
 
 static int setup_profile(struct cpu_run *run, const struct cpu_opts *o)
@@ -179,13 +278,19 @@ static int setup_profile(struct cpu_run *run, const struct cpu_opts *o)
 		return -ENOMEM;
 	run->key_thread = profile_intern(run->p, "thread");
 	run->key_thread_name = profile_intern(run->p, "thread_name");
+	run->key_pid = profile_intern(run->p, "pid");
+	run->key_comm = profile_intern(run->p, "comm");
 	h = profile_header(run->p);
 	h->pid = o->pid;
-	if (proc_cmdline_str(o->pid, cmd, sizeof(cmd)))
+	if (!o->pid)
+		snprintf(cmd, sizeof(cmd), "%s", o->all_title ? o->all_title
+				: "all processes");
+	else if (proc_cmdline_str(o->pid, cmd, sizeof(cmd)))
 		cmd[0] = '\0';
 	h->command = profile_intern(run->p, cmd);
 	h->kind = profile_intern(run->p, "cpu");
 	if (run->key_thread < 0 || run->key_thread_name < 0 ||
+	    run->key_pid < 0 || run->key_comm < 0 ||
 	    h->command < 0 || h->kind < 0)
 		return -ENOMEM;
 	run->threads = calloc(THREAD_SLOTS, sizeof(*run->threads));
@@ -212,7 +317,7 @@ static int sample_window(struct cpu_run *run, struct perf_rec *rec,
 			ret = -ECANCELED;
 			break;
 		}
-		if (now - looked >= POLL_MS * 1000000ull) {
+		if (o->pid && now - looked >= POLL_MS * 1000000ull) {
 			looked = now;
 			if (!proc_alive(o->pid)) {
 				*exited = true;
@@ -231,6 +336,16 @@ static int sample_window(struct cpu_run *run, struct perf_rec *rec,
 	return ret ? ret : run->err;
 }
 
+static int note_skipped(struct profile *p, uint64_t n)
+{
+	char text[160];
+
+	snprintf(text, sizeof(text), "proffs: samples of %llu processes past "
+		 "the first %u were skipped", (unsigned long long)n,
+		 PROC_MAX);
+	return profile_add_comment(p, text);
+}
+
 static int note_exit(struct profile *p, const struct cpu_opts *o,
 		     uint64_t elapsed_ns)
 {
@@ -245,18 +360,44 @@ static int note_exit(struct profile *p, const struct cpu_opts *o,
 
 static void run_free(struct cpu_run *run)
 {
-	symbolizer_free(run->sym);
-	unwinder_free(run->unw);
-	maps_free(run->maps);
+	for (size_t b = 0; b < PROC_BUCKETS; b++)
+		for (struct proc_ctx *c = run->procs[b], *next; c; c = next) {
+			next = c->next;
+			proc_ctx_free(c);
+		}
 	free(run->threads);
+}
+
+/* Samples the caller may see of every process: per-CPU events where the
+ * daemon may open them (one event per CPU, whatever the number of
+ * processes and threads), else the threads of every process allowed now. */
+static int open_all(const struct cpu_opts *o, struct perf_rec **rec)
+{
+	pid_t *pids = NULL;
+	size_t n = 0, kept = 0;
+	int ret;
+
+	ret = perf_open_system(o->hz, rec);
+	if (ret != -EACCES && ret != -EPERM)
+		return ret;
+	ret = proc_pids(&pids, &n);
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < n; i++)
+		if (!o->allow || o->allow(pids[i], o->allow_arg))
+			pids[kept++] = pids[i];
+	ret = kept ? perf_open_pids(pids, kept, o->hz, rec) : -ESRCH;
+	free(pids);
+	return ret;
 }
 
 int cpu_profile(const struct cpu_opts *o, struct profile **out,
 		struct cpu_stats *stats)
 {
-	struct cpu_run run = { .pid = o->pid, .st = stats,
+	struct cpu_run run = { .o = o, .st = stats,
 			       .max_stacks = o->max_stacks };
 	struct perf_rec *rec = NULL;
+	struct proc_ctx *c;
 	bool exited = false;
 	int64_t t0;
 	int ret;
@@ -264,17 +405,16 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 	memset(stats, 0, sizeof(*stats));
 	if (!o->hz || !o->window_ms)
 		return -EINVAL;
-	raise_priority();
+	cpu_raise_priority();
 	ret = setup_profile(&run, o);
-	if (!ret)
-		ret = maps_load(o->pid, o->cache, &run.maps);
-	if (!ret)
-		ret = unwinder_new(run.maps, &run.unw);
-	if (!ret)
-		ret = symbolizer_new(run.p, run.maps, &run.sym);
+	/* One process: what it needs first, so that a wrong pid fails
+	 * before any event is opened. */
+	if (!ret && o->pid)
+		ret = proc_ctx_get(&run, o->pid, true, &c);
 	t0 = clock_ns(CLOCK_REALTIME);
 	if (!ret)
-		ret = perf_open(o->pid, o->hz, &rec);
+		ret = o->pid ? perf_open(o->pid, o->hz, &rec)
+			     : open_all(o, &rec);
 	if (!ret)
 		ret = sample_window(&run, rec, o, &exited);
 	if (rec)
@@ -282,17 +422,10 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 	perf_close(rec);
 	if (!ret && exited)
 		ret = note_exit(run.p, o, stats->elapsed_ns);
-	if (!ret) {
-		profile_header(run.p)->time_nanos = t0;
-		profile_header(run.p)->duration_nanos = stats->elapsed_ns;
-	}
+	if (!ret && stats->skipped_procs)
+		ret = note_skipped(run.p, stats->skipped_procs);
 	run_free(&run);
-	if (ret == -ENOENT)
-		ret = -ESRCH;
-	if (ret) {
-		profile_free(run.p);
-		return ret;
-	}
-	*out = run.p;
-	return 0;
+	/* a /proc file of the process gone: the process is */
+	return profile_deliver(run.p, ret == -ENOENT ? -ESRCH : ret, t0,
+			       stats->elapsed_ns, out);
 }

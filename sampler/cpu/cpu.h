@@ -8,6 +8,14 @@
  * period cpu/nanoseconds = 1e9/hz, and string labels thread (tid) and
  * thread_name (comm). Memory grows with distinct stacks only.
  *
+ * With pid 0 it profiles every process allow() admits, like perf record
+ * -a: one event per CPU for the whole machine where the daemon may open
+ * such events (root, CAP_PERFMON), so a sample costs what it costs for
+ * one process; else one per thread of each process admitted when the
+ * window starts. Each process gets its own maps, unwinder and
+ * symbolizer the first time one of its samples comes (at most 2,048;
+ * samples of more are skipped and a comment counts them).
+ *
  * It blocks for the window, on the calling thread. It returns early with
  * -ECANCELED when *stop becomes true (checked every 50 ms), and early with
  * the partial profile (and a comment saying so) when the process exits.
@@ -33,7 +41,15 @@ struct dso_cache;
 struct profile;
 
 struct cpu_opts {
+	/* The process, or 0 for every process allowed (a whole-host
+	 * profile, like perf record -a): then each sample also has the
+	 * string labels pid and comm (the process's). */
 	pid_t pid;
+	/* With pid 0: whether samples of a process go in the profile, asked
+	 * once per process (NULL: all); the profile's command string. */
+	bool (*allow)(pid_t pid, void *arg);
+	void *allow_arg;
+	const char *all_title;
 	uint32_t hz;
 	uint64_t window_ms;
 	struct dso_cache *cache;	/* shared across sessions */
@@ -46,10 +62,15 @@ struct cpu_opts {
 struct cpu_stats {
 	uint64_t samples;	/* samples added */
 	uint64_t lost;		/* dropped by the kernel (ring full) */
+	uint64_t skipped_procs;	/* whole host: processes past the limit */
 	uint64_t elapsed_ns;
 };
 
 int cpu_profile(const struct cpu_opts *o, struct profile **out,
 		struct cpu_stats *stats);
+
+/* Move the calling thread to nice -10 when allowed (see above); for the
+ * other kinds that sample at a rate beside busy target threads. */
+void cpu_raise_priority(void);
 
 #endif

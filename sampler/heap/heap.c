@@ -75,6 +75,8 @@ struct heap_agents {
 	pthread_cond_t changed;	/* an attach finished, or a consumer ended */
 	struct agent *list;
 	unsigned consumers;
+	pthread_mutex_t counts_lock;	/* a leaf: taken under ag->lock */
+	struct heap_agent_counts counts;	/* protected by counts_lock */
 };
 
 static uint64_t now_ns(void)
@@ -93,20 +95,12 @@ static int64_t wall_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
-/* Field 22 of /proc/PID/stat: when the process started. */
+/* When the process started; 0 when unknown. */
 static unsigned long long start_time(pid_t pid)
 {
-	char buf[1024], *p;
 	unsigned long long t = 0;
-	size_t len;
 
-	if (proc_read(pid, "stat", buf, sizeof(buf) - 1, &len))
-		return 0;
-	buf[len] = '\0';
-	p = strrchr(buf, ')');
-	if (p)
-		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
-			      "%*u %*u %*d %*d %*d %*d %*d %*d %llu", &t);
+	proc_stat_fields(pid, NULL, &t);
 	return t;
 }
 
@@ -153,6 +147,7 @@ int heap_agents_new(const struct heap_agents_opts *o,
 		pr_warn("heap: agent %s cannot be read: heap profiles need "
 			"the uprobe fallback", a->agent_path);
 	pthread_mutex_init(&a->lock, NULL);
+	pthread_mutex_init(&a->counts_lock, NULL);
 	pthread_cond_init(&a->changed, NULL);
 	*out = a;
 	return 0;
@@ -207,6 +202,7 @@ void heap_agents_free(struct heap_agents *a)
 		unlist_locked(a, a->list);
 	pthread_mutex_unlock(&a->lock);
 	pthread_cond_destroy(&a->changed);
+	pthread_mutex_destroy(&a->counts_lock);
 	pthread_mutex_destroy(&a->lock);
 	free(a->agent);
 	free(a->agent_path);
@@ -334,6 +330,25 @@ static void discard(const struct ph_rec *rec, void *arg)
 
 /* ---- attaching ---- */
 
+static void count_load(struct heap_agents *a, bool arm_only, int ret)
+{
+	pthread_mutex_lock(&a->counts_lock);
+	if (!ret && arm_only)
+		a->counts.armed++;
+	else if (!ret)
+		a->counts.loaded++;
+	else
+		a->counts.failed[-ret < HEAP_ERRNO_MAX ? -ret : 0]++;
+	pthread_mutex_unlock(&a->counts_lock);
+}
+
+void heap_agents_counts(struct heap_agents *a, struct heap_agent_counts *c)
+{
+	pthread_mutex_lock(&a->counts_lock);
+	*c = a->counts;
+	pthread_mutex_unlock(&a->counts_lock);
+}
+
 static int load_or_arm(struct agent *ag, bool arm_only, bool *armed_now)
 {
 	struct heap_agents *a = ag->a;
@@ -349,6 +364,7 @@ static int load_or_arm(struct agent *ag, bool arm_only, bool *armed_now)
 	if (!arm_only && !a->agent)
 		return -ENOTSUP;
 	ret = heap_load(&lo, &st);
+	count_load(a, arm_only, ret);
 	if (ret) {
 		pr_notice("heap: pid %d: agent not %s: %s", (int)ag->pid,
 			  arm_only ? "armed" : "loaded", strerror(-ret));

@@ -73,6 +73,17 @@ void heap_agents_free(struct heap_agents *a);
  * place uprobes (not root), else 0. Logs nothing. */
 int heap_agents_check(const struct heap_agents *a);
 
+/* Agent loads and arms since heap_agents_new(), and how they ended. */
+#define HEAP_ERRNO_MAX 134	/* failed[] by errno, below this */
+struct heap_agent_counts {
+	unsigned long long loaded;	/* dlopen()ed into a process */
+	unsigned long long armed;	/* there already, armed again */
+	unsigned long long failed[HEAP_ERRNO_MAX];	/* by errno; [0]: other */
+};
+
+/* A snapshot of the counts; thread-safe. */
+void heap_agents_counts(struct heap_agents *a, struct heap_agent_counts *c);
+
 struct heap_opts {
 	pid_t pid;
 	bool allocs;		/* allocs kind: alloc_space by default */

@@ -13,9 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dso.h"
 #include "inject.h"
@@ -31,6 +33,11 @@
 #define DEFAULT_ROUNDS 200
 #define STOP_WAIT_NS 100000000ull	/* for every thread to stop */
 #define CALL_WAIT_NS 10000000000ull	/* for a call to come back */
+#define LET_WAIT_NS 100000000ull	/* an unsafe thread's turn, at most */
+#define STEP_WAIT_NS 2000000ull		/* a step longer than this blocked */
+#define STEP_OUT_NS 200000000ull	/* stepping one thread out, at most */
+#define STEP_AFTER_ROUNDS 10		/* free rounds before stepping */
+#define NDEFER 32			/* signals held back per thread */
 #define RED_ZONE 128
 #define SCRATCH 4096
 #define XSTATE_MAX 16384
@@ -42,8 +49,11 @@ struct held {
 	int sig;		/* to hand back on release */
 	int event;		/* of the stop: 0 = signal-delivery stop */
 	bool unsafe;
-	bool armed;		/* a breakpoint at resume_at is set */
 	bool let;		/* let run alone this round */
+	uint64_t run0_ns;	/* its CPU time when let run */
+	bool stepped;		/* ever stepped: traps of ours may follow */
+	unsigned ndefer;	/* signals held back while it was unsafe */
+	siginfo_t defer[NDEFER];
 	uint64_t resume_at;	/* unsafe: where it will be safe again */
 	char why[128];		/* unsafe: where it was found */
 };
@@ -129,10 +139,97 @@ static int seize(struct injector *in, pid_t tid)
 	return 0;
 }
 
+/*
+ * A trap of our own stepping, not the target's: a step's (TRAP_TRACE,
+ * TRAP_BRANCH), or the one a step over a system call reports when the call
+ * returns (TRAP_BRKPT). The target's own int3 is SI_KERNEL.
+ */
+static bool step_trap(pid_t tid)
+{
+	siginfo_t si;
+
+	return !ptrace(PTRACE_GETSIGINFO, tid, NULL, &si) &&
+	       si.si_signo == SIGTRAP &&
+	       (si.si_code == TRAP_TRACE || si.si_code == TRAP_BRANCH ||
+		si.si_code == TRAP_BRKPT);
+}
+
+/*
+ * One look at h's wait status (tracee_poll_stop). A trap of our stepping
+ * is never handed back: the trap of a step that blocked in a system call
+ * comes when the call returns, maybe rounds later.
+ */
+static int poll_held(struct held *h)
+{
+	int ret = tracee_poll_stop(h->tid, &h->sig, &h->event);
+
+	if (!ret && h->stepped && h->sig == SIGTRAP && !h->event &&
+	    step_trap(h->tid))
+		h->sig = 0;
+	return ret;
+}
+
+/*
+ * The signal to resume h with. A thread is let run only while it is
+ * unsafe: inside the allocator, maybe holding its lock. An asynchronous
+ * signal it stopped with is held back (its siginfo kept) and sent again
+ * on release, at a safe point: delivered now, a handler that allocates
+ * (not async-signal-safe, but common) would deadlock on that lock, and
+ * holding a thread inside the allocator makes that likely where it was
+ * rare (the stress suite's 1 kHz timer). Faults and traps are delivered:
+ * the instruction would only fault again.
+ */
+static bool synchronous(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL ||
+	       sig == SIGFPE || sig == SIGTRAP || sig == SIGSYS;
+}
+
+static int pass_sig(struct held *h)
+{
+	int sig = h->sig;
+
+	if (!sig || !h->unsafe || synchronous(sig))
+		return sig;
+	/* A standard signal already held back is one pending signal, as
+	 * the kernel keeps it for a thread that blocks it: a 1 kHz timer
+	 * must not fill the list (and then be delivered). */
+	for (unsigned i = 0; sig < SIGRTMIN && i < h->ndefer; i++)
+		if (h->defer[i].si_signo == sig)
+			return 0;
+	if (h->ndefer == NDEFER ||
+	    ptrace(PTRACE_GETSIGINFO, h->tid, NULL, &h->defer[h->ndefer]))
+		return sig;
+	h->ndefer++;
+	return 0;
+}
+
+/*
+ * Send h's held-back signals again, now that it is released where it may
+ * take them: with their own siginfo where the kernel lets a process queue
+ * it (timers, sigqueue), else as from tgkill (si_code SI_TKILL).
+ */
+static void requeue_deferred(struct injector *in, struct held *h)
+{
+	for (unsigned i = 0; i < h->ndefer; i++) {
+		siginfo_t *si = &h->defer[i];
+
+		if ((si->si_code >= 0 || si->si_code == SI_TKILL ||
+		     syscall(SYS_rt_tgsigqueueinfo, in->pid, h->tid,
+			     si->si_signo, si)) &&
+		    syscall(SYS_tgkill, in->pid, h->tid, si->si_signo))
+			pr_err("inject: pid %d: thread %d: signal %d held "
+			       "back could not be sent again: %s",
+			       (int)in->pid, (int)h->tid, si->si_signo,
+			       strerror(errno));
+	}
+	h->ndefer = 0;
+}
+
 /* One look at h: false once it stopped (or is gone). */
 static bool still_running(struct held *h)
 {
-	int ret = tracee_poll_stop(h->tid, &h->sig, &h->event);
+	int ret = poll_held(h);
 
 	if (ret == -EAGAIN)
 		return true;
@@ -176,7 +273,7 @@ static void wait_stops(struct injector *in)
 static int seize_all(struct injector *in)
 {
 	for (int pass = 0; pass < 16; pass++) {
-		unsigned added = 0;
+		size_t added;
 		pid_t *tids;
 		size_t n;
 		int ret;
@@ -184,12 +281,13 @@ static int seize_all(struct injector *in)
 		ret = proc_tasks(in->pid, &tids, &n);
 		if (ret)
 			return ret == -ENOENT ? -ESRCH : ret;
-		for (size_t i = 0; i < n && !ret; i++) {
-			if (find_held(in, tids[i]))
-				continue;
-			ret = seize(in, tids[i]);
-			added++;
-		}
+		added = in->n;
+		for (size_t i = 0; i < n && !ret; i++)
+			if (!find_held(in, tids[i]))
+				ret = seize(in, tids[i]);
+		/* an exiting thread stays listed while it cannot be seized:
+		 * only a thread seized counts as new */
+		added = in->n - added;
 		free(tids);
 		if (ret)
 			return ret;
@@ -197,6 +295,8 @@ static int seize_all(struct injector *in)
 		if (!added)
 			return 0;
 	}
+	pr_warn("inject: pid %d: new threads kept appearing while its "
+		"threads were held; refused", (int)in->pid);
 	return -EAGAIN;
 }
 
@@ -218,6 +318,16 @@ static int thread_regs(struct injector *in, struct held *h,
 	return 0;
 }
 
+/* A thread that exited, or is exiting: nothing to judge. */
+static bool task_gone(pid_t pid, pid_t tid)
+{
+	uint64_t run;
+	char state;
+
+	return proc_task_sched(pid, tid, &run, &state) ||
+	       state == 'Z' || state == 'X' || state == 'x';
+}
+
 /* Unwind h and look at every frame. */
 static void classify(struct injector *in, struct held *h)
 {
@@ -229,8 +339,14 @@ static void classify(struct injector *in, struct held *h)
 
 	h->unsafe = false;
 	h->resume_at = 0;
+	/*
+	 * Not stopped and not asleep where /proc shows it: on a CPU this
+	 * instant (a runnable thread the busy machine had not run in time
+	 * to take its interrupt). It stops before it runs any more of its
+	 * code, but where is not known: it may be inside the allocator.
+	 */
 	if (thread_regs(in, h, &r, &sysno)) {
-		h->unsafe = h->stopped;
+		h->unsafe = !task_gone(in->pid, h->tid);
 		snprintf(h->why, sizeof(h->why), "registers unreadable");
 		return;
 	}
@@ -242,111 +358,217 @@ static void classify(struct injector *in, struct held *h)
 				     &h->resume_at, h->why, sizeof(h->why));
 }
 
-/*
- * An execution breakpoint in the thread's own debug registers at addr
- * (0: none). Nothing of the target's code is written, and no other thread
- * sees it.
- */
-static int hw_break(pid_t tid, uint64_t addr)
-{
-	const size_t dr = offsetof(struct user, u_debugreg);
-
-	if (addr && ptrace(PTRACE_POKEUSER, tid, (void *)dr, (void *)addr))
-		return -errno;
-	/* DR7: local enable of DR0, as an instruction breakpoint */
-	if (ptrace(PTRACE_POKEUSER, tid, (void *)(dr + 7 * sizeof(long)),
-		   (void *)(long)(addr ? 1 : 0)))
-		return -errno;
-	return 0;
-}
-
-/* Wait until every let-go thread with a breakpoint stopped on its own
- * (reached it, or met a signal), or the time is up. */
-static void wait_armed(struct injector *in, uint64_t budget_ns)
+/* Wait up to ns for h to stop; false if it is still running (or gone). */
+static bool wait_held(struct held *h, uint64_t ns)
 {
 	uint64_t start = now_ns();
+	int ret;
+
+	while ((ret = poll_held(h)) == -EAGAIN && now_ns() - start < ns)
+		nap(20000);
+	if (ret && ret != -EAGAIN)
+		h->gone = true;
+	h->stopped = !ret;
+	return h->stopped;
+}
+
+/* Resume h with the signal its stop holds (pass_sig), and take its next
+ * stop. */
+static void resume_until_stop(struct held *h)
+{
+	if (ptrace(PTRACE_CONT, h->tid, NULL, (void *)(long)pass_sig(h))) {
+		h->gone = true;
+		return;
+	}
+	h->stopped = false;
+	h->sig = 0;
+	wait_held(h, STOP_WAIT_NS);
+}
+
+/*
+ * Turn h's stop (a step's trap) into an interrupt stop like the others'
+ * (calls are made from those): interrupt, resume with no signal, and
+ * take the stop the pending interrupt makes before the thread runs an
+ * instruction.
+ */
+static void reinterrupt(struct held *h)
+{
+	if (ptrace(PTRACE_INTERRUPT, h->tid, NULL, NULL))
+		h->gone = true;
+	else
+		resume_until_stop(h);
+}
+
+/*
+ * Has a step of h, begun at start, blocked? Once it took STEP_WAIT_NS and
+ * h sleeps (a system call that waits: maybe for a lock a thread we hold
+ * has), or STEP_OUT_NS in any case. A runnable thread is only waiting for
+ * a CPU on a busy machine.
+ */
+static bool step_blocked(struct injector *in, struct held *h,
+			 uint64_t start)
+{
+	uint64_t took = now_ns() - start, run;
+	char state;
+
+	if (took < STEP_WAIT_NS)
+		return false;
+	if (took >= STEP_OUT_NS ||
+	    proc_task_sched(in->pid, h->tid, &run, &state))
+		return true;
+	return state != 'R' && state != 'D';
+}
+
+/*
+ * One step of h: 1 when it stopped after it, 0 when the step blocked (a
+ * system call that waits, maybe for a thread we hold: h is interrupted)
+ * or a signal of the target's came (kept in h->sig for the release).
+ */
+static int step_once(struct injector *in, struct held *h, int *req)
+{
+	uint64_t start = now_ns();
+	int ret;
+
+	while (ptrace(*req, h->tid, NULL, NULL)) {
+		if (errno != EIO || *req == PTRACE_SINGLESTEP) {
+			h->gone = true;
+			return 0;
+		}
+		*req = PTRACE_SINGLESTEP;	/* no block stepping here */
+	}
+	h->stopped = false;
+	h->stepped = true;
+	while ((ret = poll_held(h)) == -EAGAIN && !step_blocked(in, h, start))
+		nap(5000);
+	if (ret == -EAGAIN) {
+		if (ptrace(PTRACE_INTERRUPT, h->tid, NULL, NULL))
+			h->gone = true;
+		return 0;
+	}
+	if (ret) {
+		h->gone = true;
+		return 0;
+	}
+	h->stopped = true;
+	/* poll_held took our trap back: a stop with no signal and no event
+	 * is a step's end; anything else ends the stepping */
+	return !h->event && !h->sig;
+}
+
+/*
+ * Step h out of its unsafe frame: run it, a branch at a time, until it
+ * returns to resume_at. Exact, where letting it run a moment is not: an
+ * interrupt takes effect when a system call returns, and a thread that
+ * grows the heap through sbrk makes its system calls inside the
+ * allocator, so after any pause it is found there again. (An execution
+ * breakpoint at resume_at would do the same in one stop, but debug
+ * registers are not there on every machine: on this project's VMs gdb's
+ * hbreak never fires.) True when it got there; else it is left
+ * interrupted (or stopped by a signal of its own) where it is.
+ */
+static bool step_out(struct injector *in, struct held *h)
+{
+	int req = PTRACE_SINGLEBLOCK;
+	uint64_t start = now_ns();
+	struct user_regs_struct u;
+
+	if (pass_sig(h))
+		return false;	/* a fault to deliver first */
+	h->sig = 0;
+	while (now_ns() - start < STEP_OUT_NS) {
+		if (!step_once(in, h, &req))
+			return false;
+		if (ptrace(PTRACE_GETREGS, h->tid, NULL, &u)) {
+			h->gone = true;
+			return false;
+		}
+		if (u.rip == h->resume_at)
+			break;
+	}
+	reinterrupt(h);
+	return h->stopped && u.rip == h->resume_at;
+}
+
+/*
+ * Has h, let run, had its turn? It has once it ran budget_ns of CPU time,
+ * or, asleep in the kernel (its way out of the frame may be another
+ * thread's to give), once budget_ns passed. CPU time, not the clock: on a
+ * busy machine a thread let go for a millisecond may not run at all.
+ */
+static bool had_turn(struct injector *in, struct held *h, uint64_t waited,
+		     uint64_t budget_ns)
+{
+	uint64_t run;
+	char state;
+
+	if (proc_task_sched(in->pid, h->tid, &run, &state))
+		return waited >= budget_ns;
+	if (run - h->run0_ns >= budget_ns)
+		return true;
+	return waited >= budget_ns && state != 'R';
+}
+
+/* Wait until every let-go thread stopped on its own (a signal) or had its
+ * turn, or LET_WAIT_NS passed. */
+static void wait_let(struct injector *in, uint64_t budget_ns)
+{
+	uint64_t start = now_ns(), waited = 0;
 	bool waiting = true;
 
-	while (waiting && now_ns() - start < budget_ns) {
+	while (waiting && waited < LET_WAIT_NS) {
 		waiting = false;
 		for (size_t i = 0; i < in->n; i++) {
 			struct held *h = &in->t[i];
 
 			if (h->gone || h->stopped || !h->let)
 				continue;
-			if (!h->armed) {
-				waiting = true;	/* only time ends its run */
-				continue;
-			}
-			waiting |= still_running(h);
+			if (still_running(h) &&
+			    !had_turn(in, h, waited, budget_ns))
+				waiting = true;
 		}
 		if (waiting)
 			nap(20000);
+		waited = now_ns() - start;
 	}
 }
 
 /*
- * Clear the breakpoint. A stop at it is not the target's SIGTRAP: the
- * signal is dropped, and the stop turned into an interrupt stop like the
- * others' (calls are made from those), before the thread runs a single
- * instruction.
- */
-static void disarm(struct held *h)
-{
-	struct user_regs_struct u;
-	uint64_t start;
-	int ret;
-
-	if (!h->armed || h->gone)
-		return;
-	h->armed = false;
-	hw_break(h->tid, 0);
-	if (h->sig != SIGTRAP || h->event ||
-	    ptrace(PTRACE_GETREGS, h->tid, NULL, &u) || u.rip != h->resume_at)
-		return;
-	h->sig = 0;
-	if (ptrace(PTRACE_INTERRUPT, h->tid, NULL, NULL) ||
-	    ptrace(PTRACE_CONT, h->tid, NULL, NULL)) {
-		h->gone = true;
-		return;
-	}
-	h->stopped = false;
-	start = now_ns();
-	do {
-		ret = tracee_poll_stop(h->tid, &h->sig, &h->event);
-		if (ret == -EAGAIN)
-			nap(20000);
-	} while (ret == -EAGAIN && now_ns() - start < STOP_WAIT_NS);
-	if (ret && ret != -EAGAIN)
-		h->gone = true;
-	h->stopped = !ret;
-}
-
-/*
- * Let the unsafe threads run alone, each until it returns from its
- * outermost unsafe frame (a breakpoint at that return address) or a
- * moment passes, then interrupt those still running. Waiting for the
- * return, not a fixed time, matters for a thread that spends most of its
- * time inside the allocator: stopped again after a fixed time it is
- * nearly always found there again.
+ * Move the unsafe threads on. Each that knows the frame it must leave is
+ * stepped out of it; the others (and those whose step blocked: waiting
+ * for a lock one of the others holds) run together, alone, for a turn,
+ * then are interrupted again.
  */
 static void let_go(struct injector *in, unsigned round)
 {
+	unsigned let = 0;
+
+	for (size_t i = 0; i < in->n; i++) {
+		struct held *h = &in->t[i];
+
+		if (round >= STEP_AFTER_ROUNDS && !h->gone && h->stopped &&
+		    h->unsafe && h->resume_at && step_out(in, h))
+			h->unsafe = false;
+	}
 	for (size_t i = 0; i < in->n; i++) {
 		struct held *h = &in->t[i];
 
 		if (h->gone || !h->stopped || !h->unsafe)
 			continue;
-		h->armed = h->resume_at && !hw_break(h->tid, h->resume_at);
-		if (ptrace(PTRACE_CONT, h->tid, NULL, (void *)(long)h->sig)) {
+		if (proc_task_sched(in->pid, h->tid, &h->run0_ns, &(char){0}))
+			h->run0_ns = 0;
+		if (ptrace(PTRACE_CONT, h->tid, NULL,
+			   (void *)(long)pass_sig(h))) {
 			h->gone = true;
 			continue;
 		}
 		h->stopped = false;
 		h->sig = 0;
 		h->let = true;
+		let++;
 	}
-	wait_armed(in, round < 20 ? 1000000 : 5000000);
+	if (!let)
+		return;
+	wait_let(in, round < 20 ? 1000000 : 5000000);
 	for (size_t i = 0; i < in->n; i++) {
 		struct held *h = &in->t[i];
 
@@ -357,24 +579,68 @@ static void let_go(struct injector *in, unsigned round)
 	/* Only the threads let go: one that never stopped (asleep in the
 	 * kernel since it was seized) must not cost every round the wait. */
 	wait_some_stops(in, true);
-	for (size_t i = 0; i < in->n; i++) {
-		if (in->t[i].stopped)
-			disarm(&in->t[i]);
+	for (size_t i = 0; i < in->n; i++)
 		in->t[i].let = false;
+}
+
+/*
+ * A trap of our stepping still queued for h, to be reported when it next
+ * runs: a step over a system call that we interrupted. A call made on h
+ * would stop at it.
+ */
+static bool trap_queued(struct held *h)
+{
+	struct __ptrace_peeksiginfo_args a = { .off = 0, .nr = 1 };
+	siginfo_t si;
+
+	if (!h->stepped)
+		return false;
+	for (; a.off < 64; a.off++) {
+		if (ptrace(PTRACE_PEEKSIGINFO, h->tid, &a, &si) != 1)
+			return false;
+		if (si.si_signo == SIGTRAP && si.si_code != SI_KERNEL &&
+		    si.si_code != SI_USER && si.si_code != SI_TKILL)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Take every trap of our stepping out of h's queue before h leaves our
+ * hands: released with one, it would die of SIGTRAP. Resumed with no
+ * interrupt pending, h dequeues its signals before it runs a single
+ * instruction of its own, the kernel's synchronous ones (our traps) first,
+ * and stops at each; ours are dropped (poll_held), the target's are
+ * handed back on the next resume.
+ */
+static void drain_traps(struct held *h)
+{
+	for (int i = 0; i < 8 && h->stopped && !h->gone && trap_queued(h);
+	     i++) {
+		resume_until_stop(h);
+		if (!h->gone && !h->stopped &&
+		    ptrace(PTRACE_INTERRUPT, h->tid, NULL, NULL))
+			h->gone = true;
 	}
 }
 
 /*
- * A thread let run with a breakpoint that stopped only after its round
- * (asleep in the kernel when interrupted) still has it: clear it before
- * the thread is judged, and before any call could run into it (a call
- * stopped by that SIGTRAP at the old resume address, in the stress run).
+ * Every stopped thread into an interrupt stop with none of our traps
+ * queued, as seizing left it: calls are made from such stops, and a
+ * stepped thread may have stopped last at a trap of ours. A thread
+ * stopped by a signal of its own keeps it, to be delivered on release.
  */
-static void disarm_stopped(struct injector *in)
+static void settle(struct injector *in)
 {
-	for (size_t i = 0; i < in->n; i++)
-		if (in->t[i].stopped && in->t[i].armed)
-			disarm(&in->t[i]);
+	for (size_t i = 0; i < in->n; i++) {
+		struct held *h = &in->t[i];
+
+		if (h->gone || !h->stopped)
+			continue;
+		drain_traps(h);
+		if (!h->gone && h->stopped && !h->event && !h->sig)
+			reinterrupt(h);
+	}
 }
 
 static int make_safe(struct injector *in)
@@ -385,7 +651,7 @@ static int make_safe(struct injector *in)
 		unsigned unsafe = 0;
 		int ret;
 
-		disarm_stopped(in);
+		settle(in);
 		for (size_t i = 0; i < in->n; i++) {
 			struct held *h = &in->t[i];
 
@@ -424,7 +690,7 @@ static struct held *pick_caller(struct injector *in)
 		struct held *h = &in->t[i];
 
 		if (h->gone || !h->stopped || h->event != PTRACE_EVENT_STOP ||
-		    h->armed)
+		    trap_queued(h))
 			continue;
 		if (!best || h->tid == in->pid)
 			best = h;
@@ -432,47 +698,102 @@ static struct held *pick_caller(struct injector *in)
 	return best;
 }
 
-/*
- * A breakpoint left in a thread's debug registers outlives the detach and
- * would kill it with SIGTRAP: a thread still armed but not yet stopped
- * (its interrupt came while it slept in the kernel) is waited for. */
-static void disarm_late(struct injector *in, struct held *h)
+static void release_one(struct injector *in, struct held *h)
 {
-	uint64_t start = now_ns();
-	int ret = -EAGAIN;
-
-	while (ret == -EAGAIN && now_ns() - start < CALL_WAIT_NS) {
-		ret = tracee_poll_stop(h->tid, &h->sig, &h->event);
-		if (ret == -EAGAIN)
-			nap(1000000);
-	}
-	if (!ret) {
-		h->stopped = true;
-		disarm(h);
-	} else if (ret == -EAGAIN) {
-		pr_err("inject: pid %d: thread %d never stopped to have its "
-		       "breakpoint cleared", (int)in->pid, (int)h->tid);
-	}
+	if (!h->gone && h->ndefer)
+		requeue_deferred(in, h);
+	/* Not stopped: the kernel detaches it when this thread ends. */
+	if (!h->gone && h->stopped)
+		ptrace(PTRACE_DETACH, h->tid, NULL, (void *)(long)h->sig);
 }
 
+/*
+ * Release every thread; those we stepped last. A stepped thread still
+ * asleep in a system call it made under our single-step flag (waiting,
+ * maybe, for a lock another held thread has) must be seen to stop, its
+ * traps taken, and be detached by us: the detach clears the flag, a
+ * tracer's exit does not, and the thread would die of SIGTRAP.
+ */
 static void release_all(struct injector *in)
+{
+	for (size_t i = 0; i < in->n; i++)
+		if (!in->t[i].stepped)
+			release_one(in, &in->t[i]);
+	for (size_t i = 0; i < in->n; i++) {
+		struct held *h = &in->t[i];
+
+		if (!h->stepped || h->gone)
+			continue;
+		if (!h->stopped && !wait_held(h, CALL_WAIT_NS))
+			pr_err("inject: pid %d: thread %d never stopped to "
+			       "have its single-step flag cleared",
+			       (int)in->pid, (int)h->tid);
+		drain_traps(h);
+		release_one(in, h);
+	}
+	if (in->first_stop_ns)
+		in->st->hold_ns = now_ns() - in->first_stop_ns;
+}
+
+/* Wait for the threads not yet stopped; true if any stopped. */
+static bool wait_new_stops(struct injector *in)
+{
+	unsigned before = 0, after = 0;
+
+	for (size_t i = 0; i < in->n; i++)
+		before += !in->t[i].gone && in->t[i].stopped;
+	wait_stops(in);
+	for (size_t i = 0; i < in->n; i++)
+		after += !in->t[i].gone && in->t[i].stopped;
+	return after > before;
+}
+
+/*
+ * No thread is in a stop calls can be made from: each holds a signal of
+ * its own. Deliver the first one's (its handler's frame is made; it stops
+ * before running any of it), so that it can be judged and used.
+ */
+static bool deliver_one(struct injector *in)
 {
 	for (size_t i = 0; i < in->n; i++) {
 		struct held *h = &in->t[i];
 
-		if (h->armed && !h->gone && !h->stopped)
-			disarm_late(in, h);
-		else if (h->armed && !h->gone)
-			disarm(h);
-
-		/* Not stopped: the kernel detaches it when this thread
-		 * ends. */
-		if (!h->gone && h->stopped)
-			ptrace(PTRACE_DETACH, h->tid, NULL,
-			       (void *)(long)h->sig);
+		if (!h->gone && h->stopped && h->sig) {
+			reinterrupt(h);
+			return true;
+		}
 	}
-	if (in->first_stop_ns)
-		in->st->hold_ns = now_ns() - in->first_stop_ns;
+	return false;
+}
+
+static unsigned held_count(struct injector *in)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < in->n; i++)
+		n += !in->t[i].gone;
+	return n;
+}
+
+static void log_no_caller(struct injector *in)
+{
+	unsigned held = 0, running = 0, event = 0, sig = 0, queued = 0;
+
+	for (size_t i = 0; i < in->n; i++) {
+		struct held *h = &in->t[i];
+
+		if (h->gone)
+			continue;
+		held++;
+		running += !h->stopped;
+		event += h->stopped && h->event == PTRACE_EVENT_STOP;
+		sig += h->stopped && h->sig;
+		queued += h->stopped && trap_queued(h);
+	}
+	pr_warn("inject: pid %d: no thread stopped where a call can be made "
+		"(%u held: %u not stopped, %u in an interrupt stop, %u with a "
+		"signal, %u with a trap queued); refused", (int)in->pid, held,
+		running, event, sig, queued);
 }
 
 static void *tracer_main(void *arg)
@@ -481,11 +802,24 @@ static void *tracer_main(void *arg)
 	int ret;
 
 	ret = seize_all(in);
-	if (!ret)
+	for (int tries = 0; !ret && tries < 4; tries++) {
 		ret = make_safe(in);
-	if (!ret) {
-		in->caller = pick_caller(in);
-		ret = in->caller ? 0 : -EAGAIN;
+		if (ret || (in->caller = pick_caller(in)))
+			break;
+		/*
+		 * No thread is in a stop calls can be made from. One asleep
+		 * in the kernel may stop now (it is judged again: it may
+		 * have run); else each holds a signal of its own: deliver
+		 * one (it stops at its handler's door) and judge again.
+		 */
+		if (!wait_new_stops(in) && !deliver_one(in))
+			break;
+	}
+	if (!ret && !in->caller && !held_count(in)) {
+		ret = -ESRCH;	/* it exited meanwhile */
+	} else if (!ret && !in->caller) {
+		log_no_caller(in);
+		ret = -EAGAIN;
 	}
 	for (size_t i = 0; i < in->n; i++)
 		in->st->threads += !in->t[i].gone;

@@ -265,29 +265,6 @@ static struct obj_rule *rule_for(struct safepoint *sp,
 	return r;
 }
 
-/* Index of the last range starting at or below v, or -1. */
-static ssize_t range_below(const struct dso_range *r, size_t n, uint64_t v)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (r[mid].start <= v)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return (ssize_t)lo - 1;
-}
-
-static bool in_ranges(const struct dso_range *r, size_t n, uint64_t v)
-{
-	ssize_t i = range_below(r, n, v);
-
-	return i >= 0 && v < r[i].end;
-}
-
 /*
  * Code no symbol names, in an object that defines the allocator: glibc's
  * _int_malloc, sysmalloc and the rest of malloc.c's static functions
@@ -298,19 +275,20 @@ static bool unsafe_neighbour(const struct obj_rule *r, uint64_t v)
 {
 	ssize_t i;
 
-	if (!r->neighbours || in_ranges(r->named, r->nnamed, v))
+	if (!r->neighbours || dso_ranges_hold(r->named, r->nnamed, v))
 		return false;
-	i = range_below(r->named, r->nnamed, v);
-	if (i >= 0 && in_ranges(r->unsafe, r->nunsafe, r->named[i].start))
+	i = dso_range_below(r->named, r->nnamed, v);
+	if (i >= 0 &&
+	    dso_ranges_hold(r->unsafe, r->nunsafe, r->named[i].start))
 		return true;
 	return (size_t)(i + 1) < r->nnamed &&
-	       in_ranges(r->unsafe, r->nunsafe, r->named[i + 1].start);
+	       dso_ranges_hold(r->unsafe, r->nunsafe, r->named[i + 1].start);
 }
 
 static bool unsafe_wait(const struct obj_rule *r, uint64_t v, long sysno)
 {
 	for (enum wait_class c = 0; c < WAIT__COUNT; c++)
-		if (in_ranges(r->waits[c], r->nwaits[c], v) &&
+		if (dso_ranges_hold(r->waits[c], r->nwaits[c], v) &&
 		    !waiting_in(c, sysno))
 			return true;
 	return false;
@@ -353,8 +331,8 @@ static bool frame_unsafe(struct safepoint *sp, const struct map_entry *e,
 		say(why, why_len, r ? r->whole : "an unreadable object", e, 0);
 		return true;
 	}
-	if (in_ranges(r->unsafe, r->nunsafe, v) || unsafe_neighbour(r, v) ||
-	    unsafe_wait(r, v, sysno)) {
+	if (dso_ranges_hold(r->unsafe, r->nunsafe, v) ||
+	    unsafe_neighbour(r, v) || unsafe_wait(r, v, sysno)) {
 		say(why, why_len, NULL, e, v);
 		return true;
 	}

@@ -37,7 +37,6 @@ static const enum unwind_reg perf_reg_order[] = {
 #define NREGS (sizeof(perf_reg_order) / sizeof(perf_reg_order[0]))
 
 struct perf_rec {
-	pid_t pid;
 	int ncpu;
 	size_t ring_pages;
 	struct perf_ring *rings;	/* ncpu */
@@ -62,7 +61,7 @@ static void init_attr(struct perf_event_attr *a, unsigned hz, bool kernel)
 			 PERF_SAMPLE_STACK_USER;
 	a->sample_regs_user = PERF_REGS_MASK;
 	a->sample_stack_user = STACK_BYTES;
-	a->inherit = 1;
+	a->inherit = 1;		/* per thread; a CPU's event ignores it */
 	/* Time in system calls belongs to the user stack that made them, as
 	 * in Go's profiles; only allowed when paranoia permits. */
 	a->exclude_kernel = !kernel;
@@ -149,30 +148,32 @@ static int open_first(struct perf_rec *r, unsigned hz, pid_t tid,
 	return open_thread(r, attr, tid);
 }
 
-static int open_all(struct perf_rec *r, unsigned hz)
+/* Every thread of pid; attr is set up by the first event opened
+ * (*opened 0), and shared by the rest. */
+static int open_process(struct perf_rec *r, unsigned hz, pid_t pid,
+			struct perf_event_attr *attr, size_t *opened)
 {
-	struct perf_event_attr attr;
 	pid_t *tids;
-	size_t n, opened = 0;
+	size_t n, before = *opened;
 	int ret;
 
-	ret = proc_tasks(r->pid, &tids, &n);
+	ret = proc_tasks(pid, &tids, &n);
 	if (ret)
 		return ret == -ENOENT ? -ESRCH : ret;
 	ret = -ESRCH;
 	for (size_t i = 0; i < n; i++) {
-		ret = opened ? open_thread(r, &attr, tids[i])
-			     : open_first(r, hz, tids[i], &attr);
+		ret = *opened ? open_thread(r, attr, tids[i])
+			      : open_first(r, hz, tids[i], attr);
 		if (ret == -ESRCH)	/* thread ended meanwhile */
 			continue;
 		if (ret)
 			break;
-		opened++;
+		(*opened)++;
 	}
 	free(tids);
-	if (!opened && !ret)
+	if (*opened == before && !ret)
 		ret = -ESRCH;
-	return opened && ret == -ESRCH ? 0 : ret;
+	return *opened > before && ret == -ESRCH ? 0 : ret;
 }
 
 static int make_pollfds(struct perf_rec *r)
@@ -190,17 +191,15 @@ static int make_pollfds(struct perf_rec *r)
 	return 0;
 }
 
-int perf_open(pid_t pid, unsigned hz, struct perf_rec **out)
+static int rec_new(unsigned hz, struct perf_rec **out)
 {
 	struct perf_rec *r;
-	int ret;
 
 	if (!hz)
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	r->pid = pid;
 	r->ncpu = get_nprocs_conf();
 	r->ring_pages = RING_PAGES_MAX;
 	r->rings = calloc(r->ncpu, sizeof(*r->rings));
@@ -210,7 +209,13 @@ int perf_open(pid_t pid, unsigned hz, struct perf_rec **out)
 	}
 	for (int cpu = 0; cpu < r->ncpu; cpu++)
 		perf_ring_init(&r->rings[cpu]);
-	ret = open_all(r, hz);
+	*out = r;
+	return 0;
+}
+
+/* The end of an open: ret 0 hands r out ready to poll, else frees it. */
+static int rec_ready(struct perf_rec *r, int ret, struct perf_rec **out)
+{
 	if (!ret)
 		ret = make_pollfds(r);
 	if (ret) {
@@ -219,6 +224,49 @@ int perf_open(pid_t pid, unsigned hz, struct perf_rec **out)
 	}
 	*out = r;
 	return 0;
+}
+
+int perf_open(pid_t pid, unsigned hz, struct perf_rec **out)
+{
+	return perf_open_pids(&pid, 1, hz, out);
+}
+
+int perf_open_pids(const pid_t *pids, size_t n, unsigned hz,
+		   struct perf_rec **out)
+{
+	struct perf_event_attr attr;
+	struct perf_rec *r;
+	size_t opened = 0;
+	int ret;
+
+	ret = rec_new(hz, &r);
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < n; i++) {
+		ret = open_process(r, hz, pids[i], &attr, &opened);
+		/* Of several, one gone (or not ours) is no failure. */
+		if (n > 1 && (ret == -ESRCH || ret == -EACCES ||
+			      ret == -EPERM))
+			ret = 0;
+		if (ret)
+			break;
+	}
+	if (!ret && !opened)
+		ret = -ESRCH;
+	return rec_ready(r, ret, out);
+}
+
+int perf_open_system(unsigned hz, struct perf_rec **out)
+{
+	struct perf_event_attr attr;
+	struct perf_rec *r;
+	int ret;
+
+	ret = rec_new(hz, &r);
+	if (ret)
+		return ret;
+	ret = open_first(r, hz, -1, &attr);
+	return rec_ready(r, ret, out);
 }
 
 /* Parse a PERF_RECORD_SAMPLE body laid out by init_attr's sample_type. */

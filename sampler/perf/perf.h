@@ -40,6 +40,19 @@ typedef void (*perf_sample_cb)(const struct perf_sample *s, void *arg);
 /* Start sampling every thread of pid at hz per second of cpu time. */
 int perf_open(pid_t pid, unsigned hz, struct perf_rec **out);
 
+/* The same for several processes (one gone, or refused, is skipped:
+ * -ESRCH when none is left). */
+int perf_open_pids(const pid_t *pids, size_t n, unsigned hz,
+		   struct perf_rec **out);
+
+/*
+ * Every process on the machine: one event per CPU (pid -1), the cost of
+ * a sample the same as with one process, whatever the number of threads.
+ * Needs CAP_PERFMON or root where perf_event_paranoid > 0: -EACCES or
+ * -EPERM otherwise.
+ */
+int perf_open_system(unsigned hz, struct perf_rec **out);
+
 /*
  * Wait up to timeout_ms for data, then hand every complete sample to cb.
  * Returns 0, or a negative errno on a fatal error.

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
-#include <sys/syscall.h>
 #include <sys/user.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,6 +28,7 @@
 #include "proc.h"
 #include "profile.h"
 #include "symbolize.h"
+#include "syscalls.h"
 #include "threads.h"
 #include "tracee.h"
 #include "unwind.h"
@@ -92,51 +92,6 @@ static const char *state_name(char letter)
 		if (state_names[i].letter == letter)
 			return state_names[i].name;
 	return "unknown";
-}
-
-/* The calls threads park in; anything else is shown by number. */
-static const struct {
-	long nr;
-	const char *name;
-} syscall_names[] = {
-	{ SYS_read, "read" }, { SYS_write, "write" },
-	{ SYS_readv, "readv" }, { SYS_writev, "writev" },
-	{ SYS_pread64, "pread64" }, { SYS_pwrite64, "pwrite64" },
-	{ SYS_ioctl, "ioctl" }, { SYS_openat, "openat" },
-	{ SYS_futex, "futex" }, { SYS_nanosleep, "nanosleep" },
-	{ SYS_clock_nanosleep, "clock_nanosleep" },
-	{ SYS_restart_syscall, "restart_syscall" },
-	{ SYS_poll, "poll" }, { SYS_ppoll, "ppoll" },
-	{ SYS_select, "select" }, { SYS_pselect6, "pselect6" },
-	{ SYS_epoll_wait, "epoll_wait" }, { SYS_epoll_pwait, "epoll_pwait" },
-	{ SYS_accept, "accept" }, { SYS_accept4, "accept4" },
-	{ SYS_connect, "connect" }, { SYS_recvfrom, "recvfrom" },
-	{ SYS_recvmsg, "recvmsg" }, { SYS_sendto, "sendto" },
-	{ SYS_sendmsg, "sendmsg" }, { SYS_wait4, "wait4" },
-	{ SYS_waitid, "waitid" }, { SYS_pause, "pause" },
-	{ SYS_rt_sigsuspend, "rt_sigsuspend" },
-	{ SYS_rt_sigtimedwait, "rt_sigtimedwait" },
-	{ SYS_io_getevents, "io_getevents" },
-	{ SYS_io_uring_enter, "io_uring_enter" },
-	{ SYS_flock, "flock" }, { SYS_fcntl, "fcntl" },
-	{ SYS_fsync, "fsync" }, { SYS_fdatasync, "fdatasync" },
-	{ SYS_msgrcv, "msgrcv" }, { SYS_semop, "semop" },
-	{ SYS_semtimedop, "semtimedop" }, { SYS_vfork, "vfork" },
-	{ SYS_sched_yield, "sched_yield" },
-};
-
-static void syscall_name(long nr, char *buf, size_t size)
-{
-	buf[0] = '\0';
-	if (nr < 0)
-		return;
-	for (size_t i = 0;
-	     i < sizeof(syscall_names) / sizeof(syscall_names[0]); i++)
-		if (syscall_names[i].nr == nr) {
-			snprintf(buf, size, "%s", syscall_names[i].name);
-			return;
-		}
-	snprintf(buf, size, "syscall %ld", nr);
 }
 
 /* Name and state from one read of /proc/PID/task/TID/stat. */
@@ -458,7 +413,7 @@ static int add_thread(struct profile *p, struct symbolizer *sym,
 		n = 1;
 	}
 	snprintf(tid, sizeof(tid), "%d", (int)t->tid);
-	syscall_name(t->sysno, sysname, sizeof(sysname));
+	syscall_name_fmt(t->sysno, sysname, sizeof(sysname));
 	for (int i = 0; i < 4; i++) {
 		labels[i] = (struct pf_label){ .key = keys[i] };
 		labels[i].str = profile_intern(p, vals[i]);

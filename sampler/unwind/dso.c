@@ -1510,6 +1510,28 @@ int dso_symbol_ranges(struct dso *d, bool (*match)(void *arg,
 	return 0;
 }
 
+ssize_t dso_range_below(const struct dso_range *r, size_t n, uint64_t v)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r[mid].start <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (ssize_t)lo - 1;
+}
+
+bool dso_ranges_hold(const struct dso_range *r, size_t n, uint64_t v)
+{
+	ssize_t i = dso_range_below(r, n, v);
+
+	return i >= 0 && v < r[i].end;
+}
+
 void dso_caps(struct dso *d, struct dso_caps *caps)
 {
 	pthread_mutex_lock(&d->lock);

@@ -176,6 +176,12 @@ int dso_symbol_ranges(struct dso *d, bool (*match)(void *arg,
 						   const char *name),
 		      void *arg, struct dso_range **out, size_t *n);
 
+/* Of ranges sorted by start (as dso_symbol_ranges() gives them): the
+ * index of the last one starting at or below v, or -1; whether one holds
+ * v. */
+ssize_t dso_range_below(const struct dso_range *r, size_t n, uint64_t v);
+bool dso_ranges_hold(const struct dso_range *r, size_t n, uint64_t v);
+
 /* What dso_symbolize() can give, for pprof's Mapping.has_* flags. */
 struct dso_caps {
 	bool functions;		/* a symbol table exists */

@@ -35,7 +35,7 @@ fi
 # The sampler's headers are named without their directory, as in
 # sampler/meson.build.
 sinc="-Isampler -Isampler/perf -Isampler/unwind -Isampler/cpu -Isampler/threads
-      -Isampler/heap -Isampler/heap/uprobe"
+      -Isampler/offcpu -Isampler/heap -Isampler/heap/uprobe"
 
 harness_args()
 {
@@ -45,6 +45,13 @@ harness_args()
 		incs="-Ifs $sinc"
 		libs=""
 		max_len=300 ;;
+	http)
+		# target.c's resolving half reads /proc: linked, never called
+		srcs="fs/http_parse.c fs/name.c fs/target.c fs/access.c
+		      sampler/proc.c"
+		incs="-Ifs $sinc"
+		libs=""
+		max_len=2048 ;;
 	pprof)
 		srcs="render/pprof.c sampler/profile.c sampler/log.c"
 		srcs+=" $work/gen/profile.pb-c.c"

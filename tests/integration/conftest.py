@@ -7,6 +7,7 @@ import signal
 
 import pytest
 
+import browser
 import util
 
 # Started in the background by a non-interactive shell (nohup ... &), the
@@ -78,3 +79,15 @@ def target():
     yield start
     for t in started:
         t.kill()
+
+
+@pytest.fixture
+def driver():
+    """Headless Chromium through selenium (browser.py); skipped where it
+    is not installed."""
+    why = browser.available()
+    if why:
+        pytest.skip(why)
+    d = browser.open_driver()
+    yield d
+    d.quit()

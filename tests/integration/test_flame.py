@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import subprocess
-import threading
 import time
 import urllib.parse
 
@@ -16,31 +15,7 @@ import pytest
 
 import browser
 import util
-from util import pprof, save
-
-
-def read_together(proffs, pid, names):
-    """Open every name at once: one session, so the same samples."""
-    out = {}
-
-    def one(n):
-        out[n] = proffs.read(pid, n)
-    ths = [threading.Thread(target=one, args=(n,)) for n in names]
-    for t in ths:
-        t.start()
-    for t in ths:
-        t.join()
-    return out
-
-
-@pytest.fixture
-def driver():
-    why = browser.available()
-    if why:
-        pytest.skip(why)
-    d = browser.open_driver()
-    yield d
-    d.quit()
+from util import pprof, read_together, save
 
 
 def test_flame_svg_opened_from_the_mount_in_chromium(proffs, target, driver):
@@ -250,12 +225,13 @@ class IndexPage(html.parser.HTMLParser):
             self.links[-1][1] += data
 
 
-# Links index.html must offer (SPEC §1, issues 4 and 5), each served.
+# Links index.html must offer (SPEC §1, issues 4, 5 and 18), each served.
 # None is a name readdir lists: a browser reads st_size bytes, and only
 # unlisted names wait in stat for their exact size.
 INDEX_LINKS = {'flame.svg', 'cpu_30s.pb.gz', 'goroutine?debug=1.txt',
                'goroutine?debug=2.txt', 'goroutine.pb.gz', 'cmdline',
-               'heap.svg', 'heap?debug=1.txt', 'allocs.svg'}
+               'heap.svg', 'heap?debug=1.txt', 'allocs.svg',
+               'wall_5s.svg', 'block_5s.svg', 'mutex_5s.txt'}
 
 
 def test_index_html_links_and_command_line(proffs, target):

@@ -483,13 +483,6 @@ def wait_hooked(t, want, timeout=10):
             return h
 
 
-def cpu_seconds(pid):
-    """utime + stime of the process, from /proc/PID/stat."""
-    with open(f'/proc/{pid}/stat') as f:
-        fields = f.read().rsplit(')', 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
-
-
 def pin_together(*targets):
     """Every thread of the targets on CPU 0, where they take turns: this
     VM's speed drifts by tens of percent from one second to the next, but
@@ -503,9 +496,9 @@ def paired_speed(t, c, seconds=2.0):
     """t's blocks per second of its own CPU time over c's, both mallocs
     targets pinned together, measured over the same span: 1.0 when
     nothing slows t down that does not slow c."""
-    a = [(ops_now(x)[0], cpu_seconds(x.pid)) for x in (t, c)]
+    a = [(ops_now(x)[0], util.cpu_seconds(x.pid)) for x in (t, c)]
     time.sleep(seconds)
-    b = [(ops_now(x)[0], cpu_seconds(x.pid)) for x in (t, c)]
+    b = [(ops_now(x)[0], util.cpu_seconds(x.pid)) for x in (t, c)]
     rt, rc = ((b[i][0] - a[i][0]) / (b[i][1] - a[i][1]) for i in (0, 1))
     return rt / rc
 

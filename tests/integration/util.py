@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 
 import pytest
@@ -55,14 +56,15 @@ class Daemon:
     """A foreground proffs on a private temporary mount point; its stdout
     and stderr go to tmpdir/daemon.log."""
 
-    def __init__(self, tmpdir, options=()):
+    def __init__(self, tmpdir, options=(), wrap=()):
+        """wrap: a command the daemon runs under (nsenter --net=...)."""
         # Outside pytest's private (0700) tmp tree: other users' tests
         # must reach the mount point.
         self.mnt = tempfile.mkdtemp(prefix='proffs-mnt-')
         os.chmod(self.mnt, 0o755)
         self.log_path = os.path.join(tmpdir, 'daemon.log')
         self.log = open(self.log_path, 'w')
-        self.cmd = [DAEMON, '-f', self.mnt]
+        self.cmd = list(wrap) + [DAEMON, '-f', self.mnt]
         for o in options:
             self.cmd += ['-o', o]
         self.proc = subprocess.Popen(self.cmd, stdout=self.log,
@@ -233,6 +235,21 @@ def pprof(*args, check=True, clean=False):
         bad = [l for l in r.stderr.splitlines() if PPROF_COMPLAINT.search(l)]
         assert not bad, f'pprof {args} complained:\n{r.stderr}'
     return r.stdout
+
+
+def read_together(proffs, pid, names):
+    """Open every name at once: one session per kind and window, so the
+    same samples; returns {name: bytes}."""
+    out = {}
+
+    def one(n):
+        out[n] = proffs.read(pid, n)
+    ths = [threading.Thread(target=one, args=(n,)) for n in names]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    return out
 
 
 def save(data, name):
@@ -563,14 +580,16 @@ def hue(fill):
 
 def check_fills(frames, palette):
     """Every frame in the palette's hues (warm: red, a little towards
-    magenta, through orange to yellow, for CPU; green, for memory),
-    saturated and bright; one fill per function name, wherever it is
-    drawn."""
-    lo, hi = {'warm': (-20, 70), 'green': (80, 160)}[palette]
+    magenta, through orange to yellow, for CPU; green, for memory; blue,
+    cyan to blue, for time off the CPU), saturated and bright; one fill
+    per function name, wherever it is drawn."""
+    lo, hi = {'warm': (-20, 70), 'green': (80, 160),
+              'blue': (175, 245)}[palette]
     by_name = {}
     for name, _, fill in frames:
         h, s, v = hue(fill)
-        h = h - 360 if h > 180 else h     # a red past magenta: -20..0
+        if palette == 'warm' and h > 180:
+            h -= 360                      # a red past magenta: -20..0
         assert lo <= h <= hi and s >= 0.5 and v >= 0.6, \
             f'{name}: {fill} (hue {h:.0f}) is not {palette}'
         by_name.setdefault(name, set()).add(fill)
@@ -597,6 +616,15 @@ def threads(pid):
 
 
 # -- perf, the reference ---------------------------------------------------
+
+def cpu_seconds(pid):
+    """utime + stime of the process, from /proc/PID/stat: what a piece of
+    work cost, whatever else the machine was doing (a busy machine moves
+    the clock, not this)."""
+    with open(f'/proc/{pid}/stat') as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
 
 def perf_record(pid, seconds, tmp, hz=99, inlined=True, call_graph='dwarf'):
     """`perf record -F hz --call-graph dwarf -p pid -- sleep seconds`, then

@@ -5,9 +5,11 @@
  * halfway through a heap change, or swallows a failed call, shows here as
  * an abort, a crash, a corrupted block or a hang.
  *
- * Usage: heapstress PATTERN SECONDS. Runs the pattern for SECONDS, checks
- * every block it kept (each is filled with a pattern of its own address),
- * prints "checksum N" and exits 0; a corrupted block exits 3.
+ * Usage: heapstress PATTERN SECONDS. Runs the pattern for SECONDS, or
+ * until SIGUSR2 (the stress harness sends it once its read is done, so a
+ * slow load still happens while the pattern runs), checks every block it
+ * kept (each is filled with a pattern of its own address), prints
+ * "checksum N" and exits 0; a corrupted block exits 3.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -26,6 +28,7 @@
 #define CORRUPT 3
 
 static double deadline;
+static volatile sig_atomic_t stop;
 static const char *plugin_path;
 static volatile unsigned long checksum;
 
@@ -39,7 +42,13 @@ static double now(void)
 
 static int running(void)
 {
-	return now() < deadline;
+	return !stop && now() < deadline;
+}
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop = 1;
 }
 
 static unsigned char tag(const void *p)
@@ -290,6 +299,13 @@ static void pat_signal(void)
 {
 	struct itimerval it = { { 0, 1000 }, { 0, 1000 } };
 
+	/* The first allocations make the heap and the thread's cache: a tick
+	 * inside them would deadlock the handler's malloc on the arena lock
+	 * by itself (seen under load, without proffs: the timer's first tick
+	 * came during the first sysmalloc). Later the loop's sizes stay in
+	 * the cache, which takes no lock. */
+	release(xmalloc(64), 64);
+	release(xmalloc(200), 200);
 	signal(SIGALRM, on_alarm);
 	setitimer(ITIMER_REAL, &it, NULL);
 	while (running())
@@ -365,6 +381,7 @@ int main(int argc, char **argv)
 		plugin_path = path;
 	}
 	deadline = now() + atof(argv[2]);
+	signal(SIGUSR2, on_stop);
 	for (size_t i = 0; i < sizeof(patterns) / sizeof(*patterns); i++) {
 		if (strcmp(argv[1], patterns[i].name))
 			continue;

@@ -7,6 +7,7 @@
  * Usage: heapstress_cxx SECONDS. Checks every object it kept, prints
  * "checksum N", exits 0; a corrupted object exits 3.
  */
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -38,6 +39,13 @@ static void expect(bool ok)
 	}
 }
 
+static volatile std::sig_atomic_t stop;
+
+static void on_stop(int)
+{
+	stop = 1;
+}
+
 int main(int argc, char **argv)
 {
 	double end = now() + (argc > 1 ? std::atof(argv[1]) : 3);
@@ -45,7 +53,8 @@ int main(int argc, char **argv)
 	std::map<int, std::string> m;
 	std::list<std::vector<int>> l;
 
-	while (now() < end) {
+	std::signal(SIGUSR2, on_stop);	/* the harness's read is done */
+	while (!stop && now() < end) {
 		for (int i = 0; i < 2000; i++) {
 			m[i % 997] = std::string(16 + i % 300, 'a' + i % 26);
 			if (l.size() > 64)

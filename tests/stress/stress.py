@@ -6,7 +6,8 @@ and give each load a verdict (issue 16).
 Each load starts a new target running one allocation pattern (heapstress
 PATTERN, or heapstress_cxx built on libstdc++, tcmalloc or jemalloc),
 waits a random 0.1-0.9 s, reads heap_1s?rate=1.pb.gz through a mounted
-proffs, and waits for the target to finish its run and check its blocks.
+proffs, then (0.3 s after the read) tells the target to end its run
+(SIGUSR2), and waits for it to check its blocks.
 
 Verdicts: ok; refused (the read failed with EAGAIN: threads never safe at
 once, a clean refusal); abort (the target died of SIGABRT); crash (another
@@ -38,7 +39,8 @@ C_PATTERNS = ['grow', 'calloc', 'threads', 'realloc', 'fork', 'signal',
               'dlopen', 'threadloop']
 CXX_PATTERNS = ['cxx', 'cxx_tcmalloc', 'cxx_jemalloc']
 BAD = ('abort', 'crash', 'corrupt', 'hang', 'stopped', 'error')
-RUN_S = 2.5          # each target's own run
+RUN_S = 60           # at most; SIGUSR2 ends it once the read is done
+AFTER_READ_S = 0.3   # the pattern runs on this long with the agent armed
 READ_TIMEOUT = 40    # a 1 s window, the load, and room for a busy machine
 EXIT_TIMEOUT = 40
 
@@ -92,6 +94,13 @@ def one_load(build, mnt, pattern, seed):
     reader.start()
     reader.join(READ_TIMEOUT)
     read = out.get('result', 'hang')
+    # The target runs until the read is done, however slow the load: a
+    # target that finished first would make the verdict meaningless.
+    time.sleep(AFTER_READ_S)
+    try:
+        t.send_signal(signal.SIGUSR2)
+    except ProcessLookupError:
+        pass
     try:
         stdout, stderr = t.communicate(timeout=EXIT_TIMEOUT)
     except subprocess.TimeoutExpired:

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * check.c - the daemon's limits on a request, the same whether it came
+ * through the mount or over HTTP: a value the name grammar accepts may
+ * still be more than this daemon allows (max_window, max_hz), or a kind
+ * it cannot take here (heap=uprobe without root).
+ */
+#include <errno.h>
+
+#include "heap.h"
+#include "proffs_i.h"
+
+int proffs_check_request(const struct proffs *fs,
+			 const struct proffs_request *req, int parse_ret,
+			 const char **why)
+{
+	int ret;
+
+	if (parse_ret) {
+		*why = "bad value in the file name";
+		return parse_ret;
+	}
+	if (req->window_ms > fs->opts.max_window_s * 1000ull) {
+		*why = "window longer than max_window";
+		return -EINVAL;
+	}
+	if (req->hz > fs->opts.max_hz) {
+		*why = "hz above max_hz";
+		return -EINVAL;
+	}
+	if ((req->kind == PROFFS_KIND_HEAP ||
+	     req->kind == PROFFS_KIND_ALLOCS) &&
+	    (ret = heap_agents_check(fs->heap))) {
+		*why = "heap=uprobe needs root (CAP_SYS_ADMIN) to place "
+		       "uprobes";
+		return ret;
+	}
+	return 0;
+}

@@ -1,0 +1,569 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * offcpu.c - one off-CPU window: looks at every thread's /proc files hz
+ * times a second, stacks of the sleeping ones, perf samples of the
+ * running ones (wall), then each thread's exact times shared out among
+ * its samples.
+ *
+ * A look that finds a thread's schedstat as it was at the last look, the
+ * thread off the CPU then, finds it where it was: its stack is taken
+ * again, and only the syscall file is read (asleep still, or woken).
+ * Any other look reads where the thread is (taskstat.h); the stack of a
+ * thread off the CPU is copied, checked, unwound, classified
+ * (waitclass.h) and kept for the looks that follow.
+ *
+ * Each sample first stands for the time since the thread's last look
+ * (off the CPU) or for one cpu-clock period (running). At the end each
+ * thread's exact times are shared out among its samples (ocshare.c).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpu.h"
+#include "kstack.h"
+#include "maps.h"
+#include "octhreads.h"
+#include "offcpu.h"
+#include "offcpu_i.h"
+#include "perf.h"
+#include "proc.h"
+#include "profile.h"
+#include "pseudoloc.h"
+#include "symbolize.h"
+#include "syscalls.h"
+#include "taskstat.h"
+#include "unwind.h"
+#include "waitclass.h"
+
+#define MAX_FRAMES 128
+#define MAX_KFRAMES OC_MAX_KFRAMES
+#define STACK_MIN 8192
+#define STACK_MAX (64 * 1024)
+#define KSTACK_TEXT 4096
+#define STOP_CHECK_NS 50000000ull
+#define DISCOVER_NS 100000000ull	/* new threads, and is it alive */
+
+static const char *const kind_names[] = {
+	[OFFCPU_WALL] = "wall", [OFFCPU_BLOCK] = "block",
+	[OFFCPU_MUTEX] = "mutex",
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static uint64_t clock_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* The state label of a look at a thread off the CPU. */
+static const char *state_label(char letter)
+{
+	switch (letter) {
+	case 'R':
+		return "runnable";
+	case 'D':
+		return "disk";
+	case 'T':
+	case 't':
+		return "stopped";
+	default:
+		return "sleeping";
+	}
+}
+
+/* ---- samples ---- */
+
+static int labels_of(struct oc_run *run, const struct oc_thread *th,
+		     const char *state, struct pf_label labels[3])
+{
+	labels[0] = (struct pf_label){ .key = run->key_thread,
+				       .str = th->tid_str };
+	labels[1] = (struct pf_label){ .key = run->key_thread_name,
+				       .str = th->name_str };
+	labels[2] = (struct pf_label){ .key = run->key_state,
+				       .str = profile_intern(run->p, state) };
+	return labels[2].str < 0 ? -ENOMEM : 0;
+}
+
+int oc_add(struct oc_run *run, const struct oc_thread *th,
+	   const uint64_t *locs, uint32_t n, const char *state,
+	   int64_t count, int64_t ns)
+{
+	int64_t values[2] = { count, ns };
+	struct pf_label labels[3];
+	uint64_t over;
+	int ret;
+
+	if (run->o->max_stacks &&
+	    profile_nsamples(run->p) >= run->o->max_stacks) {
+		if (!run->overflowed) {
+			char text[128];
+
+			snprintf(text, sizeof(text), "proffs: more than %u "
+				 "distinct stacks; later new stacks are "
+				 "counted under [max_stacks reached]",
+				 run->o->max_stacks);
+			ret = profile_add_comment(run->p, text);
+			if (ret)
+				return ret;
+			run->overflowed = true;
+		}
+		ret = pseudoloc(run->ps, "", "[max_stacks reached]", &over);
+		if (ret)
+			return ret;
+		locs = &over;
+		n = 1;
+	}
+	ret = labels_of(run, th, state, labels);
+	return ret ? ret : profile_add_sample(run->p, locs, n, labels, 3,
+					      values);
+}
+
+/*
+ * A look at th off the CPU, in the stack it keeps: dt more there. A
+ * wait is new when the thread ran since the last look and now sleeps;
+ * a runnable thread still inside a synchronizing call is still blocked
+ * by it, as Go counts a wait until the waiter runs.
+ */
+static int add_look(struct oc_run *run, struct oc_thread *th, char state,
+		    uint64_t dt, bool new_wait)
+{
+	enum wait_class need = run->o->kind == OFFCPU_MUTEX ? WAIT_LOCK :
+			       WAIT_SYNC;
+	struct oc_stack *st = &th->stacks[th->cur];
+	bool runnable = state == 'R';
+
+	st->sleeps += new_wait;
+	if (runnable) {
+		th->runq_ns += dt;
+		st->runq_ns += dt;
+	} else {
+		th->off_ns += dt;
+		st->off_ns += dt;
+	}
+	if (run->o->kind == OFFCPU_WALL)
+		return oc_add(run, th, st->locs, st->nlocs, state_label(state),
+			      1, dt);
+	if (th->class < need)
+		return 0;
+	return oc_add(run, th, st->locs, st->nlocs, state_label(state),
+		      new_wait && !runnable, dt);
+}
+
+/* ---- threads ---- */
+
+static int thread_new(struct oc_run *run, pid_t tid, struct oc_thread **out)
+{
+	struct oc_thread *th;
+	char buf[32];
+	int ret;
+
+	ret = octhreads_add(run->threads, tid, &th);
+	if (ret)
+		return ret;
+	run->st->threads++;
+	th->copy_size = STACK_MIN;
+	snprintf(buf, sizeof(buf), "%d", (int)tid);
+	th->tid_str = profile_intern(run->p, buf);
+	if (proc_comm(run->o->pid, tid, buf, sizeof(buf)))
+		strcpy(buf, "?");
+	th->name_str = profile_intern(run->p, buf);
+	if (th->tid_str < 0 || th->name_str < 0)
+		return -ENOMEM;
+	th->first_ns = th->last_ns = mono_ns();
+	if (task_read_sched(run->o->pid, tid, &th->files, &th->first) ||
+	    task_read_switches(run->o->pid, tid, &th->sw_first)) {
+		th->gone = true;
+		task_files_close(&th->files);
+	}
+	th->last = th->first;
+	*out = th;
+	return 0;
+}
+
+/* Threads started since the last call; false once the process is gone. */
+static int discover(struct oc_run *run, bool *alive)
+{
+	struct oc_thread *th;
+	pid_t *tids;
+	size_t n;
+	int ret;
+
+	*alive = proc_alive(run->o->pid);
+	if (!*alive)
+		return 0;
+	ret = proc_tasks(run->o->pid, &tids, &n);
+	if (ret) {
+		*alive = false;
+		return 0;
+	}
+	for (size_t i = 0; i < n && !ret; i++)
+		if (!octhreads_find(run->threads, tids[i]))
+			ret = thread_new(run, tids[i], &th);
+	free(tids);
+	return ret;
+}
+
+/* The kernel frames of th at snap's place, innermost first: read now,
+ * or those of the last time it was there. */
+static int kernel_locs(struct oc_run *run, struct oc_thread *th,
+		       const struct task_snap *snap)
+{
+	const char *knames[MAX_KFRAMES];
+	int nk, ret = 0;
+
+	if (snap->kstack_known)
+		return 0;
+	th->nklocs = 0;
+	th->have_place = snap->kstack_len > 0;
+	task_snap_place(snap, &th->place);
+	nk = snap->kstack_len ? kstack_names(run->ktext, knames,
+					     MAX_KFRAMES) : 0;
+	for (int i = 0; i < nk && !ret; i++)
+		ret = pseudoloc(run->ps, "[k] ", knames[i],
+				&th->klocs[th->nklocs++]);
+	return ret;
+}
+
+/* The frames of a thread off the CPU: kernel ones (innermost first),
+ * the system call it is in, then the user stack. */
+static int stack_locs(struct oc_run *run, struct oc_thread *th,
+		      const struct task_snap *snap, const uint64_t *pcs,
+		      int npcs, uint64_t *locs, uint32_t *n)
+{
+	char sysname[32];
+	int ret;
+
+	ret = kernel_locs(run, th, snap);
+	if (ret)
+		return ret;
+	memcpy(locs, th->klocs, th->nklocs * sizeof(*locs));
+	*n = th->nklocs;
+	if (snap->sysno >= 0) {
+		syscall_name_fmt(snap->sysno, sysname, sizeof(sysname));
+		ret = pseudoloc(run->ps, "[syscall] ", sysname,
+				&locs[(*n)++]);
+	} else if (snap->state != 'R') {
+		ret = pseudoloc(run->ps, "", "[asleep outside a system call]",
+				&locs[(*n)++]);
+	}
+	for (int i = 0; i < npcs && !ret; i++)
+		ret = symbolizer_location(run->sym, pcs[i], &locs[(*n)++]);
+	return ret;
+}
+
+/* A fresh look found th off the CPU: unwind, classify, keep its stack. */
+static int new_stack(struct oc_run *run, struct oc_thread *th,
+		     const struct task_snap *snap, uint64_t dt)
+{
+	uint64_t pcs[MAX_FRAMES], locs[MAX_FRAMES + MAX_KFRAMES + 1];
+	uint32_t nlocs;
+	size_t used;
+	bool short_copy;
+	int npcs, ret;
+
+	run->st->snapshots++;
+	unwind_stack(run->unw, &snap->regs, run->stack, snap->stack_len, pcs,
+		     MAX_FRAMES, &npcs);
+	if (!unwind_last_complete(run->unw))
+		run->st->incomplete++;
+	unwind_last_stack_use(run->unw, &used, &short_copy);
+	if (short_copy && th->copy_size < STACK_MAX)
+		th->copy_size *= 2;
+	ret = stack_locs(run, th, snap, pcs, npcs, locs, &nlocs);
+	if (!ret)
+		ret = octhread_set_stack(th, locs, nlocs);
+	if (ret)
+		return ret;
+	th->class = waitclass_of(run->wc, snap->sysno, &snap->regs, pcs,
+				 npcs);
+	th->stacks[th->cur].class = th->class;
+	th->have_stack = true;
+	th->state = snap->state;
+	return add_look(run, th, snap->state, dt, true);
+}
+
+static void thread_gone(struct oc_thread *th)
+{
+	th->gone = true;
+	th->have_stack = false;
+	task_files_close(&th->files);
+}
+
+/* Look at one thread now. */
+static int look(struct oc_run *run, struct oc_thread *th)
+{
+	struct task_sched cur, prev;
+	struct task_snap snap;
+	uint64_t now = mono_ns(), dt;
+	bool same, asleep;
+	int ret;
+
+	if (task_read_sched(run->o->pid, th->tid, &th->files, &cur)) {
+		thread_gone(th);
+		return 0;
+	}
+	run->st->looks++;
+	dt = now - th->last_ns;
+	same = task_sched_equal(&cur, &th->last);
+	prev = th->last;
+	th->last = cur;
+	th->last_ns = now;
+	if (same && th->have_stack) {
+		/* It has not run: same stack and state, unless woken. */
+		if (task_still_asleep(run->o->pid, th->tid, &th->files,
+				      &asleep)) {
+			thread_gone(th);
+			return 0;
+		}
+		run->st->reused++;
+		return add_look(run, th, asleep ? th->state : 'R', dt, false);
+	}
+	/* Off the CPU at the last look and on a CPU once since: the
+	 * run-queue time between is that one wake-up's wait, whole. */
+	if (th->have_stack && cur.slices == prev.slices + 1) {
+		th->wake_ns += cur.wait_ns - prev.wait_ns;
+		th->wakes++;
+	}
+	th->have_stack = false;
+	ret = task_snapshot(run->o->pid, th->tid, &th->files, run->maps, &cur,
+			    run->stack, th->copy_size, run->ktext, KSTACK_TEXT,
+			    th->have_place ? &th->place : NULL, &snap);
+	if (ret) {
+		thread_gone(th);
+		return 0;
+	}
+	if (snap.where == TASK_RACED)
+		run->st->raced++;
+	if (snap.where == TASK_RACED || snap.where == TASK_RUNNING)
+		return 0;	/* its exact times say how long */
+	return new_stack(run, th, &snap, dt);
+}
+
+static int look_all(struct oc_run *run)
+{
+	size_t n = octhreads_count(run->threads);
+	int ret = 0;
+
+	for (size_t i = 0; i < n && !ret; i++) {
+		struct oc_thread *th = octhreads_at(run->threads, i);
+
+		if (!th->gone)
+			ret = look(run, th);
+	}
+	return ret;
+}
+
+/* Context switches at the window's end, to tell apart the two kinds of
+ * run-queue wait (ocshare.c). */
+static void last_switches(struct oc_run *run)
+{
+	size_t n = octhreads_count(run->threads);
+
+	for (size_t i = 0; i < n; i++) {
+		struct oc_thread *th = octhreads_at(run->threads, i);
+
+		th->have_sw = !th->gone &&
+			      !task_read_switches(run->o->pid, th->tid,
+						  &th->sw_last);
+	}
+}
+
+/* ---- the window ---- */
+
+static int setup_profile(struct oc_run *run)
+{
+	const struct offcpu_opts *o = run->o;
+	struct pf_header *h;
+	char cmd[4096];
+	int ret;
+
+	ret = profile_new(&run->p);
+	if (ret)
+		return ret;
+	if (o->kind == OFFCPU_WALL)
+		ret = profile_add_sample_type(run->p, "samples", "count") ||
+		      profile_add_sample_type(run->p, "wall", "nanoseconds") ||
+		      profile_set_period(run->p, "wall", "nanoseconds",
+					 1000000000ll / o->hz);
+	else	/* Go's block and mutex profiles */
+		ret = profile_add_sample_type(run->p, "contentions",
+					      "count") ||
+		      profile_add_sample_type(run->p, "delay",
+					      "nanoseconds") ||
+		      profile_set_period(run->p, "contentions", "count", 1);
+	if (ret)
+		return -ENOMEM;
+	run->key_thread = profile_intern(run->p, "thread");
+	run->key_thread_name = profile_intern(run->p, "thread_name");
+	run->key_state = profile_intern(run->p, "state");
+	h = profile_header(run->p);
+	h->pid = o->pid;
+	if (proc_cmdline_str(o->pid, cmd, sizeof(cmd)))
+		cmd[0] = '\0';
+	h->command = profile_intern(run->p, cmd);
+	h->kind = profile_intern(run->p, kind_names[o->kind]);
+	if (run->key_thread < 0 || run->key_thread_name < 0 ||
+	    run->key_state < 0 || h->command < 0 || h->kind < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Sleep until the next tick, the window's end, or a look at stop. */
+static void nap_until(uint64_t when)
+{
+	struct timespec ts = {
+		.tv_sec = when / 1000000000ull,
+		.tv_nsec = when % 1000000000ull,
+	};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
+	       EINTR)
+		;
+}
+
+static int sample_window(struct oc_run *run, bool *exited)
+{
+	const struct offcpu_opts *o = run->o;
+	uint64_t start = mono_ns(), end = start + o->window_ms * 1000000ull;
+	uint64_t period = 1000000000ull / o->hz, next = start + period;
+	uint64_t found = start;
+	bool alive = true;
+	int ret = 0;
+
+	for (;;) {
+		uint64_t now = mono_ns(), wake;
+
+		if (o->stop && atomic_load(o->stop))
+			return -ECANCELED;
+		if (now >= end)
+			break;
+		if (now - found >= DISCOVER_NS) {
+			found = now;
+			ret = discover(run, &alive);
+			if (ret)
+				return ret;
+			if (!alive) {
+				*exited = true;
+				break;
+			}
+		}
+		if (now >= next) {
+			ret = look_all(run);
+			if (ret)
+				return ret;
+			next += period;
+			if (next <= now)	/* fell behind: skip */
+				next = now + period;
+		}
+		if (run->rec) {
+			ret = perf_poll(run->rec, 0, oc_cpu_sample, run);
+			if (ret || run->err)
+				return ret ? ret : run->err;
+		}
+		wake = next < end ? next : end;
+		if (wake > now + STOP_CHECK_NS)
+			wake = now + STOP_CHECK_NS;
+		nap_until(wake);
+	}
+	/* The window's last look: every span ends at its end. */
+	if (!*exited)
+		ret = look_all(run);
+	if (!ret)
+		last_switches(run);
+	if (!ret && run->rec)
+		ret = perf_poll(run->rec, 0, oc_cpu_sample, run);
+	return ret ? ret : run->err;
+}
+
+static void run_free(struct oc_run *run)
+{
+	perf_close(run->rec);
+	octhreads_free(run->threads);
+	pseudolocs_free(run->ps);
+	waitclass_free(run->wc);
+	symbolizer_free(run->sym);
+	unwinder_free(run->unw);
+	maps_free(run->maps);
+	free(run->stack);
+	free(run->ktext);
+}
+
+static int setup(struct oc_run *run)
+{
+	bool alive;
+	int ret;
+
+	ret = setup_profile(run);
+	if (!ret)
+		ret = maps_load(run->o->pid, run->o->cache, &run->maps);
+	if (!ret)
+		ret = unwinder_new(run->maps, &run->unw);
+	if (!ret)
+		ret = symbolizer_new(run->p, run->maps, &run->sym);
+	if (!ret)
+		ret = waitclass_new(run->maps, &run->wc);
+	if (!ret)
+		ret = pseudolocs_new(run->p, &run->ps);
+	if (!ret)
+		ret = octhreads_new(&run->threads);
+	if (ret)
+		return ret;
+	run->stack = malloc(STACK_MAX);
+	run->ktext = malloc(KSTACK_TEXT);
+	if (!run->stack || !run->ktext)
+		return -ENOMEM;
+	ret = discover(run, &alive);
+	if (!ret && !alive)
+		ret = -ESRCH;
+	if (!ret && !run->st->threads)
+		ret = -ESRCH;
+	if (!ret && run->o->kind == OFFCPU_WALL)
+		ret = oc_open_cpu(run);
+	return ret;
+}
+
+int offcpu_profile(const struct offcpu_opts *o, struct profile **out,
+		   struct offcpu_stats *st)
+{
+	struct oc_run run = { .o = o, .st = st };
+	uint64_t cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), start;
+	bool exited = false;
+	int64_t t0;
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	if (!o->hz || !o->window_ms || (unsigned)o->kind > OFFCPU_MUTEX)
+		return -EINVAL;
+	if (o->method == OFFCPU_SCHED)
+		return -EOPNOTSUPP;	/* not yet: see docs/offcpu.md */
+	st->method = OFFCPU_PROCFS;
+	cpu_raise_priority();
+	t0 = clock_ns(CLOCK_REALTIME);
+	start = mono_ns();
+	ret = setup(&run);
+	if (!ret)
+		ret = sample_window(&run, &exited);
+	st->elapsed_ns = mono_ns() - start;
+	if (run.rec)
+		st->lost = perf_lost(run.rec);
+	if (!ret)
+		ret = oc_finish(&run, exited);
+	st->daemon_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+	run_free(&run);
+	/* a /proc file of the process gone: the process is */
+	return profile_deliver(run.p, ret == -ENOENT ? -ESRCH : ret, t0,
+			       st->elapsed_ns, out);
+}

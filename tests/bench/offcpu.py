@@ -1,0 +1,191 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""What the off-CPU kinds cost: a 100-thread target (sleepwork: each
+thread does a fixed piece of work, then sleeps) read as
+wall_Ns?hz=99 (and block), against an unprofiled twin; and the daemon's
+CPU per thread-sample (a look at one thread at one tick) beside its CPU
+per sample of a cpu profile of the same target in the same run. Writes
+offcpu-results.md.
+
+    tests/bench/offcpu.py [--build DIR] [--out DIR] [--seconds S]
+                          [--rounds N] [--readme]
+
+As in heap.py, every figure is a pair: two fresh targets on one CPU,
+taking turns on it, only one of them profiled, the daemon and this
+script on the other CPU; the figure is the profiled one's work per
+second of its own CPU time over the other's, over the same span. The
+unprofiled pair is the noise. Threads looked at by /proc are never
+stopped, so what the target can lose is what perf's cpu-clock samples
+cost it (wall) and what the daemon's reads take from the kernel.
+"""
+
+import argparse
+import os
+import re
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402
+import heap  # noqa: E402
+from bench import cpu_seconds  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+THREADS = 100
+WORKLOADS = [
+    ('100 threads waking 100 times a second (10 ms sleeps)',
+     [str(THREADS), '10000', '10000']),
+    ('100 threads waking 10 times a second (100 ms sleeps)',
+     [str(THREADS), '100000', '50000']),
+]
+KINDS = ['wall', 'block']
+
+
+def start(args, argv):
+    path = os.path.join(args.build, 'tests', 'targets', 'sleepwork')
+    return [heap.Mallocs(['taskset', '-c', str(heap.TARGET_CPU), path] +
+                         argv) for _ in range(2)]
+
+
+def session_line(d, kind):
+    lines = [l for l in d.log_text().splitlines()
+             if re.search(rf'session \d+ done: .*kind={kind} ', l)]
+    return lines[-1] if lines else ''
+
+
+def field(line, key):
+    m = re.search(rf'\b{key}=(\d+)', line)
+    return int(m.group(1)) if m else 0
+
+
+def profiled(args, d, t, kind):
+    """(speed ratio, daemon µs per thread-sample or per CPU sample)."""
+    name = f'{kind}_{args.seconds}s?hz=99.pb.gz'
+    c0 = cpu_seconds(d.proc.pid)
+    a, b = heap.pair_rates(t[0], t[1], lambda: d.read(t[0].pid, name))
+    spent = cpu_seconds(d.proc.pid) - c0
+    line = session_line(d, kind)
+    per = field(line, 'samples' if kind == 'cpu' else 'looks')
+    return a / b, (spent * 1e6 / per if per else None), line
+
+
+def cpu_sample_cost(args, d):
+    """Daemon µs per sample of cpu_Ns?hz=99 on workers 16 (busy threads:
+    a cpu profile of sleepwork has hardly a sample, its threads each
+    running less than a period in the window)."""
+    t = bench.Target([os.path.join(args.build, 'tests', 'targets',
+                                   'workers'), '16'])
+    try:
+        time.sleep(1)
+        # the first session reads the program's symbols: warm is the
+        # second, as the looks' sessions are
+        d.read(t.pid, 'cpu_2s?hz=99.pb.gz')
+        c0 = cpu_seconds(d.proc.pid)
+        d.read(t.pid, f'cpu_{args.seconds}s?hz=99.pb.gz')
+        spent = cpu_seconds(d.proc.pid) - c0
+    finally:
+        t.stop()
+    n = field(session_line(d, 'cpu'), 'samples')
+    return spent * 1e6 / n if n else None
+
+
+def run(args, argv):
+    res = {k: [] for k in ['unprofiled'] + KINDS + ['cpu']}
+    us = {k: [] for k in KINDS + ['cpu']}
+    lines = {}
+    d = heap.Daemon(args.build, 'offcpu=procfs')
+    try:
+        for r in range(args.rounds):
+            t = start(args, argv)
+            try:
+                time.sleep(1)
+                a, b = heap.pair_rates(t[0], t[1],
+                                       lambda: time.sleep(args.seconds))
+                res['unprofiled'].append(a / b)
+                for kind in KINDS + ['cpu']:
+                    ratio, per, line = profiled(args, d, t, kind)
+                    res[kind].append(ratio)
+                    if per and kind != 'cpu':
+                        us[kind].append(per)
+                    lines[kind] = line
+                print(f'round {r + 1}: ' + ', '.join(
+                    f'{k} {v[-1]:.3f}' for k, v in res.items()), flush=True)
+            finally:
+                for x in t:
+                    x.stop()
+            per = cpu_sample_cost(args, d)
+            if per:
+                us['cpu'].append(per)
+    finally:
+        fusermount(d)
+    return res, us, lines
+
+
+def fusermount(d):
+    os.system(f'fusermount3 -u {d.mnt}')
+    d.proc.wait()
+
+
+def report(results, args):
+    lines = [f'sleepwork target, {THREADS} threads each doing a fixed '
+             f'piece of work then sleeping. Each speed is the median of '
+             f'{args.rounds} paired measurements of {args.seconds} s: two '
+             f'fresh targets taking turns on one CPU, only one profiled '
+             f'(the daemon on the other CPU), the profiled one\'s work per '
+             f'second of its own CPU time over the other\'s (min-max '
+             f'after it). A thread-sample is one look at one thread at one '
+             f'tick (hz=99), its cost the daemon\'s CPU over the read '
+             f'divided by the looks; a CPU sample\'s, the daemon\'s CPU '
+             f'over a cpu profile at 99 Hz of workers 16 (busy threads, '
+             f'its second session: warm) divided by its samples, in the '
+             f'same run (cpu rows: a cpu '
+             f'profile of sleepwork itself, whose threads each run less '
+             f'than a period in the window, has almost no sample).', '',
+             '| workload | read | speed vs twin (median, min-max) | '
+             'daemon CPU per thread-sample / CPU sample |',
+             '| --- | --- | --- | --- |']
+    for workload, (res, us, _) in results:
+        for k, v in res.items():
+            m = statistics.median(v)
+            per = (f'{statistics.median(us[k]):.1f} µs'
+                   if us.get(k) else '-')
+            what = 'unprofiled (noise)' if k == 'unprofiled' else \
+                f'{k}_{args.seconds}s?hz=99'
+            lines.append(f'| {workload} | {what} | {m:.3f} '
+                         f'({(m - 1) * 100:+.1f}%), {min(v):.3f}-'
+                         f'{max(v):.3f} | {per} |')
+    lines += ['', 'Session lines of the last round:', '']
+    for workload, (_, _, sl) in results:
+        for k in KINDS + ['cpu']:
+            lines.append(f'    {sl.get(k, "")[:230]}')
+    text = '\n'.join(lines) + '\n'
+    with open(os.path.join(args.out, 'offcpu-results.md'), 'w') as f:
+        f.write(text)
+    if args.readme:
+        bench.splice_readme('offcpu', text)
+    print(text)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--build', default=os.path.join(REPO, 'build'))
+    ap.add_argument('--out', default=os.path.join(REPO, 'tests', 'bench'))
+    ap.add_argument('--seconds', type=int, default=10)
+    ap.add_argument('--rounds', type=int, default=3)
+    ap.add_argument('--readme', action='store_true',
+                    help='also put the results into docs/performance.md')
+    args = ap.parse_args()
+    if os.cpu_count() < 2:
+        sys.exit('needs two CPUs: the targets on one, the tools on the other')
+    os.sched_setaffinity(0, {heap.TOOLS_CPU})
+    results = []
+    for workload, argv in WORKLOADS:
+        print(f'== {workload}', flush=True)
+        results.append((workload, run(args, argv)))
+    report(results, args)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,383 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Off-CPU kinds through the mount (issue 18): wall, block and mutex of
+tests/targets/waits, whose threads measure their own waits into a file
+the test reads before and after the window: the truth of exactly the
+window profiled. Every profile goes through go tool pprof
+(util.validate_pprof); no thread of the target may be stopped or traced
+meanwhile (its /proc status, polled through the window)."""
+
+import errno
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import threading
+import time
+
+import pytest
+
+import browser
+import util
+from util import expect_errno, pprof, save, validate_pprof
+
+# struct truth of tests/targets/waits.c: nine uint64_t
+TRUTH_FIELDS = ('spin_ns', 'sleep_ns', 'hold_ns', 'rest_ns',
+                'lock_wait_ns', 'lock_waits', 'cond_wait_ns', 'cond_waits',
+                'waiter_rest_ns')
+WAITS_THREADS = ('waits', 'sleeper', 'holder', 'waiter', 'condwaiter')
+METHODS = [pytest.param(('offcpu=procfs',), id='procfs')]
+
+
+def read_truth(path):
+    with open(path, 'rb') as f:
+        values = struct.unpack('9Q', f.read(72))
+    return dict(zip(TRUTH_FIELDS, values)), time.monotonic_ns()
+
+
+class StateWatch:
+    """Poll every thread's /proc status through a window: the states seen
+    and any tracer (util.threads)."""
+
+    def __init__(self, pid):
+        self.pid, self.states, self.tracers = pid, set(), set()
+        self.polls = 0
+        self._stop = threading.Event()
+        self._th = threading.Thread(target=self._run)
+        self._th.start()
+
+    def _run(self):
+        while not self._stop.is_set():
+            for _, state, tracer in util.threads(self.pid):
+                self.states.add(state)
+                if tracer:
+                    self.tracers.add(tracer)
+            self.polls += 1
+            time.sleep(0.005)
+
+    def stop(self):
+        self._stop.set()
+        self._th.join()
+        assert self.polls > 50, f'only {self.polls} looks at /proc'
+        assert not self.tracers, f'the target was traced by {self.tracers}'
+        assert self.states <= {'R', 'S'}, \
+            f'a thread of the target was seen in states {self.states}'
+
+
+def profile_waits(proffs, pid, names, truth_path):
+    """Read names together (one session per kind, the same window),
+    watching the target's threads meanwhile; returns ({name: bytes},
+    truth over the window, its length in ns)."""
+    watch = StateWatch(pid)
+    before, t0 = read_truth(truth_path)
+    out = util.read_together(proffs, pid, names)
+    after, t1 = read_truth(truth_path)
+    watch.stop()
+    truth = {k: after[k] - before[k] for k in TRUTH_FIELDS}
+    return out, truth, t1 - t0
+
+
+def by_thread(p, name, sample_type):
+    """Samples of thread name: (total of sample_type, samples)."""
+    i = p.index(sample_type)
+    mine = [s for s in p.samples if s.labels.get('thread_name') == name]
+    return sum(s.values[i] for s in mine), mine
+
+
+def cum_share(samples, total, func, i):
+    return sum(s.values[i] for s in samples if func in s.frames) / total
+
+
+def top_rows(text):
+    """{name: cum%} of a go tool pprof -top table."""
+    rows, started = {}, False
+    for line in text.splitlines():
+        if line.split() == ['flat', 'flat%', 'sum%', 'cum', 'cum%']:
+            started = True
+            continue
+        if started and line.strip():
+            f = line.split(None, 5)
+            rows[f[5]] = float(f[4].rstrip('%')) / 100
+    return rows
+
+
+@pytest.mark.parametrize('proffs_options', METHODS, indirect=True)
+def test_wall_shares_and_sum_match_the_truth(proffs, target, tmp_path):
+    """Every thread for the whole window: the values add up to threads x
+    window (2%); inside each thread, its stacks' shares are those the
+    target measured (5 points): the sleeper spins 30% and sleeps 70%,
+    the holder holds 40 ms of 45, the waiter waits for the mutex."""
+    truth_path = str(tmp_path / 'truth')
+    t = target('waits', truth_path)
+    got, truth, span = profile_waits(proffs, t.pid, ['wall_5s.pb.gz'],
+                                     truth_path)
+    p = validate_pprof(save(got['wall_5s.pb.gz'], 'wall.pb.gz'))
+    assert p.sample_types == ['samples/count', 'wall/nanoseconds']
+    assert p.period_type == 'wall nanoseconds'
+    assert p.period == 10**9 // 99
+    assert any('no thread stopped' in c for c in p.comments), p.comments
+    assert {s.labels.get('thread_name') for s in p.samples} == \
+        set(WAITS_THREADS)
+    assert {s.labels['state'] for s in p.samples} <= \
+        {'running', 'runnable', 'sleeping', 'disk'}
+
+    total = p.total('wall/nanoseconds')
+    want = len(WAITS_THREADS) * p.duration_ns
+    assert abs(total - want) <= 0.02 * want, \
+        f'wall adds up to {total / 1e9:.3f} s, not 5 x {p.duration_ns / 1e9}'
+    ns = 'wall/nanoseconds'
+    i = p.index(ns)
+    for name in WAITS_THREADS:
+        tot, _ = by_thread(p, name, ns)
+        assert abs(tot - p.duration_ns) <= 0.02 * p.duration_ns, \
+            f'{name}: {tot / 1e9:.3f} s of a {p.duration_ns / 1e9} s window'
+
+    tot, mine = by_thread(p, 'sleeper', ns)
+    # 30% on a quiet machine; on a busy one a thread woken from its
+    # sleep may wait for a CPU inside it, and its spin is shorter
+    spin = truth['spin_ns'] / (truth['spin_ns'] + truth['sleep_ns'])
+    assert spin >= 0.1, f'the target spun {spin:.3f}'
+    got_spin = cum_share(mine, tot, 'sleeper_spin', i)
+    got_sleep = cum_share(mine, tot, 'sleeper_sleep', i)
+    assert abs(got_spin - spin) <= 0.05, (got_spin, spin)
+    assert abs(got_sleep - (1 - spin)) <= 0.05, (got_sleep, 1 - spin)
+    # the spin is on the CPU (or waiting for one), the sleep off it, in
+    # clock_nanosleep
+    for s in mine:
+        if 'sleeper_sleep' in s.frames and s.labels['state'] != 'running':
+            assert '[syscall] clock_nanosleep' in s.frames, s.frames
+        if s.frames and s.frames[0] == 'sleeper_spin':
+            assert s.labels['state'] in ('running', 'runnable'), s.labels
+
+    tot, mine = by_thread(p, 'holder', ns)
+    hold = truth['hold_ns'] / (truth['hold_ns'] + truth['rest_ns'])
+    assert abs(cum_share(mine, tot, 'holder_hold', i) - hold) <= 0.05
+
+    tot, mine = by_thread(p, 'waiter', ns)
+    wait = truth['lock_wait_ns'] / (truth['lock_wait_ns'] +
+                                    truth['waiter_rest_ns'])
+    got_wait = cum_share(mine, tot, 'waiter_lock', i)
+    assert wait > 0.5 and abs(got_wait - wait) <= 0.05, (got_wait, wait)
+    for s in mine:
+        if 'waiter_lock' in s.frames and s.labels['state'] != 'running':
+            assert '[syscall] futex' in s.frames, s.frames
+            assert s.frames.index('[syscall] futex') < \
+                s.frames.index('waiter_lock')
+
+
+@pytest.mark.parametrize('proffs_options', METHODS, indirect=True)
+def test_block_and_mutex_shares_match_the_truth(proffs, target, tmp_path):
+    """block: the waiter's mutex waits and the condition waiter's waits,
+    in the shares the target measured (5 points, go tool pprof -top
+    -sample_index=delay), with their delays and counts; sleeps are not
+    blocking. mutex: the waiter's part alone."""
+    truth_path = str(tmp_path / 'truth')
+    t = target('waits', truth_path)
+    got, truth, span = profile_waits(
+        proffs, t.pid, ['block_5s.pb.gz', 'mutex_5s.pb.gz'], truth_path)
+    lock, cond = truth['lock_wait_ns'], truth['cond_wait_ns']
+    assert lock > 0.5 * span and cond > 0.8 * span, truth
+
+    paths = {}
+    for kind in ('block', 'mutex'):
+        paths[kind] = save(got[f'{kind}_5s.pb.gz'], f'{kind}.pb.gz')
+        p = validate_pprof(paths[kind])
+        assert p.sample_types == ['contentions/count', 'delay/nanoseconds']
+        for s in p.samples:
+            for f in ('sleeper_sleep', 'sleeper_spin', 'holder_rest',
+                      'waiter_rest', 'main_idle'):
+                assert f not in s.frames, (kind, f, s.frames)
+        top = pprof('-top', '-sample_index=delay', paths[kind])
+        assert 'Type: delay' in top, top[:300]
+        rows = top_rows(top)
+        if kind == 'block':
+            want = lock / (lock + cond)
+            assert abs(rows['waiter_lock'] - want) <= 0.05, (rows, want)
+            assert abs(rows['cond_park'] - (1 - want)) <= 0.05, rows
+            total = p.total('delay/nanoseconds')
+            assert abs(total - (lock + cond)) <= 0.1 * (lock + cond), \
+                (total, lock + cond)
+            counts = pprof('-top', '-sample_index=contentions',
+                           paths[kind])
+            assert 'Type: contentions' in counts
+        else:
+            assert rows['waiter_lock'] >= 0.95, rows
+            assert rows.get('cond_park', 0) <= 0.05, rows
+            total = p.total('delay/nanoseconds')
+            assert abs(total - lock) <= 0.1 * lock, (total, lock)
+        # a wait is counted once, however many looks saw it
+        i = p.index('contentions/count')
+        waits = sum(s.values[i] for s in p.samples
+                    if 'waiter_lock' in s.frames)
+        assert abs(waits - truth['lock_waits']) <= \
+            0.15 * truth['lock_waits'] + 2, (kind, waits, truth)
+        if kind == 'block':
+            waits = sum(s.values[i] for s in p.samples
+                        if 'cond_park' in s.frames)
+            assert abs(waits - truth['cond_waits']) <= \
+                0.15 * truth['cond_waits'] + 2, (waits, truth)
+
+
+@pytest.mark.parametrize('proffs_options', METHODS, indirect=True)
+def test_offcpu_formats_share_one_session(proffs, target):
+    """Every format of a kind, read together: one session, the same
+    samples; the top table is go tool pprof's, the collapsed stacks add
+    up to its total, the flame graph is blue."""
+    t = target('waits')
+    names = ['mutex_2s.pb.gz', 'mutex_2s.pb', 'mutex_2s.txt',
+             'mutex_2s.folded', 'mutex_2s.svg']
+    out = util.read_together(proffs, t.pid, names)
+    assert len(proffs.log_lines(r'session \d+ start: pid=%d kind=mutex'
+                                % t.pid)) == 1
+    gz = save(out['mutex_2s.pb.gz'], 'mutex-formats.pb.gz')
+    raw = save(out['mutex_2s.pb'], 'mutex-formats.pb')
+    p = validate_pprof(gz)
+    assert validate_pprof(raw).total('delay/nanoseconds') == \
+        p.total('delay/nanoseconds')
+    ours = out['mutex_2s.txt'].decode()
+    assert top_rows(ours) == top_rows(pprof('-top', gz))
+    folded = out['mutex_2s.folded'].decode().splitlines()
+    assert sum(int(l.rsplit(' ', 1)[1]) for l in folded) == \
+        p.total('delay/nanoseconds')
+    assert any(';waiter_lock;' in l for l in folded), folded[:5]
+    _, text = util.check_svg(out['mutex_2s.svg'], 'mutex.svg')
+    frames = util.svg_frames(text)
+    assert 'waiter_lock' in {f[0] for f in frames}
+    util.check_fills(frames[1:], 'blue')
+    titles = util.svg_titles(text)
+    assert titles['title'].startswith(f'mutex profile of pid {t.pid}')
+    assert titles['sub'].startswith('delay (nanoseconds)'), titles
+
+
+@pytest.mark.parametrize('proffs_options', METHODS, indirect=True)
+def test_wall_flame_graph_opens_and_clicks_in_chromium(proffs, target,
+                                                       driver):
+    t = target('waits')
+    url = 'file://' + proffs.path(t.pid, 'wall_3s.svg')
+    os.makedirs(util.OUT_DIR, exist_ok=True)
+    shot = os.path.join(util.OUT_DIR, 'wall-flame.png')
+    m = browser.check_flame_svg(driver, url,
+                                ['waiter_lock', 'sleeper_spin',
+                                 'holder_hold', '[syscall] futex'], shot)
+    # the waiter waits for the mutex most of its fifth of the time
+    assert 10 <= m['matched_pct'] <= 20, m
+    # as the browser paints them, every frame but the root is blue
+    for f in browser.frames(driver)[1:]:
+        rgb = [int(v) for v in re.findall(r'\d+', f[4])[:3]]
+        h, _, _ = util.hue('#%02x%02x%02x' % tuple(rgb))
+        assert 175 <= h <= 245, f'{f[0]}: {f[4]} is not blue'
+
+
+def test_offcpu_errors(proffs, target):
+    """A bad value is EINVAL; a pid that is gone, ENOENT."""
+    t = target('waits')
+    expect_errno(lambda: open(proffs.path(t.pid, 'wall_0s.pb.gz'), 'rb'),
+                 errno.EINVAL)
+    expect_errno(lambda: open(proffs.path(t.pid, 'block?hz=0.pb.gz'),
+                              'rb'), errno.EINVAL)
+    t.kill()
+    expect_errno(lambda: open(proffs.path(t.pid, 'mutex_1s.pb.gz'), 'rb'),
+                 errno.ENOENT)
+
+
+# Off-CPU time per thread from the scheduler itself: from each switch
+# out of a thread that went to sleep (prev_state not running) to its next
+# switch in - its sleep and its wait for a CPU after the wake-up, what
+# wall shows in the states sleeping, disk and runnable. Preemptions are
+# left out: wall counts a preempted thread's wait with its running stack.
+BPF_OFFCPU = r'''
+BEGIN { @t0 = nsecs; printf("started\n"); }
+tracepoint:sched:sched_switch
+/pid == $1 && args->prev_state != 0/
+{ @start[args->prev_pid] = nsecs; }
+tracepoint:sched:sched_switch
+/@start[args->next_pid]/
+{
+	@off[args->next_pid] = sum(nsecs - @start[args->next_pid]);
+	delete(@start[args->next_pid]);
+}
+END { printf("elapsed_us %d\n", (nsecs - @t0) / 1000); clear(@start);
+      clear(@t0); }
+'''
+
+
+def tracefs_mounted():
+    with open('/proc/self/mounts') as f:
+        return any(l.split()[2] == 'tracefs' for l in f)
+
+
+@pytest.fixture
+def tracefs():
+    """bpftrace finds tracepoints in tracefs: mount it (as root) where it
+    is not, and unmount what this fixture mounted."""
+    if os.geteuid() != 0:
+        pytest.skip('bpftrace needs root')
+    mounted = False
+    if not tracefs_mounted():
+        r = subprocess.run(['mount', '-t', 'tracefs', 'nodev',
+                            '/sys/kernel/tracing'], capture_output=True,
+                           text=True)
+        assert r.returncode == 0, f'cannot mount tracefs: {r.stderr}'
+        mounted = True
+    yield
+    if mounted:
+        subprocess.run(['umount', '/sys/kernel/tracing'])
+
+
+def stop_bpftrace(bt):
+    """SIGINT, which bpftrace answers by printing its maps; again if it
+    has not ended after 30 s (a signal while it still attaches is lost),
+    then SIGKILL: it never outlives the test. (stdout, stderr)."""
+    for sig in (signal.SIGINT, signal.SIGINT, signal.SIGKILL):
+        bt.send_signal(sig)
+        try:
+            return bt.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            continue
+    return bt.communicate()
+
+
+@pytest.mark.parametrize('proffs_options', METHODS, indirect=True)
+def test_wall_off_cpu_time_agrees_with_bpftrace(proffs, target, tracefs,
+                                                tmp_path):
+    """As root, a sched_switch-based bpftrace script on the same target
+    at the same time: each thread's time off the CPU agrees within 5
+    points of its window."""
+    assert shutil.which('bpftrace'), 'bpftrace is not installed'
+    t = target('waits')
+    script = tmp_path / 'offcpu.bt'
+    script.write_text(BPF_OFFCPU)
+    bt = subprocess.Popen(['bpftrace', str(script), str(t.pid)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+    try:
+        line = ''
+        while line.strip() != 'started':    # its probes are attached
+            line = bt.stdout.readline()
+            assert line, f'bpftrace did not start: {bt.stderr.read()}'
+        data = proffs.read(t.pid, 'wall_5s.pb.gz')
+    finally:
+        out, err = stop_bpftrace(bt)
+    elapsed = int(re.search(r'elapsed_us (\d+)', out).group(1)) * 1000
+    theirs = {int(m.group(1)): int(m.group(2))
+              for m in re.finditer(r'@off\[(\d+)\]: (\d+)', out)}
+    p = validate_pprof(save(data, 'wall-bpftrace.pb.gz'))
+    i = p.index('wall/nanoseconds')
+    names = {}
+    for tid in os.listdir(f'/proc/{t.pid}/task'):
+        with open(f'/proc/{t.pid}/task/{tid}/comm') as f:
+            names[f.read().strip()] = int(tid)
+    checked = 0
+    for name in ('sleeper', 'holder', 'waiter', 'condwaiter'):
+        tot, mine = by_thread(p, name, 'wall/nanoseconds')
+        off = sum(s.values[i] for s in mine
+                  if s.labels['state'] != 'running') / tot
+        bpf = theirs.get(names[name], 0) / elapsed
+        print(f'{name}: off the CPU {off:.3f} (proffs), {bpf:.3f} '
+              f'(bpftrace)')
+        assert abs(off - bpf) <= 0.05, \
+            f'{name}: off the CPU {off:.3f} of the window, bpftrace ' \
+            f'{bpf:.3f}\n{out}'
+        checked += 1
+    assert checked == 4
