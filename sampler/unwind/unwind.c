@@ -384,11 +384,13 @@ enum go_top {
 
 /*
  * Go's runtime switches stacks inside some functions (to g0's, in mcall
- * and systemstack; back from a signal handler, in sigreturn) and starts
- * them in others (goexit, mstart, rt0_go), and their CFI does not say so:
- * what lies above their frame is whatever another stack left there. Go's
- * own traceback stops at them too (its "top frame" function IDs); perf
- * stops or goes astray. Names without their ABI suffix (".abi0").
+ * and systemstack, and to call the vDSO in nanotime1, walltime and
+ * time.now; back from a signal handler, in sigreturn) and starts them in
+ * others (goexit, mstart, rt0_go), and their CFI does not say so: what
+ * lies above their frame is whatever another stack left there. Go's own
+ * traceback stops at them too (its "top frame" function IDs, and the
+ * vDSO caller it records in m); perf stops or goes astray. The names are
+ * matched with or without their ABI suffix (".abi0").
  */
 static enum go_top go_top_frame(const char *name)
 {
@@ -403,19 +405,25 @@ static enum go_top go_top_frame(const char *name)
 		{ "runtime.asmcgocall", GO_SWITCH },
 		{ "runtime.sigreturn", GO_SWITCH },
 		{ "runtime.sigreturn__sigaction", GO_SWITCH },
+		{ "runtime.nanotime1", GO_SWITCH },
+		{ "runtime.walltime", GO_SWITCH },
+		{ "runtime.walltime1", GO_SWITCH },
+		{ "runtime.vgetrandom1", GO_SWITCH },
+		{ "time.now", GO_SWITCH },
 		{ "runtime.goexit", GO_START },
 		{ "runtime.mstart", GO_START },
 		{ "runtime.rt0_go", GO_START },
 	};
-	size_t len;
 
-	if (!name || strncmp(name, "runtime.", 8))
+	if (!name || (strncmp(name, "runtime.", 8) && strncmp(name, "time.", 5)))
 		return GO_NOT_TOP;
-	len = strcspn(name + 8, ".") + 8;
-	for (size_t i = 0; i < sizeof(tops) / sizeof(*tops); i++)
-		if (strlen(tops[i].name) == len &&
-		    !strncmp(name, tops[i].name, len))
+	for (size_t i = 0; i < sizeof(tops) / sizeof(*tops); i++) {
+		size_t n = strlen(tops[i].name);
+
+		if (!strncmp(name, tops[i].name, n) &&
+		    (!name[n] || !strcmp(name + n, ".abi0")))
 			return tops[i].top;
+	}
 	return GO_NOT_TOP;
 }
 
