@@ -14,11 +14,13 @@ runtime's first frame of a stack). Shares are compared by the function
 that holds the code (inlined frames left out on both sides: perf and
 proffs may expand an inline chain differently)."""
 
+import math
 import os
 import re
 import shutil
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -27,7 +29,11 @@ from util import save, validate_pprof
 
 SRC = util.TARGET_SRC
 RUSTC = '/usr/bin/rustc'       # Debian's, not a rustup toolchain on PATH
-HZ = 999       # up to 5,000 samples in 5 s: 5 points is 5 sigma at 75%
+HZ = 999
+# samples wanted from each profiler: two honest estimates of a 75% share
+# from 3,000 samples each differ by more than 5 points (4.5 sigma) about
+# one time in 100,000
+WANT = 3000
 C_FLAGS = ['-O2', '-g', '-fomit-frame-pointer', '-fno-optimize-sibling-calls']
 # hot() and level2() in far_text, loaded as a second code segment
 FAR = ['-DFAR_TEXT', '-Wl,--section-start=far_text=0x200000']
@@ -87,9 +93,21 @@ def real_frames(sample):
     return [loc.lines[-1][0] for loc in sample.locations if loc.lines]
 
 
-def read_with_perf(proffs, pid, keep, tmp, seconds=5, call_graph='dwarf'):
-    """cpu_<seconds>s?hz=HZ read through the mount while perf records the
-    same pid: (Profile, perf's stacks without inlined frames)."""
+def window_for(pid):
+    """Seconds of window for about WANT samples from each profiler: the
+    CPU the target gets now (a second of its own CPU time against the
+    clock: on a busy machine it gets a fraction of a CPU), 5 to 20 s."""
+    t0, c0 = time.monotonic(), util.cpu_seconds(pid)
+    time.sleep(1)
+    rate = (util.cpu_seconds(pid) - c0) / (time.monotonic() - t0)
+    return max(5, min(20, math.ceil(WANT / (max(rate, 0.01) * HZ))))
+
+
+def read_with_perf(proffs, pid, keep, tmp, call_graph='dwarf'):
+    """cpu_<N>s?hz=HZ read through the mount while perf records the same
+    pid for the same N seconds (window_for): (Profile, perf's stacks
+    without inlined frames)."""
+    seconds = window_for(pid)
     result = {}
 
     def ours():
