@@ -10,11 +10,13 @@
  * (st_dev, st_ino, st_size, st_mtime) when the file has none, so a second
  * session, or a second process running the same binary, parses nothing.
  *
- * Symbols come from .symtab, then .dynsym; a separate debug file is found
- * by build-id under each debug root (default "/usr/lib/debug":
- * ROOT/.build-id/xx/yyyy.debug) and by .gnu_debuglink (next to the file,
- * in its .debug/ directory, and under ROOT/<dir of file>). File names,
- * line numbers and inlined frames come from DWARF through libdw.
+ * Symbols come from .symtab, then .dynsym, demangled (demangle.h); a
+ * separate debug file is found by build-id under each debug root (default
+ * "/usr/lib/debug": ROOT/.build-id/xx/yyyy.debug) and by .gnu_debuglink
+ * (next to the file, in its .debug/ directory, and under ROOT/<dir of
+ * file>). File names, line numbers and inlined frames come from DWARF
+ * through libdw, compile units found by their own ranges (cu_index.h).
+ * An object in no file (the vDSO) is loaded from its image in memory.
  *
  * Thread safety: dso_cache_get() and every dso_* call may be used from any
  * thread at once (a dso serializes its libdw use internally).
