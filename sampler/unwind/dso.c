@@ -1168,63 +1168,14 @@ static bool die_is_func(int tag)
 	       tag == DW_TAG_entry_point;
 }
 
-static bool die_holds_code(int tag)
-{
-	return die_is_func(tag) || tag == DW_TAG_lexical_block ||
-	       tag == DW_TAG_try_block || tag == DW_TAG_catch_block;
-}
-
-/* Scopes without addresses that may still hold functions. */
-static bool die_holds_funcs(int tag)
-{
-	return tag == DW_TAG_namespace || tag == DW_TAG_module;
-}
-
-/*
- * The scopes holding pc, outermost first, in one pruned descent of the
- * CU: dwarf_getscopes() plus dwarf_getscopes_die() (what eu-addr2line -i
- * does) walk the CU up to three times, most of a cold lookup's cost.
- */
-static int dwarf_pc_path(Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *path,
-			 int max)
-{
-	Dwarf_Die die, next, up[16];
-	int tag, n = 0, nup = 0;
-
-	if (dwarf_child(cu, &die))
-		return 0;
-	for (;;) {
-		tag = dwarf_tag(&die);
-		if (die_holds_code(tag) && dwarf_haspc(&die, pc) > 0) {
-			path[n++] = die;
-			nup = 0;	/* siblings cannot hold pc too */
-			if (n == max || dwarf_child(&die, &next))
-				return n;
-			die = next;
-			continue;
-		}
-		if (die_holds_funcs(tag) && nup < 16 &&
-		    !dwarf_child(&die, &next)) {
-			up[nup++] = die;
-			die = next;
-			continue;
-		}
-		while (dwarf_siblingof(&die, &next)) {
-			if (!nup)
-				return n;
-			die = up[--nup];
-		}
-		die = next;
-	}
-}
-
 /* Innermost inlined subroutine first, the subprogram last. */
-static int dwarf_func_dies(Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *dies)
+static int dwarf_func_dies(struct dso *d, Dwarf_Die *cu, Dwarf_Addr pc,
+			   Dwarf_Die *dies)
 {
 	Dwarf_Die path[64];
 	int i, np, n = 0, outer = -1;
 
-	np = dwarf_pc_path(cu, pc, path, 64);
+	np = cu_index_scopes(d->cus, cu, pc, path, 64);
 	for (i = 0; i < np && outer < 0; i++)
 		if (die_is_func(dwarf_tag(&path[i])))
 			outer = i;
@@ -1293,7 +1244,7 @@ static int dso_resolve(struct dso *d, uint64_t vaddr, struct dso_frame *f)
 	sym = dso_sym_find(d, vaddr);
 	have_cu = d->cus && cu_index_find(d->cus, pc, &cu);
 	if (have_cu)
-		n = dwarf_func_dies(&cu, pc, dies);
+		n = dwarf_func_dies(d, &cu, pc, dies);
 	for (i = 0; i < n; i++) {
 		f[i] = (struct dso_frame){ .system_name = die_name(&dies[i]) };
 		dwarf_decl_line(&dies[i], &f[i].start_line);
