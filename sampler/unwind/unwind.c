@@ -55,6 +55,7 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as,
 /* A pc's row, or why its stacks go to libunwind. */
 struct row_val {
 	int status;		/* 0, or cfi_row_at()'s error */
+	uint8_t top;		/* no caller to find: enum go_top */
 	struct cfi_row row;
 };
 
@@ -403,16 +404,70 @@ static void rows_make_room(struct unwinder *u)
 	u->rows_cap = ncap;
 }
 
+enum go_top {
+	GO_NOT_TOP,
+	GO_SWITCH,		/* switches stacks: the rest is elsewhere */
+	GO_START,		/* the first frame of a stack */
+};
+
+/*
+ * Go's runtime switches stacks inside some functions (to g0's, in mcall
+ * and systemstack, and to call the vDSO in nanotime1, walltime and
+ * time.now; back from a signal handler, in sigreturn) and starts them in
+ * others (goexit, mstart, rt0_go), and their CFI does not say so: what
+ * lies above their frame is whatever another stack left there. Go's own
+ * traceback stops at them too (its "top frame" function IDs, and the
+ * vDSO caller it records in m); perf stops or goes astray. The names are
+ * matched with or without their ABI suffix (".abi0").
+ */
+static enum go_top go_top_frame(const char *name)
+{
+	static const struct {
+		const char *name;
+		enum go_top top;
+	} tops[] = {
+		{ "runtime.mcall", GO_SWITCH },
+		{ "runtime.morestack", GO_SWITCH },
+		{ "runtime.systemstack", GO_SWITCH },
+		{ "runtime.systemstack_switch", GO_SWITCH },
+		{ "runtime.asmcgocall", GO_SWITCH },
+		{ "runtime.sigreturn", GO_SWITCH },
+		{ "runtime.sigreturn__sigaction", GO_SWITCH },
+		{ "runtime.nanotime1", GO_SWITCH },
+		{ "runtime.walltime", GO_SWITCH },
+		{ "runtime.walltime1", GO_SWITCH },
+		{ "runtime.vgetrandom1", GO_SWITCH },
+		{ "time.now", GO_SWITCH },
+		{ "runtime.goexit", GO_START },
+		{ "runtime.mstart", GO_START },
+		{ "runtime.rt0_go", GO_START },
+	};
+
+	if (!name || (strncmp(name, "runtime.", 8) && strncmp(name, "time.", 5)))
+		return GO_NOT_TOP;
+	for (size_t i = 0; i < sizeof(tops) / sizeof(*tops); i++) {
+		size_t n = strlen(tops[i].name);
+
+		if (!strncmp(name, tops[i].name, n) &&
+		    (!name[n] || !strcmp(name + n, ".abi0")))
+			return tops[i].top;
+	}
+	return GO_NOT_TOP;
+}
+
 static void row_compute(struct unwinder *u, struct row_val *v, uint64_t pc)
 {
 	struct map_entry *e = maps_find(u->maps, pc);
 
 	v->status = e && e->dso ? cfi_row_at(e->dso, pc - e->bias, &v->row)
 				: -ENOENT;
+	v->top = e && e->dso && dso_is_go(e->dso) ?
+		 go_top_frame(dso_symbol_name(e->dso, pc - e->bias)) :
+		 GO_NOT_TOP;
 }
 
-/* The row at lookup address pc, or NULL when its stack needs libunwind. */
-static const struct cfi_row *row_get(struct unwinder *u, uint64_t pc)
+/* What is known of lookup address pc, or NULL for pc 0. */
+static const struct row_val *row_get(struct unwinder *u, uint64_t pc)
 {
 	size_t k;
 
@@ -426,7 +481,17 @@ static const struct cfi_row *row_get(struct unwinder *u, uint64_t pc)
 		row_compute(u, &u->rows[k], pc);
 		u->rows_n++;
 	}
-	return u->rows[k].status ? NULL : &u->rows[k].row;
+	return &u->rows[k];
+}
+
+/* Whether the frame of v is the last to report; then whether it is the
+ * outermost one. */
+static bool row_top(const struct row_val *v, bool *complete)
+{
+	if (!v || !v->top)
+		return false;
+	*complete = v->top == GO_START;
+	return true;
 }
 
 /* ---- the cached path ---- */
@@ -521,12 +586,14 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 	memcpy(f.r, ctx->regs->r, sizeof(f.r));
 	pcs[cnt++] = lookup;
 	while (cnt < max) {
-		const struct cfi_row *row = row_get(u, lookup);
+		const struct row_val *v = row_get(u, lookup);
 		int step;
 
-		if (!row || row->signal)
+		if (row_top(v, &ctx->complete))
+			break;
+		if (!v || v->status || v->row.signal)
 			return -EAGAIN;
-		step = apply_row(row, ctx, &f);
+		step = apply_row(&v->row, ctx, &f);
 		if (step <= 0 || !f.r[CFI_REG_RA]) {
 			ctx->complete = step >= 0;
 			break;
@@ -557,9 +624,10 @@ static void unwind_libunwind(struct unwinder *u, struct unwind_ctx *ctx,
 		goto out;
 	while (cnt < max) {
 		unw_word_t ip;
-
 		int step;
 
+		if (row_top(row_get(u, pcs[cnt - 1]), &ctx->complete))
+			break;
 		prev_signal = unw_is_signal_frame(&c) > 0;
 		step = unw_step(&c);
 		if (step <= 0) {

@@ -18,7 +18,10 @@
  * per frame; a stack with a frame the rows cannot express (no FDE, DWARF
  * expressions: PLT stubs, signal trampolines) is unwound by libunwind
  * instead, with the same result rules. The caches are dropped whenever
- * the maps are reloaded.
+ * the maps are reloaded. In a Go program a stack ends at the runtime's
+ * functions that switch stacks or start them (mcall, systemstack, the
+ * vDSO's callers, goexit...), as Go's own traceback ends it: their CFI
+ * does not describe the switch.
  *
  * One unwinder per session (it owns a libunwind address space, its
  * cache and the row cache: memory bounded, about 7 MiB at most); not

@@ -627,18 +627,21 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
 
-def perf_record(pid, seconds, tmp, hz=99, call_graph='dwarf'):
+def perf_record(pid, seconds, tmp, hz=99, inlined=True, call_graph='dwarf'):
     """`perf record -F hz --call-graph dwarf -p pid -- sleep seconds`, then
     `perf script`: a list of (1, {}, frames leaf first), the shape
     traces() returns. cpu-clock, as proffs samples: a VM may have no PMU.
-    call_graph='fp' is perf's -g: the kernel's frames and the user's by
-    frame pointers."""
+    inlined=False: perf script --no-inline, each frame the function that
+    holds the code (from the symbol table: perf's inline chains can name
+    code after the wrong symbol). call_graph='fp': perf follows frame
+    pointers instead."""
     data = os.path.join(tmp, 'perf.data')
     subprocess.run(['perf', 'record', '-q', '-F', str(hz), '-e', 'cpu-clock',
                     '--call-graph', call_graph, '-p', str(pid), '-o', data,
                     '--', 'sleep', str(seconds)],
                    check=True, capture_output=True, timeout=seconds + 60)
-    r = subprocess.run(['perf', 'script', '-i', data, '-F', 'ip,sym'],
+    r = subprocess.run(['perf', 'script', '-i', data, '-F', 'ip,sym'] +
+                       ([] if inlined else ['--no-inline']),
                        check=True, capture_output=True, text=True,
                        timeout=300)
     stacks, cur = [], []
