@@ -61,11 +61,18 @@ fn main() {
     let sq = Holder(Square(3));
     let ci = Holder(Circ(5));
     let mut acc = 0u64;
+    let mut r = 1u64;
     loop {
-        // volatile: the loop's work cannot be folded away
-        let n = unsafe { std::ptr::read_volatile(&N) };
+        // volatile: the loop's work cannot be folded away. Each turn's
+        // work varies (0.5 to 1.5 times N, the same for both calls, so
+        // the 3:1 holds): a fixed turn near the sampler's period (999 Hz
+        // is ~1 ms) would be sampled at the same phase every time, and
+        // the shares would drift from 3:1 by several points.
+        r = r.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let base = unsafe { std::ptr::read_volatile(&N) };
+        let n = base / 2 + (r >> 33) % base;
         acc = acc.wrapping_add(sq.run(n));
         acc = acc.wrapping_add(ci.run(n));
-        unsafe { std::ptr::write_volatile(&mut N, n + (acc & 0)) }
+        unsafe { std::ptr::write_volatile(&mut N, base + (acc & 0)) }
     }
 }
