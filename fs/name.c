@@ -52,6 +52,7 @@ static const struct kind_entry kinds[] = {
 	{ "allocs", PROFFS_KIND_ALLOCS, PROFFS_FMT_PB_GZ },
 	{ "goroutine", PROFFS_KIND_GOROUTINE, PROFFS_FMT_PB_GZ },
 	{ "threads", PROFFS_KIND_GOROUTINE, PROFFS_FMT_PB_GZ },
+	{ "memstats", PROFFS_KIND_MEMSTATS, PROFFS_FMT_TXT },
 };
 
 /* Longer suffixes first: "pb.gz" must win over "pb". */
@@ -68,6 +69,7 @@ static const char *const kind_names[PROFFS_KIND__COUNT] = {
 	[PROFFS_KIND_HEAP] = "heap",
 	[PROFFS_KIND_ALLOCS] = "allocs",
 	[PROFFS_KIND_GOROUTINE] = "goroutine",
+	[PROFFS_KIND_MEMSTATS] = "memstats",
 };
 
 /* What parsing has seen so far, beyond the request itself. */

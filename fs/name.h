@@ -5,6 +5,7 @@
  *
  *   name     := kind [ "_" duration ] [ "?" query ] [ "." format ]
  *   kind     := cpu | profile | flame | heap | allocs | goroutine | threads
+ *             | memstats
  *   duration := INT ( "s" | "ms" )
  *   query    := param ( "&" param )*
  *   param    := seconds=INT | hz=INT | rate=INT | debug=INT | sample=WORD
@@ -30,6 +31,7 @@ enum proffs_kind {
 	PROFFS_KIND_HEAP,
 	PROFFS_KIND_ALLOCS,
 	PROFFS_KIND_GOROUTINE,	/* goroutine, threads */
+	PROFFS_KIND_MEMSTATS,	/* Go's runtime.MemStats, txt only */
 	PROFFS_KIND__COUNT,
 };
 

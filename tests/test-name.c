@@ -55,6 +55,7 @@ static const struct name_case cases[] = {
 	OK("allocs", ALLOCS, PBGZ),
 	OK("goroutine", GOR, PBGZ),
 	OK("threads", GOR, PBGZ),
+	OK("memstats", PROFFS_KIND_MEMSTATS, TXT),
 	/* formats */
 	OK("cpu.pb.gz", CPU, PBGZ),
 	OK("cpu.pb", CPU, PB),
@@ -67,6 +68,7 @@ static const struct name_case cases[] = {
 	OK("allocs.pb", ALLOCS, PB),
 	OK("goroutine.txt", GOR, TXT),
 	OK("threads.folded", GOR, FOLDED),
+	OK("memstats.txt", PROFFS_KIND_MEMSTATS, TXT),
 	/* durations */
 	OK("cpu_30s.pb.gz", CPU, PBGZ, .win = 30000),
 	OK("cpu_500ms", CPU, PBGZ, .win = 500),
@@ -294,7 +296,7 @@ static void test_length(void)
 static void test_strings(void)
 {
 	static const char *const kinds[] = { "cpu", "heap", "allocs",
-					     "goroutine" };
+					     "goroutine", "memstats" };
 	static const char *const fmts[] = { "pb.gz", "pb", "svg", "txt",
 					    "folded" };
 	struct proffs_request r;
