@@ -472,7 +472,7 @@ static int attach_locked(struct heap_agents *a, struct agent *ag,
 	return ret;
 }
 
-static int enter(struct agent *ag, uint64_t rate);
+static int enter(struct agent *ag, uint64_t rate, bool *armed_now);
 
 /*
  * The live agent of pid, attaching one if needed, with the session
@@ -510,7 +510,7 @@ static int get_agent(struct heap_agents *a, pid_t pid, uint64_t rate,
 	} else {
 		ag->refs++;
 		pthread_mutex_unlock(&a->lock);
-		ret = enter(ag, rate);
+		ret = enter(ag, rate, armed_now);
 		if (ret)
 			agent_put(ag);
 	}
@@ -551,18 +551,32 @@ static void *consumer_main(void *arg)
 	struct heap_agents *a = ag->a;
 	struct timespec nap = { 0, POLL_MS * 1000000l };
 	struct timespec busy = { 0, BUSY_POLL_MS * 1000000l };
-	bool done = false;
+	bool done;
 	size_t n;
 
-	while (!done && !atomic_load(&ag->quit)) {
+	for (;;) {
 		pthread_mutex_lock(&ag->lock);
 		n = drain_locked(ag);
 		done = tend_locked(ag, now_ns());
 		pthread_mutex_unlock(&ag->lock);
-		if (!done)
+		if (atomic_load(&ag->quit)) {
+			pthread_mutex_lock(&a->lock);
+			break;
+		}
+		if (!done) {
 			nanosleep(n ? &busy : &nap, NULL);
+			continue;
+		}
+		/* A session may have found the agent meanwhile, and be about
+		 * to enter it: its reference says so (the list's and ours
+		 * are the other two). It keeps the agent, and arms it again
+		 * if it disarmed (enter()). */
+		pthread_mutex_lock(&a->lock);
+		if (ag->state == AG_DEAD || ag->refs <= 2)
+			break;
+		pthread_mutex_unlock(&a->lock);
+		nanosleep(&nap, NULL);
 	}
-	pthread_mutex_lock(&a->lock);
 	if (ag->state != AG_DEAD)
 		unlist_locked(a, ag);
 	a->consumers--;
@@ -574,8 +588,28 @@ static void *consumer_main(void *arg)
 
 /* ---- sessions ---- */
 
-static int enter(struct agent *ag, uint64_t rate)
+/*
+ * The agent disarmed itself (its lease ran out while the daemon kept it,
+ * idle), and a session comes in before the consumer let it go: arm it
+ * again, a new count from now on, as a new attach would. Called with
+ * agent.lock held.
+ */
+static int rearm_locked(struct agent *ag, bool *armed_now)
 {
+	int ret;
+
+	heap_ring_drain(ag->ring, discard, NULL);
+	heap_model_reset(ag->model);
+	ret = load_or_arm(ag, true, armed_now);
+	if (!ret)
+		settle_budgets_locked(ag);
+	return ret;
+}
+
+static int enter(struct agent *ag, uint64_t rate, bool *armed_now)
+{
+	int ret = 0;
+
 	pthread_mutex_lock(&ag->lock);
 	if (ag->users == MAX_USERS) {
 		pthread_mutex_unlock(&ag->lock);
@@ -588,8 +622,14 @@ static int enter(struct agent *ag, uint64_t rate)
 	settle_budgets_locked(ag);
 	beat_locked(ag, now_ns());
 	ag->wanted = true;
+	if (atomic_load(&ag->sh->state) == PH_DISARMED)
+		ret = rearm_locked(ag, armed_now);
+	if (ret) {
+		ag->users--;
+		set_rate_locked(ag);
+	}
 	pthread_mutex_unlock(&ag->lock);
-	return 0;
+	return ret;
 }
 
 static void leave(struct agent *ag, uint64_t rate)
