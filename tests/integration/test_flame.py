@@ -250,12 +250,12 @@ class IndexPage(html.parser.HTMLParser):
             self.links[-1][1] += data
 
 
-# Links index.html must offer (SPEC §1, issues 4 and 5), each served.
+# Links index.html must offer (SPEC §1, issues 4, 5 and 18), each served.
 # None is a name readdir lists: a browser reads st_size bytes, and only
 # unlisted names wait in stat for their exact size.
 INDEX_LINKS = {'flame.svg', 'cpu_30s.pb.gz', 'goroutine?debug=1.txt',
                'goroutine?debug=2.txt', 'goroutine.pb.gz', 'cmdline',
-               'heap.svg', 'heap?debug=1.txt', 'allocs.svg'}
+               'heap.svg', 'heap?debug=1.txt', 'allocs.svg', 'memstats.txt'}
 
 
 def test_index_html_links_and_command_line(proffs, target):
