@@ -360,6 +360,7 @@ static int load_or_arm(struct agent *ag, bool arm_only, bool *armed_now)
 
 	if (!arm_only && !a->agent)
 		return -ENOTSUP;
+	ag->preloaded = false;	/* counts start now, not at the start */
 	ret = heap_load(&lo, &st);
 	if (ret) {
 		pr_notice("heap: pid %d: agent not %s: %s", (int)ag->pid,
