@@ -6,7 +6,8 @@
  * exit indirect when the allocator is out of a direct jump's reach and
  * make it direct when it is within; and the counts of calls they keep in
  * the budget (malloc up, free down, its first free sent to
- * ph_free_first by the borrow out of 0, free(NULL) not counted).
+ * ph_free_first by the borrow out of 0, free(NULL) to the slow path by
+ * its filter byte, which live.c keeps set).
  *
  * The "allocator" is two functions here (within reach: this program's
  * own code) and two written into a page mapped 8 GiB away (out of it);
@@ -161,14 +162,15 @@ static void test_near(void)
 
 /*
  * The counts: one up per malloc that takes the fast path (the slow path
- * counts for itself), one down per free of a block; free(NULL) counts
- * nothing and goes on to free; a free that finds the count at 0 (the
+ * counts for itself), one down per free of a block; free(NULL) goes to
+ * the slow path (which counts nothing for it) by its bucket's filter
+ * byte, as live_reset() leaves it; a free that finds the count at 0 (the
  * thread's first, or its counts folded) goes to ph_free_first, counted.
  */
 static void test_counts(void)
 {
 	uintptr_t p = (uintptr_t)blocks + 48;
-	int near0;
+	int near0, slow0;
 
 	/* The exits go to the near pair again, direct or not (valgrind
 	 * may run a translation of the indirect jump made before). */
@@ -181,25 +183,33 @@ static void test_counts(void)
 	CHECK(ph_tls.mallocs == 5 && ph_tls.left == 950, "mallocs %llu",
 	      (unsigned long long)ph_tls.mallocs);
 	ph_h_malloc(2000);	/* the slow path's to count */
-	CHECK(ph_tls.mallocs == 5, "slow counted in the fast path");
+	CHECK(ph_tls.mallocs == 5 && ph_tls.left == 950,
+	      "slow: mallocs %llu, left %llu", (unsigned long long)ph_tls.mallocs,
+	      (unsigned long long)ph_tls.left);
+	ph_h_malloc(950);	/* size == left: slow, left as it was */
+	CHECK(ph_tls.mallocs == 5 && ph_tls.left == 950, "left %llu",
+	      (unsigned long long)ph_tls.left);
+	live_filter[live_bucket(0)] = 1;
+	slow0 = slow_frees;
 	ph_h_free(NULL);
 	CHECK(ph_tls.frees == 0 && first_frees == 0 &&
-	      near_frees == near0 + 1 && freed == NULL,
-	      "free(NULL): frees %lld, %d first", (long long)ph_tls.frees,
-	      first_frees);
+	      slow_frees == slow0 + 1 && near_frees == near0 && freed == NULL,
+	      "free(NULL): frees %lld, %d first, %d slow",
+	      (long long)ph_tls.frees, first_frees, slow_frees - slow0);
 	ph_h_free((void *)p);
 	CHECK(first_frees == 1 && freed == (void *)p &&
-	      ph_tls.frees == (uint64_t)-1 && near_frees == near0 + 1,
+	      ph_tls.frees == (uint64_t)-1 && near_frees == near0,
 	      "first free: %d first, frees %lld", first_frees,
 	      (long long)ph_tls.frees);
 	for (int i = 0; i < 3; i++)
 		ph_h_free((void *)p);
-	CHECK(first_frees == 1 && near_frees == near0 + 4 &&
+	CHECK(first_frees == 1 && near_frees == near0 + 3 &&
 	      ph_tls.frees == (uint64_t)-4, "frees %lld, %d first",
 	      (long long)ph_tls.frees, first_frees);
 	ph_h_free(NULL);
-	CHECK(ph_tls.frees == (uint64_t)-4 && near_frees == near0 + 5,
-	      "free(NULL) counted");
+	CHECK(ph_tls.frees == (uint64_t)-4 && near_frees == near0 + 3 &&
+	      slow_frees == slow0 + 2, "free(NULL) counted");
+	live_filter[live_bucket(0)] = 0;
 	/* folded: the count is kept at 0, every free goes the slow way */
 	ph_tls.frees = 0;
 	ph_h_free((void *)p);

@@ -679,15 +679,18 @@ static void *h_reallocarray(void *old, size_t n, size_t size)
 	SAMPLED(real.reallocarray(old, n, size), bytes);
 }
 
-/* Past ph_h_free's fast path: p's filter byte is set. */
+/* Past ph_h_free's fast path: p's filter byte is set (p may be NULL,
+ * whose byte always is). It counts here. */
 void ph_free_slow(void *p)
 {
+	count_free(p);
 	unsample(p);
 	real.free(p);
 }
 
 /* free found this thread's count at 0 (and counted it, to -1): its first
- * free, to be listed; or its counts are folded, and the -1 moves there. */
+ * free, to be listed; or its counts are folded, and the -1 moves there.
+ * p's filter byte is 0. */
 void ph_free_first(void *p)
 {
 	struct ph_budget *t = &ph_tls;
@@ -699,7 +702,6 @@ void ph_free_first(void *p)
 					  memory_order_relaxed);
 		t->frees = 0;
 	}
-	MAYBE_UNSAMPLE(p);
 	real.free(p);
 }
 

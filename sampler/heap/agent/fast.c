@@ -48,16 +48,16 @@ PH_HIDDEN void *ph_exit_malloc, *ph_exit_free;
 #endif
 
 /*
- * ph_h_malloc: size < ph_tls.left? Then left -= size, mallocs += 1 and on
- * to malloc, as the C hooks' skip() does; else ph_malloc_slow(size), which
- * counts.
- * ph_h_free: frees -= (p != NULL), with the borrow: `cmp $1, p` sets CF
- * for NULL only, and `adc $-1` then adds -1 + CF, its carry out clear
- * only when a non-NULL p found the count at 0 - the thread's first free
- * (or any, once its counts are folded): ph_free_first(p). Then, the
- * filter byte of p zero? On to free; else ph_free_slow(p). Counting costs
- * the free path its only thread-local access, and no branch the loop
- * can mispredict.
+ * ph_h_malloc: left -= size in place; no borrow and not zero (size <
+ * left)? Then mallocs += 1 and on to malloc, as the C hooks' skip() does;
+ * else ph_malloc_over puts size back and goes to ph_malloc_slow(size),
+ * which counts. One read-modify-write instead of a load, a compare and a
+ * store.
+ * ph_h_free: the filter byte of p set? ph_free_slow(p), which counts.
+ * The byte of NULL's bucket always is (live.c): free(NULL) counts
+ * nothing, and the path here needs no test for it. Else frees -= 1, and a
+ * borrow out of 0 - the thread's first free, or any once its counts are
+ * folded - goes to ph_free_first(p), counted; else on to free.
  * The exits, ph_*_exit, are `jmp *ph_exit_*(%rip)`: six bytes
  * fast_direct() may turn into `jmp rel32; nop`.
  */
@@ -71,15 +71,15 @@ __asm__(".text\n"
 	".globl ph_malloc_tls\n.hidden ph_malloc_tls\n"
 	"ph_malloc_tls:\n"
 	"	movq ph_tls@gottpoff(%rip), %rdx\n"
-	"	movq %fs:(%rdx), %rax\n"
-	"	cmpq %rax, %rdi\n"
-	"	jae ph_malloc_slow\n"
-	"	subq %rdi, %rax\n"
-	"	movq %rax, %fs:(%rdx)\n"
+	"	subq %rdi, %fs:(%rdx)\n"
+	"	jbe ph_malloc_over\n"
 	"	addq $1, %fs:8(%rdx)\n"
 	".globl ph_malloc_exit\n.hidden ph_malloc_exit\n"
 	"ph_malloc_exit:\n"
 	"	jmp *ph_exit_malloc(%rip)\n"
+	"ph_malloc_over:\n"
+	"	addq %rdi, %fs:(%rdx)\n"
+	"	jmp ph_malloc_slow\n"
 	".cfi_endproc\n"
 	".size ph_h_malloc, .-ph_h_malloc\n"
 
@@ -89,18 +89,17 @@ __asm__(".text\n"
 	"ph_h_free:\n"
 	".cfi_startproc\n"
 	ENDBR
-	".globl ph_free_tls\n.hidden ph_free_tls\n"
-	"ph_free_tls:\n"
-	"	movq ph_tls@gottpoff(%rip), %rdx\n"
-	"	cmpq $1, %rdi\n"
-	"	adcq $-1, %fs:16(%rdx)\n"
-	"	jnc ph_free_first\n"
 	"	movq %rdi, %rax\n"
 	"	shrq $4, %rax\n"
 	"	movzwl %ax, %eax\n"
 	"	leaq live_filter(%rip), %rdx\n"
 	"	cmpb $0, (%rdx,%rax)\n"
 	"	jne ph_free_slow\n"
+	".globl ph_free_tls\n.hidden ph_free_tls\n"
+	"ph_free_tls:\n"
+	"	movq ph_tls@gottpoff(%rip), %rdx\n"
+	"	subq $1, %fs:16(%rdx)\n"
+	"	jc ph_free_first\n"
 	".globl ph_free_exit\n.hidden ph_free_exit\n"
 	"ph_free_exit:\n"
 	"	jmp *ph_exit_free(%rip)\n"

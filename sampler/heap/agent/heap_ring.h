@@ -124,8 +124,8 @@ struct ph_free {
  *
  * mallocs and frees count every call, in the thread that makes it, with
  * plain increments (sampler/heap_counts.c sums them). frees counts down:
- * the free fast path subtracts with a borrow, and the borrow out of 0 is
- * how it sees a thread's first free (it enlists the thread). When a
+ * the borrow out of 0 of the free fast path's subtraction is how it sees
+ * a thread's first free (it enlists the thread). When a
  * thread ends, or cannot be listed, its counts are folded into
  * ph_shared.folded_* and it counts there from then on (folded).
  */
