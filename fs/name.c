@@ -57,6 +57,7 @@ static const struct kind_entry kinds[] = {
 	{ "wall", PROFFS_KIND_WALL, PROFFS_FMT_PB_GZ },
 	{ "block", PROFFS_KIND_BLOCK, PROFFS_FMT_PB_GZ },
 	{ "mutex", PROFFS_KIND_MUTEX, PROFFS_FMT_PB_GZ },
+	{ "memstats", PROFFS_KIND_MEMSTATS, PROFFS_FMT_TXT },
 };
 
 /* Longer suffixes first: "pb.gz" must win over "pb". */
@@ -76,6 +77,7 @@ static const char *const kind_names[PROFFS_KIND__COUNT] = {
 	[PROFFS_KIND_WALL] = "wall",
 	[PROFFS_KIND_BLOCK] = "block",
 	[PROFFS_KIND_MUTEX] = "mutex",
+	[PROFFS_KIND_MEMSTATS] = "memstats",
 };
 
 /* What parsing has seen so far, beyond the request itself. */

@@ -5,7 +5,7 @@
  *
  *   name     := kind [ "_" duration ] [ "?" query ] [ "." format ]
  *   kind     := cpu | profile | flame | heap | allocs | goroutine | threads
- *             | wall | block | mutex
+ *             | wall | block | mutex | memstats
  *   duration := INT ( "s" | "ms" )
  *   query    := param ( "&" param )*
  *   param    := seconds=INT | hz=INT | rate=INT | debug=INT | sample=WORD
@@ -36,6 +36,7 @@ enum proffs_kind {
 	PROFFS_KIND_WALL,	/* every thread, on and off the CPU */
 	PROFFS_KIND_BLOCK,	/* off the CPU, waiting to synchronize */
 	PROFFS_KIND_MUTEX,	/* the part of block spent on locks */
+	PROFFS_KIND_MEMSTATS,	/* Go's runtime.MemStats, txt only */
 	PROFFS_KIND__COUNT,
 };
 

@@ -119,8 +119,10 @@ static void key_of(const struct reg_target *t,
 	k->uid = t->pid ? 0 : t->uid;
 	k->kind = req->kind;
 	/* A thread dump is a snapshot: no window. Neither is a heap profile
-	 * without one (everything so far), whatever its default wait. */
+	 * without one (everything so far), whatever its default wait, nor
+	 * MemStats. */
 	k->window_ms = req->kind == PROFFS_KIND_GOROUTINE ||
+		       req->kind == PROFFS_KIND_MEMSTATS ||
 		       ((req->kind == PROFFS_KIND_HEAP ||
 			 req->kind == PROFFS_KIND_ALLOCS) && !req->has_window) ?
 		       0 : req->window_ms;

@@ -136,6 +136,21 @@ static int run_heap(const struct run_ctx *c, struct profile **out,
 	return ret;
 }
 
+/* MemStats: a snapshot, loading the agent when it is not there. */
+static int run_memstats(const struct run_ctx *c, struct profile **out,
+			struct run_result *r)
+{
+	struct heap_opts o = { .pid = c->pid, .stop = c->stop };
+	struct heap_stats st;
+	int ret;
+
+	ret = heap_memstats(c->heap, &o, out, &st);
+	snprintf(r->detail, sizeof(r->detail), "samples=%llu%s",
+		 (unsigned long long)st.samples,
+		 st.armed_now ? " armed_now" : "");
+	return ret;
+}
+
 static uint64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -147,7 +162,8 @@ static uint64_t mono_ms(void)
 /* The samplers' -EBUSY, in words (the line before names the tracer). */
 static const char *busy_why(enum proffs_kind kind)
 {
-	if (kind == PROFFS_KIND_HEAP || kind == PROFFS_KIND_ALLOCS)
+	if (kind == PROFFS_KIND_HEAP || kind == PROFFS_KIND_ALLOCS ||
+	    kind == PROFFS_KIND_MEMSTATS)
 		return "the target is traced by another process, or its heap "
 		       "agent serves as many sessions as it can";
 	return "the target (or one of its threads) is traced by another "
@@ -203,6 +219,9 @@ int run_session(const struct run_ctx *c, struct profile **out,
 	case PROFFS_KIND_BLOCK:
 	case PROFFS_KIND_MUTEX:
 		ret = run_offcpu(c, out, &r);
+		break;
+	case PROFFS_KIND_MEMSTATS:
+		ret = run_memstats(c, out, &r);
 		break;
 	default:
 		ret = -ENOENT;

@@ -62,6 +62,7 @@ static const struct name_case cases[] = {
 	OK("wall", WALL, PBGZ),
 	OK("block", BLOCK, PBGZ),
 	OK("mutex", MUTEX, PBGZ),
+	OK("memstats", PROFFS_KIND_MEMSTATS, TXT),
 	/* formats */
 	OK("cpu.pb.gz", CPU, PBGZ),
 	OK("cpu.pb", CPU, PB),
@@ -78,6 +79,7 @@ static const struct name_case cases[] = {
 	OK("block.txt", BLOCK, TXT),
 	OK("mutex.folded", MUTEX, FOLDED),
 	OK("mutex.pb", MUTEX, PB),
+	OK("memstats.txt", PROFFS_KIND_MEMSTATS, TXT),
 	/* durations */
 	OK("cpu_30s.pb.gz", CPU, PBGZ, .win = 30000),
 	OK("cpu_500ms", CPU, PBGZ, .win = 500),
@@ -334,7 +336,7 @@ static void test_strings(void)
 {
 	static const char *const kinds[] = { "cpu", "heap", "allocs",
 					     "goroutine", "wall", "block",
-					     "mutex" };
+					     "mutex", "memstats" };
 	static const char *const fmts[] = { "pb.gz", "pb", "svg", "txt",
 					    "folded" };
 	struct proffs_request r;

@@ -108,6 +108,13 @@ int heap_model_profile(struct heap_model *m, const struct heap_snap *from,
  */
 size_t heap_model_stack_want(const struct heap_model *m);
 
+/* The four values summed over every bucket since the last reset: Go's
+ * estimates of everything allocated, and of what is in use. */
+struct heap_totals {
+	int64_t alloc_objects, alloc_bytes, inuse_objects, inuse_bytes;
+};
+void heap_model_totals(const struct heap_model *m, struct heap_totals *t);
+
 /* Allocation samples counted since the last reset, frees matched. */
 uint64_t heap_model_samples(const struct heap_model *m);
 uint64_t heap_model_frees(const struct heap_model *m);
