@@ -8,16 +8,19 @@
 # shellcheck disable=SC2034  # used by the scripts that source this file
 PROFFS_BUILD_PKGS="meson ninja-build pkg-config gcc g++ libc6-dev binutils
 	libfuse3-dev fuse3 libunwind-dev libprotobuf-c-dev protobuf-c-compiler
-	zlib1g-dev libelf-dev libdw-dev elfutils golang-go util-linux"
+	zlib1g-dev libelf-dev libdw-dev libiberty-dev elfutils golang-go
+	util-linux"
 # The integration tests and their external validators (go tool pprof is
 # in golang-go; perf is the reference profiler; setpriv, findmnt and
 # mount are in util-linux and mount; prometheus scrapes /metrics, curl is
 # a client of another user or namespace, iproute2 makes the namespaces).
+# The toolchains the tests build their programs with (docs/toolchains.md):
+# clang, lld and mold, rustc, golang-go (above), nodejs.
 # shellcheck disable=SC2034
 PROFFS_TEST_PKGS="python3 python3-pytest linux-perf mount systemd man-db
 	prometheus curl iproute2
 	chromium chromium-driver python3-selenium libxml2-utils
-	clang libclang-rt-14-dev strace valgrind
+	clang libclang-rt-14-dev lld mold rustc nodejs strace valgrind
 	libgoogle-perftools-dev libjemalloc-dev bpftrace"
 
 # install_deps PACKAGE...: apt-get update and install what is missing;

@@ -2,6 +2,7 @@
 /* access.c - the ptrace rule, applied to the FUSE caller. */
 #include <errno.h>
 #include <linux/capability.h>
+#include <stdio.h>
 
 #include "access.h"
 #include "proc.h"
@@ -19,6 +20,35 @@ bool access_privileged(pid_t caller_pid, uid_t caller_uid)
 	if (proc_creds(caller_pid, &c))
 		return false;
 	return c.cap_eff & (1ull << CAP_SYS_PTRACE);
+}
+
+/* perf_event_paranoid: 2 (the kernel's default) when unreadable. */
+static int paranoid(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+	int v = 2;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = 2;
+		fclose(f);
+	}
+	return v;
+}
+
+bool access_kernel(pid_t caller_pid, uid_t caller_uid, bool sleeping)
+{
+	uint64_t caps = 1ull << CAP_SYS_ADMIN;
+	struct proc_creds c;
+
+	if (caller_uid == 0)
+		return true;
+	if (!sleeping && paranoid() <= 1)
+		return true;
+	if (!sleeping)
+		caps |= 1ull << CAP_PERFMON;
+	return caller_pid > 0 && !proc_creds(caller_pid, &c) &&
+	       (c.cap_eff & caps);
 }
 
 int access_check(pid_t caller_pid, uid_t caller_uid, pid_t target)

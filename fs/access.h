@@ -22,4 +22,14 @@ int access_check(pid_t caller_pid, uid_t caller_uid, pid_t target);
  * in caller_pid's effective set (caller_pid 0: no process to ask). */
 bool access_privileged(pid_t caller_pid, uid_t caller_uid);
 
+/*
+ * Whether the caller may see kernel frames, which the daemon (root) may
+ * see whoever asks: as perf would show them to the caller itself (root,
+ * CAP_PERFMON or CAP_SYS_ADMIN, or anyone where perf_event_paranoid is
+ * 1 or less); with sleeping, the kernel stacks of sleeping threads,
+ * which the kernel shows root alone (/proc/PID/task/TID/stack:
+ * CAP_SYS_ADMIN). caller_pid 0: by the uid alone.
+ */
+bool access_kernel(pid_t caller_pid, uid_t caller_uid, bool sleeping);
+
 #endif

@@ -25,6 +25,8 @@ static const struct {
 	{ "heap.txt", "heap in use, top functions" },
 	{ "heap?debug=1.txt", "heap, Go's legacy text" },
 	{ "heap_30s.pb.gz", "heap profile, change over 30 s" },
+	{ "memstats.txt", "Go's runtime.MemStats: counts of calls, heap "
+	  "sizes" },
 	{ "allocs.svg", "allocations, flame graph" },
 	{ "allocs.txt", "allocations, top functions" },
 	{ "wall_5s.svg", "wall-clock flame graph, on and off the CPU, 5 s" },

@@ -22,6 +22,7 @@
 #include "config.h"
 #include "dso.h"
 #include "heap.h"
+#include "kallsyms.h"
 #include "http.h"
 #include "log.h"
 #include "mountwatch.h"
@@ -257,12 +258,15 @@ static int state_init(struct proffs *fs, enum heap_method method)
 
 	ret = dso_cache_new(fs->opts.debug_roots, &fs->dsos);
 	if (!ret)
+		ret = kallsyms_new(NULL, &fs->ksyms);
+	if (!ret)
 		ret = nodes_new(&fs->nodes);
 	ho.cache = fs->dsos;
 	if (!ret)
 		ret = heap_agents_new(&ho, &fs->heap);
 	ro.dsos = fs->dsos;
 	ro.heap = fs->heap;
+	ro.ksyms = fs->ksyms;
 	if (!ret)
 		ret = registry_new(&ro, &fs->registry);
 	return ret;
@@ -273,6 +277,7 @@ static void state_free(struct proffs *fs)
 	registry_free(fs->registry);
 	heap_agents_free(fs->heap);
 	nodes_free(fs->nodes);
+	kallsyms_free(fs->ksyms);
 	dso_cache_free(fs->dsos);
 	free(fs->opts.debug_roots);
 	free(fs->opts.agent);

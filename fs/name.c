@@ -16,6 +16,8 @@
  *     ungrammatical (ENOENT), an overflow makes it EINVAL.
  *   - Windows above one year are EINVAL, as an overflow guard (the daemon's
  *     own limit is far lower; hz above 1000000 likewise).
+ *   - kernel= takes 0 or 1 (leading zeros allowed, like every number);
+ *     another number is EINVAL.
  *   - A parameter given twice is EINVAL even with equal values; a duration
  *     and seconds= with equal values are fine.
  *   - sample= outside [A-Za-z0-9_]+ is ENOENT (not a WORD); a WORD longer
@@ -55,6 +57,7 @@ static const struct kind_entry kinds[] = {
 	{ "wall", PROFFS_KIND_WALL, PROFFS_FMT_PB_GZ },
 	{ "block", PROFFS_KIND_BLOCK, PROFFS_FMT_PB_GZ },
 	{ "mutex", PROFFS_KIND_MUTEX, PROFFS_FMT_PB_GZ },
+	{ "memstats", PROFFS_KIND_MEMSTATS, PROFFS_FMT_TXT },
 };
 
 /* Longer suffixes first: "pb.gz" must win over "pb". */
@@ -74,6 +77,7 @@ static const char *const kind_names[PROFFS_KIND__COUNT] = {
 	[PROFFS_KIND_WALL] = "wall",
 	[PROFFS_KIND_BLOCK] = "block",
 	[PROFFS_KIND_MUTEX] = "mutex",
+	[PROFFS_KIND_MEMSTATS] = "memstats",
 };
 
 /* What parsing has seen so far, beyond the request itself. */
@@ -146,17 +150,33 @@ static int param_rate(struct parse_state *st, const char *v, size_t len)
 	return 0;
 }
 
+/* A number up to max: grammatical past it, but EINVAL. */
+static int parse_at_most(const char *v, size_t len, uint64_t max,
+			 uint64_t *out)
+{
+	int ret = parse_uint(v, len, UINT64_MAX, out);
+
+	return ret ? ret : *out > max ? -EINVAL : 0;
+}
+
 static int param_debug(struct parse_state *st, const char *v, size_t len)
 {
 	uint64_t d;
-	int ret = parse_uint(v, len, UINT64_MAX, &d);
+	int ret = parse_at_most(v, len, 2, &d);
 
-	if (ret)
-		return ret;
-	if (d > 2)
-		return -EINVAL;
-	st->req->debug = d;
-	return 0;
+	if (!ret)
+		st->req->debug = d;
+	return ret;
+}
+
+static int param_kernel(struct parse_state *st, const char *v, size_t len)
+{
+	uint64_t k;
+	int ret = parse_at_most(v, len, 1, &k);
+
+	if (!ret)
+		st->req->kernel = k;
+	return ret;
 }
 
 static bool word_char(char c)
@@ -188,6 +208,7 @@ static const struct {
 	{ "rate", param_rate },
 	{ "debug", param_debug },
 	{ "sample", param_sample },
+	{ "kernel", param_kernel },
 };
 
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
@@ -290,6 +311,7 @@ static void set_defaults(struct proffs_request *req)
 	req->window_ms = PROFFS_DEFAULT_SECONDS * 1000ull;
 	req->hz = PROFFS_DEFAULT_HZ;
 	req->rate = PROFFS_DEFAULT_RATE;
+	req->kernel = true;
 }
 
 /*

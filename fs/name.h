@@ -5,10 +5,11 @@
  *
  *   name     := kind [ "_" duration ] [ "?" query ] [ "." format ]
  *   kind     := cpu | profile | flame | heap | allocs | goroutine | threads
- *             | wall | block | mutex
+ *             | wall | block | mutex | memstats
  *   duration := INT ( "s" | "ms" )
  *   query    := param ( "&" param )*
  *   param    := seconds=INT | hz=INT | rate=INT | debug=INT | sample=WORD
+ *             | kernel=INT
  *   format   := pb.gz | pb | svg | txt | folded
  *
  * Two kinds of failure, because the filesystem answers them at different
@@ -35,6 +36,7 @@ enum proffs_kind {
 	PROFFS_KIND_WALL,	/* every thread, on and off the CPU */
 	PROFFS_KIND_BLOCK,	/* off the CPU, waiting to synchronize */
 	PROFFS_KIND_MUTEX,	/* the part of block spent on locks */
+	PROFFS_KIND_MEMSTATS,	/* Go's runtime.MemStats, txt only */
 	PROFFS_KIND__COUNT,
 };
 
@@ -61,6 +63,8 @@ struct proffs_request {
 	uint32_t rate;		/* default 524288 */
 	int debug;		/* default 0 (absent); 1 or 2 when given */
 	char sample[PROFFS_SAMPLE_MAX];	/* "" when absent */
+	bool kernel;		/* kernel frames where the daemon may see
+				 * them: kernel=1 (default), kernel=0 */
 };
 
 /*

@@ -113,6 +113,8 @@ static int reg_target_of(fuse_req_t req, const struct node_info *n,
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 
 	memset(t, 0, sizeof(*t));
+	t->kernel = access_kernel(ctx->pid, ctx->uid,
+				  n->req.kind == PROFFS_KIND_GOROUTINE);
 	if (n->tgt.kind == TARGET_ALL) {
 		t->uid = access_privileged(ctx->pid, ctx->uid) ? REG_ANY_UID
 							       : ctx->uid;

@@ -176,6 +176,15 @@ static int render_threads_txt(const struct profile *p,
 				   (char **)buf, len);
 }
 
+/* memstats.txt: Go's runtime.MemStats block alone. */
+static int render_memstats_txt(const struct profile *p,
+			       const struct proffs_request *req,
+			       uint8_t **buf, size_t *len)
+{
+	(void)req;
+	return heap_text_memstats(p, (char **)buf, len);
+}
+
 /* renderers[kind][format]; NULL = not served (ENOENT at lookup). */
 static const render_fn renderers[PROFFS_KIND__COUNT][PROFFS_FMT__COUNT] = {
 #define TIMED_RENDERERS { \
@@ -211,6 +220,9 @@ static const render_fn renderers[PROFFS_KIND__COUNT][PROFFS_FMT__COUNT] = {
 		[PROFFS_FMT_SVG] = render_svg,
 		[PROFFS_FMT_TXT] = render_threads_txt,
 		[PROFFS_FMT_FOLDED] = render_folded,
+	},
+	[PROFFS_KIND_MEMSTATS] = {
+		[PROFFS_FMT_TXT] = render_memstats_txt,
 	},
 };
 

@@ -41,6 +41,7 @@ struct proffs_opts {
 struct proffs {
 	struct proffs_opts opts;
 	struct dso_cache *dsos;
+	struct kallsyms *ksyms;
 	struct heap_agents *heap;
 	struct nodes *nodes;
 	struct registry *registry;

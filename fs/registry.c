@@ -58,6 +58,7 @@ struct session_key {
 	uint64_t window_ms;
 	uint32_t hz;
 	uint32_t rate;
+	bool kernel;
 };
 
 struct session {
@@ -118,8 +119,10 @@ static void key_of(const struct reg_target *t,
 	k->uid = t->pid ? 0 : t->uid;
 	k->kind = req->kind;
 	/* A thread dump is a snapshot: no window. Neither is a heap profile
-	 * without one (everything so far), whatever its default wait. */
+	 * without one (everything so far), whatever its default wait, nor
+	 * MemStats. */
 	k->window_ms = req->kind == PROFFS_KIND_GOROUTINE ||
+		       req->kind == PROFFS_KIND_MEMSTATS ||
 		       ((req->kind == PROFFS_KIND_HEAP ||
 			 req->kind == PROFFS_KIND_ALLOCS) && !req->has_window) ?
 		       0 : req->window_ms;
@@ -129,6 +132,9 @@ static void key_of(const struct reg_target *t,
 		req->kind == PROFFS_KIND_MUTEX ? req->hz : 0;
 	k->rate = req->kind == PROFFS_KIND_HEAP ||
 		  req->kind == PROFFS_KIND_ALLOCS ? req->rate : 0;
+	k->kernel = (req->kind == PROFFS_KIND_CPU ||
+		     req->kind == PROFFS_KIND_GOROUTINE) && req->kernel &&
+		    t->kernel;
 }
 
 static bool same_rendering(const struct proffs_request *a,
@@ -425,6 +431,7 @@ static void *session_main(void *arg)
 		.id = s->id, .pid = s->key.pid, .uid = s->key.uid,
 		.req = &s->req,
 		.stop = &s->stop, .dsos = r->o.dsos, .heap = r->o.heap,
+		.ksyms = r->o.ksyms,
 		.max_stacks = r->o.max_stacks, .offcpu = r->o.offcpu,
 	};
 
@@ -461,6 +468,7 @@ static int start_locked(struct registry *r, const struct proffs_request *req,
 	s->r = r;
 	s->key = *k;
 	s->req = *req;
+	s->req.kernel = k->kernel;	/* what this caller may see */
 	s->refs = 2;		/* the list's and the thread's */
 	s->listed = true;
 	pthread_attr_init(&attr);

@@ -4,12 +4,13 @@
  * results, kept a short while after they finish (SPEC §2).
  *
  * Opening a profile file joins the running session of the same (pid, kind,
- * window, hz, rate), or reuses a result finished less than cache_ms ago, or
- * starts a new session on a thread of its own. A read of a handle whose
- * session is still sampling is parked (no FUSE worker thread waits) and
- * answered when the session finishes; an interrupted read is answered
- * EINTR at once. When the last handle of an unfinished session is
- * released, the session stops sampling and frees everything.
+ * window, hz, rate, kernel frames or not), or reuses a result finished
+ * less than cache_ms ago, or starts a new session on a thread of its own.
+ * A read of a handle whose session is still sampling is parked (no FUSE
+ * worker thread waits) and answered when the session finishes; an
+ * interrupted read is answered EINTR at once. When the last handle of an
+ * unfinished session is released, the session stops sampling and frees
+ * everything.
  *
  * Rendering happens on the session's thread, for every format its readers
  * asked for; a format first asked for after the session ended is rendered
@@ -31,6 +32,7 @@
 
 struct dso_cache;
 struct heap_agents;
+struct kallsyms;
 struct registry;
 struct reg_handle;
 
@@ -40,6 +42,7 @@ struct registry_opts {
 	unsigned max_stacks;	/* distinct stacks per session (memory) */
 	struct dso_cache *dsos;	/* borrowed */
 	struct heap_agents *heap;	/* borrowed */
+	struct kallsyms *ksyms;		/* borrowed */
 	enum offcpu_method offcpu;	/* for wall, block and mutex */
 };
 
@@ -54,6 +57,7 @@ int registry_new(const struct registry_opts *o, struct registry **out);
 struct reg_target {
 	pid_t pid;
 	uid_t uid;	/* with pid 0 only */
+	bool kernel;	/* the caller may see kernel frames (access.h) */
 };
 
 /* Session latency (start to result) is counted in buckets of these

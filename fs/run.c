@@ -35,6 +35,7 @@ static int run_cpu(const struct run_ctx *c, struct profile **out,
 	struct cpu_opts o = {
 		.pid = c->pid, .hz = c->req->hz,
 		.window_ms = c->req->window_ms, .cache = c->dsos,
+		.ksyms = c->req->kernel ? c->ksyms : NULL,
 		.stop = c->stop, .max_stacks = c->max_stacks,
 		.allow = allowed, .allow_arg = (void *)c, .all_title = title,
 	};
@@ -98,7 +99,8 @@ static int run_offcpu(const struct run_ctx *c, struct profile **out,
 static int run_threads(const struct run_ctx *c, struct profile **out,
 		       struct run_result *r)
 {
-	struct threads_opts o = { .pid = c->pid, .cache = c->dsos };
+	struct threads_opts o = { .pid = c->pid, .cache = c->dsos,
+				  .kernel = c->req->kernel };
 	struct threads_stats st;
 	int ret;
 
@@ -140,6 +142,21 @@ static int run_heap(const struct run_ctx *c, struct profile **out,
 	return ret;
 }
 
+/* MemStats: a snapshot, loading the agent when it is not there. */
+static int run_memstats(const struct run_ctx *c, struct profile **out,
+			struct run_result *r)
+{
+	struct heap_opts o = { .pid = c->pid, .stop = c->stop };
+	struct heap_stats st;
+	int ret;
+
+	ret = heap_memstats(c->heap, &o, out, &st);
+	snprintf(r->detail, sizeof(r->detail), "samples=%llu%s",
+		 (unsigned long long)st.samples,
+		 st.armed_now ? " armed_now" : "");
+	return ret;
+}
+
 static uint64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -151,7 +168,8 @@ static uint64_t mono_ms(void)
 /* The samplers' -EBUSY, in words (the line before names the tracer). */
 static const char *busy_why(enum proffs_kind kind)
 {
-	if (kind == PROFFS_KIND_HEAP || kind == PROFFS_KIND_ALLOCS)
+	if (kind == PROFFS_KIND_HEAP || kind == PROFFS_KIND_ALLOCS ||
+	    kind == PROFFS_KIND_MEMSTATS)
 		return "the target is traced by another process, or its heap "
 		       "agent serves as many sessions as it can";
 	return "the target (or one of its threads) is traced by another "
@@ -207,6 +225,9 @@ int run_session(const struct run_ctx *c, struct profile **out,
 	case PROFFS_KIND_BLOCK:
 	case PROFFS_KIND_MUTEX:
 		ret = run_offcpu(c, out, &r);
+		break;
+	case PROFFS_KIND_MEMSTATS:
+		ret = run_memstats(c, out, &r);
 		break;
 	default:
 		ret = -ENOENT;

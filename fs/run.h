@@ -22,6 +22,7 @@
 
 struct dso_cache;
 struct heap_agents;
+struct kallsyms;
 struct profile;
 
 struct run_ctx {
@@ -32,6 +33,7 @@ struct run_ctx {
 	const _Atomic bool *stop;
 	struct dso_cache *dsos;
 	struct heap_agents *heap;
+	struct kallsyms *ksyms;		/* names kernel frames */
 	unsigned max_stacks;
 	enum offcpu_method offcpu;	/* how wall, block, mutex are taken */
 };

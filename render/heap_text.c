@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* heap_text.c - Go's legacy heap?debug=1 text. */
+/* heap_text.c - Go's legacy heap?debug=1 text, and its MemStats block. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -39,6 +39,12 @@ static void unscale(const int64_t scaled[NTYPES], int64_t size,
 		f = -expm1(-(double)size / (double)rate);
 	for (int k = 0; k < NTYPES; k++)
 		out[k] = llround((double)scaled[k] * f);
+	/* Samples taken at a finer rate than the profile's (a rate=1
+	 * session, then the default) unscale to less than one object:
+	 * pprof refuses bytes without objects, so keep one. */
+	for (int k = ALLOC_OBJ; k <= INUSE_OBJ; k += INUSE_OBJ - ALLOC_OBJ)
+		if (!out[k] && out[k + 1])
+			out[k] = out[k + 1] > 0 ? 1 : -1;
 }
 
 /* The numeric "bytes" label of s, or 0. */
@@ -104,6 +110,38 @@ static void put_maps(struct folded_buf *b, const struct profile *p)
 	}
 }
 
+/* The profile's figures as Go prints runtime.MemStats: "# Name = value"
+ * under "# runtime.MemStats", then the notes on them. */
+static void put_memstats(struct folded_buf *b, const struct profile *p)
+{
+	folded_buf_puts(b, "# runtime.MemStats\n");
+	for (size_t i = 0; i < profile_nstats(p); i++) {
+		const struct pf_stat *st = profile_stat(p, i);
+
+		if (st->value)
+			folded_buf_printf(b, "# %s = %s\n",
+					  profile_str(p, st->name),
+					  profile_str(p, st->value));
+	}
+	for (size_t i = 0; i < profile_nstats(p); i++) {
+		const struct pf_stat *st = profile_stat(p, i);
+
+		if (!st->value)
+			folded_buf_printf(b, "# proffs: %s\n",
+					  profile_str(p, st->name));
+	}
+}
+
+int heap_text_memstats(const struct profile *p, char **buf, size_t *len)
+{
+	struct folded_buf b = { 0 };
+
+	if (!profile_nstats(p))
+		return -EINVAL;
+	put_memstats(&b, p);
+	return folded_buf_finish(&b, buf, len);
+}
+
 int heap_text_render(const struct profile *p, char **buf, size_t *len)
 {
 	size_t n = profile_nsamples(p);
@@ -136,6 +174,10 @@ int heap_text_render(const struct profile *p, char **buf, size_t *len)
 	for (size_t i = 0; i < n; i++)
 		put_record(&b, p, &r[i]);
 	put_maps(&b, p);
+	if (profile_nstats(p)) {
+		folded_buf_puts(&b, "\n");
+		put_memstats(&b, p);
+	}
 	free(r);
 	return folded_buf_finish(&b, buf, len);
 }

@@ -12,6 +12,11 @@
  *
  *   MAPPED_LIBRARIES:
  *   000055d0...000-000055d0...000 r-xp 00001000 00:00 0 /src/allocs
+ *   (blank line)
+ *   # runtime.MemStats
+ *   # Alloc = 1234
+ *   ...
+ *   # proffs: Mallocs and Frees count every call since ...
  *
  * The first line totals in-use objects and bytes, [allocated objects and
  * bytes], and names twice the sampling rate, as Go does; then a record
@@ -22,7 +27,11 @@
  * allocation size (the "bytes" label, else the average) and the
  * profile's period (the rate). The
  * memory map at the end, as gperftools writes it, lets pprof symbolize
- * the addresses from the files on this machine.
+ * the addresses from the files on this machine. The profile's figures
+ * (profile_add_stat: MemStats from the heap agent and /proc) end it, as
+ * Go's ends with runtime.MemStats: "# Name = value" lines, which pprof's
+ * parser skips, then the notes on them as "# proffs: " lines.
+ * heap_text_memstats() prints that block alone (memstats.txt).
  *
  * Ownership and errors as in folded.h: *buf is malloc()ed and
  * NUL-terminated, owned by the caller; -ENOMEM, or -EINVAL when the
@@ -36,5 +45,7 @@
 struct profile;
 
 int heap_text_render(const struct profile *p, char **buf, size_t *len);
+/* The figures alone; -EINVAL when the profile has none. */
+int heap_text_memstats(const struct profile *p, char **buf, size_t *len);
 
 #endif

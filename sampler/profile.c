@@ -36,6 +36,7 @@ struct profile {
 	struct index string_ix;
 	struct vec types;	/* struct pf_value_type */
 	struct vec comments;	/* int64_t */
+	struct vec stats;	/* struct pf_stat */
 	struct vec mappings;	/* struct pf_mapping */
 	struct vec locations;	/* struct pf_location */
 	struct vec functions;	/* struct pf_function */
@@ -219,6 +220,7 @@ int profile_new(struct profile **out)
 	p->strings.elem = sizeof(char *);
 	p->types.elem = sizeof(struct pf_value_type);
 	p->comments.elem = sizeof(int64_t);
+	p->stats.elem = sizeof(struct pf_stat);
 	p->mappings.elem = sizeof(struct pf_mapping);
 	p->locations.elem = sizeof(struct pf_location);
 	p->functions.elem = sizeof(struct pf_function);
@@ -246,6 +248,7 @@ void profile_free(struct profile *p)
 	free(p->string_ix.slots);
 	free(p->types.v);
 	free(p->comments.v);
+	free(p->stats.v);
 	free(p->mappings.v);
 	free(p->locations.v);
 	free(p->functions.v);
@@ -330,6 +333,22 @@ int profile_add_comment(struct profile *p, const char *text)
 		return -ENOMEM;
 	}
 	*(int64_t *)vec_at(&p->comments, p->comments.n++) = s;
+	return 0;
+}
+
+int profile_add_stat(struct profile *p, const char *name, const char *value)
+{
+	size_t n0 = p->strings.n;
+	struct pf_stat st = { .name = profile_intern(p, name) };
+
+	if (value)
+		st.value = profile_intern(p, value);
+	if (st.name <= 0 || st.value < 0 || (value && !st.value) ||
+	    vec_reserve(&p->stats, 1)) {
+		strings_truncate(p, n0);
+		return st.name == 0 || (value && !st.value) ? -EINVAL : -ENOMEM;
+	}
+	*(struct pf_stat *)vec_at(&p->stats, p->stats.n++) = st;
 	return 0;
 }
 
@@ -566,6 +585,16 @@ int64_t profile_comment(const struct profile *p, size_t i)
 	return i < p->comments.n ? *(int64_t *)vec_at(&p->comments, i) : 0;
 }
 
+size_t profile_nstats(const struct profile *p)
+{
+	return p->stats.n;
+}
+
+const struct pf_stat *profile_stat(const struct profile *p, size_t i)
+{
+	return i < p->stats.n ? vec_at(&p->stats, i) : NULL;
+}
+
 size_t profile_nsamples(const struct profile *p)
 {
 	return p->samples.n;
@@ -673,6 +702,14 @@ static int copy_tables(const struct profile *src, struct profile *p)
 		if (profile_add_comment(p, profile_str(src,
 						       profile_comment(src, i))))
 			return -ENOMEM;
+	for (size_t i = 0; i < profile_nstats(src); i++) {
+		const struct pf_stat *st = profile_stat(src, i);
+
+		if (profile_add_stat(p, profile_str(src, st->name),
+				     st->value ? profile_str(src, st->value)
+					       : NULL))
+			return -ENOMEM;
+	}
 	for (size_t i = 1; i <= profile_nmappings(src); i++)
 		if (profile_add_mapping(p, profile_mapping(src, i), &id))
 			return -ENOMEM;

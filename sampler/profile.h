@@ -85,6 +85,16 @@ struct pf_label {
 	int64_t num_unit;	/* string index */
 };
 
+/*
+ * A figure about the process that is no sample, as Go's runtime.MemStats
+ * (name "HeapSys", value "1234"), or a note on such figures (value 0).
+ * Text renderers print them; pprof's message has no place for them.
+ */
+struct pf_stat {
+	int64_t name;		/* string index; the note's text */
+	int64_t value;		/* string index; 0 for a note */
+};
+
 struct pf_sample {
 	uint32_t nlocs;
 	uint32_t nlabels;
@@ -137,6 +147,12 @@ int profile_set_period(struct profile *p, const char *type, const char *unit,
 
 /* Append a comment line (pprof's comment field). */
 int profile_add_comment(struct profile *p, const char *text);
+
+/*
+ * Append a figure (name = value, both non-empty), or with value NULL a
+ * note whose text is name. -EINVAL for an empty string.
+ */
+int profile_add_stat(struct profile *p, const char *name, const char *value);
 
 /* Mutable header; never NULL. */
 struct pf_header *profile_header(struct profile *p);
@@ -208,6 +224,9 @@ int profile_find_sample_type(const struct profile *p, const char *type);
 
 size_t profile_ncomments(const struct profile *p);
 int64_t profile_comment(const struct profile *p, size_t i);
+
+size_t profile_nstats(const struct profile *p);
+const struct pf_stat *profile_stat(const struct profile *p, size_t i);
 
 size_t profile_nsamples(const struct profile *p);
 const struct pf_sample *profile_sample(const struct profile *p, size_t i);

@@ -4,7 +4,10 @@
  * (sampler/heap/agent/fast.c): what goes on to the allocator and what to the
  * slow paths, the budget left, and fast_direct(), which must leave an
  * exit indirect when the allocator is out of a direct jump's reach and
- * make it direct when it is within.
+ * make it direct when it is within; and the counts of calls they keep in
+ * the budget (malloc up, free down, its first free sent to
+ * ph_free_first by the borrow out of 0, free(NULL) to the slow path by
+ * its filter byte, which live.c keeps set).
  *
  * The "allocator" is two functions here (within reach: this program's
  * own code) and two written into a page mapped 8 GiB away (out of it);
@@ -24,7 +27,7 @@ __thread struct ph_budget ph_tls;
 _Atomic uint8_t live_filter[1u << LIVE_FILTER_BITS];
 extern uint8_t ph_malloc_exit[], ph_free_exit[];
 
-static int near_mallocs, near_frees, slow_mallocs, slow_frees;
+static int near_mallocs, near_frees, slow_mallocs, slow_frees, first_frees;
 static void *freed;
 static char blocks[64];
 
@@ -49,6 +52,12 @@ void *ph_malloc_slow(size_t n)
 void ph_free_slow(void *p)
 {
 	slow_frees++;
+	freed = p;
+}
+
+void ph_free_first(void *p)
+{
+	first_frees++;
 	freed = p;
 }
 
@@ -106,6 +115,7 @@ static void test_far(void)
 	CHECK(!exit_is_direct(ph_malloc_exit) && !exit_is_direct(ph_free_exit),
 	      "an exit changed");
 	ph_tls.left = 1000;
+	ph_tls.frees = (uint64_t)-1;	/* a thread that freed before */
 	CHECK(ph_h_malloc(100) == (void *)101, "malloc did not go far");
 	CHECK(ph_tls.left == 900, "left %llu", (unsigned long long)ph_tls.left);
 	ph_h_free((void *)0x12340);
@@ -123,6 +133,7 @@ static void test_near(void)
 	CHECK(exit_is_direct(ph_malloc_exit) && exit_is_direct(ph_free_exit),
 	      "exits not rewritten");
 	ph_tls.left = 1000;
+	ph_tls.frees = (uint64_t)-1;
 	CHECK(ph_h_malloc(100) == blocks + 4 && near_mallocs == 1,
 	      "malloc: %d calls", near_mallocs);
 	CHECK(ph_tls.left == 900, "left %llu", (unsigned long long)ph_tls.left);
@@ -149,12 +160,69 @@ static void test_near(void)
 	      "rewritten twice");
 }
 
+/*
+ * The counts: one up per malloc that takes the fast path (the slow path
+ * counts for itself), one down per free of a block; free(NULL) goes to
+ * the slow path (which counts nothing for it) by its bucket's filter
+ * byte, as live_reset() leaves it; a free that finds the count at 0 (the
+ * thread's first, or its counts folded) goes to ph_free_first, counted.
+ */
+static void test_counts(void)
+{
+	uintptr_t p = (uintptr_t)blocks + 48;
+	int near0, slow0;
+
+	/* The exits go to the near pair again, direct or not (valgrind
+	 * may run a translation of the indirect jump made before). */
+	fast_direct((void *)near_malloc, (void *)near_free);
+	near0 = near_frees;
+	memset(&ph_tls, 0, sizeof(ph_tls));
+	ph_tls.left = 1000;
+	for (int i = 0; i < 5; i++)
+		ph_h_malloc(10);
+	CHECK(ph_tls.mallocs == 5 && ph_tls.left == 950, "mallocs %llu",
+	      (unsigned long long)ph_tls.mallocs);
+	ph_h_malloc(2000);	/* the slow path's to count */
+	CHECK(ph_tls.mallocs == 5 && ph_tls.left == 950,
+	      "slow: mallocs %llu, left %llu", (unsigned long long)ph_tls.mallocs,
+	      (unsigned long long)ph_tls.left);
+	ph_h_malloc(950);	/* size == left: slow, left as it was */
+	CHECK(ph_tls.mallocs == 5 && ph_tls.left == 950, "left %llu",
+	      (unsigned long long)ph_tls.left);
+	live_filter[live_bucket(0)] = 1;
+	slow0 = slow_frees;
+	ph_h_free(NULL);
+	CHECK(ph_tls.frees == 0 && first_frees == 0 &&
+	      slow_frees == slow0 + 1 && near_frees == near0 && freed == NULL,
+	      "free(NULL): frees %lld, %d first, %d slow",
+	      (long long)ph_tls.frees, first_frees, slow_frees - slow0);
+	ph_h_free((void *)p);
+	CHECK(first_frees == 1 && freed == (void *)p &&
+	      ph_tls.frees == (uint64_t)-1 && near_frees == near0,
+	      "first free: %d first, frees %lld", first_frees,
+	      (long long)ph_tls.frees);
+	for (int i = 0; i < 3; i++)
+		ph_h_free((void *)p);
+	CHECK(first_frees == 1 && near_frees == near0 + 3 &&
+	      ph_tls.frees == (uint64_t)-4, "frees %lld, %d first",
+	      (long long)ph_tls.frees, first_frees);
+	ph_h_free(NULL);
+	CHECK(ph_tls.frees == (uint64_t)-4 && near_frees == near0 + 3 &&
+	      slow_frees == slow0 + 2, "free(NULL) counted");
+	live_filter[live_bucket(0)] = 0;
+	/* folded: the count is kept at 0, every free goes the slow way */
+	ph_tls.frees = 0;
+	ph_h_free((void *)p);
+	CHECK(first_frees == 2, "%d first", first_frees);
+}
+
 int main(void)
 {
 	if (!map_far())
 		die("no page 8-56 GiB away from the code", -1);
 	test_far();
 	test_near();
+	test_counts();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;

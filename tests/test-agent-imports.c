@@ -77,6 +77,7 @@ static const struct rule forbidden[] = {
 	{ "pthread_join", "waits on a thread" },
 	{ "pthread_create", "allocates a stack" },
 	{ "pthread_key_create", "a lock" }, { "sem_*", "a lock" },
+	{ "pthread_setspecific", "allocates (keys past the first 32)" },
 	{ "mtx_*", "a lock" }, { "cnd_*", "a lock" },
 	{ "call_once", "a lock" }, { "lockf", "a lock" },
 	/* unwinding */
@@ -101,6 +102,12 @@ static const struct rule reviewed[] = {
 	{ "dlsym", "agent_init() only: the constructor, which runs inside "
 	  "the dlopen that loads the agent, before any hook is in place" },
 	{ "__register_atfork", "agent_init() only (pthread_atfork)" },
+	{ "pthread_key_create", "agent_init() only: the key whose "
+	  "destructor folds an ending thread's counts" },
+	{ "pthread_setspecific", "once per thread, at its first call of a "
+	  "hook, before the real allocator is called; a key past the first "
+	  "32 callocs a block of keys, and that calloc comes back through "
+	  "the hooks as any other (the thread is listed already)" },
 	{ "dl_iterate_phdr", "to find the GOTs: at arming (the target "
 	  "stopped), after a dlopen returned, and at a sample only when a "
 	  "dlopen happened since the last look; glibc's takes the loader's "

@@ -2,7 +2,8 @@
 /*
  * test-dso.c - dso against fixtures compiled at test time: a PIE with an
  * inlined function (symbolized from its own DWARF, from a debug file
- * found by build-id and by each .gnu_debuglink location), a stripped
+ * found by build-id and by each .gnu_debuglink location, built by clang,
+ * which writes no .debug_aranges, with compressed DWARF), a stripped
  * shared library (.dynsym only), the cache, raw reads against readelf,
  * .debug_frame (own, compressed, in a debug file) against objcopy's dump
  * of it, and corrupt files. Also prints the cost of dso_symbolize().
@@ -71,20 +72,6 @@ static char *path(const char *fmt, ...)
 	return p;
 }
 
-static void run(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (system(cmd)) {
-		fprintf(stderr, "FATAL: command failed: %s\n", cmd);
-		exit(1);
-	}
-}
-
 static void write_lines(const char *file, const char *const *lines, int n)
 {
 	FILE *f = fopen(file, "w");
@@ -110,56 +97,34 @@ static void write_bytes(const char *file, const void *buf, size_t len)
 	fclose(f);
 }
 
-static uint64_t nm_addr(const char *file, const char *sym, bool dynamic)
-{
-	char cmd[2048], line[512], name[256], type;
-	unsigned long long addr;
-	uint64_t found = 0;
-	FILE *p;
-
-	snprintf(cmd, sizeof(cmd), "nm %s %s", dynamic ? "-D" : "", file);
-	p = popen(cmd, "r");
-	while (p && fgets(line, sizeof(line), p))
-		if (sscanf(line, "%llx %c %255s", &addr, &type, name) == 3 &&
-		    !strcmp(name, sym))
-			found = addr;
-	if (p)
-		pclose(p);
-	if (!found) {
-		fprintf(stderr, "FATAL: no %s in %s\n", sym, file);
-		exit(1);
-	}
-	return found;
-}
-
 static void build_fixtures(void)
 {
 	const char *bd = getenv("TEST_BUILD_DIR");
 	const char *cflags = "-g -O2 -fPIE -pie -Wl,--build-id";
 
 	snprintf(dir, sizeof(dir), "%s/dso-fixtures", bd ? bd : ".");
-	run("rm -rf '%s' && mkdir -p '%s/src'", dir, dir);
+	run_sh("rm -rf '%s' && mkdir -p '%s/src'", dir, dir);
 	write_lines(path("src/fx.c"), fx_src, sizeof(fx_src) / sizeof(*fx_src));
 	write_lines(path("src/lib.c"), lib_src,
 		    sizeof(lib_src) / sizeof(*lib_src));
-	run("cd %s && cc %s -o fx src/fx.c", dir, cflags);
-	run("cd %s && objcopy --only-keep-debug fx fx.debug && "
+	run_sh("cd %s && cc %s -o fx src/fx.c", dir, cflags);
+	run_sh("cd %s && objcopy --only-keep-debug fx fx.debug && "
 	    "strip --strip-all -o fx.stripped fx && "
 	    "objcopy --add-gnu-debuglink=fx.debug fx.stripped", dir);
 	/* build-id root only: the debuglink names a file nobody has */
-	run("cd %s && mkdir -p bid root1 empty-root && cp fx.stripped bid/fx",
+	run_sh("cd %s && mkdir -p bid root1 empty-root && cp fx.stripped bid/fx",
 	    dir);
-	run("cd %s && id=$(readelf -n fx | sed -n 's/.*Build ID: //p') && "
+	run_sh("cd %s && id=$(readelf -n fx | sed -n 's/.*Build ID: //p') && "
 	    "mkdir -p root1/.build-id/${id%%${id#??}} && "
 	    "cp fx.debug root1/.build-id/${id%%${id#??}}/${id#??}.debug",
 	    dir);
-	run("cd %s && mkdir -p next dot/.debug rootdir && "
+	run_sh("cd %s && mkdir -p next dot/.debug rootdir && "
 	    "cp fx.stripped next/fx && cp fx.debug next/ && "
 	    "cp fx.stripped dot/fx && cp fx.debug dot/.debug/ && "
 	    "cp fx.stripped rootdir/fx && mkdir -p root2/%s/rootdir && "
 	    "cp fx.debug root2/%s/rootdir/", dir, dir, dir);
 	/* no build-id: the debug file is matched by its CRC */
-	run("cd %s && mkdir -p crc badcrc && "
+	run_sh("cd %s && mkdir -p crc badcrc && "
 	    "cc %s -Wl,--build-id=none -o crc/full src/fx.c && "
 	    "objcopy --only-keep-debug crc/full crc/fx.debug && "
 	    "strip --strip-all -o crc/fx crc/full && "
@@ -169,7 +134,7 @@ static void build_fixtures(void)
 	    "objcopy --only-keep-debug badcrc/other badcrc/fx.debug",
 	    dir, cflags, cflags);
 	/* CFI in .debug_frame only; compressed; in a debug file only */
-	run("cd %s && mkdir -p df && cd df && cc %s -fno-asynchronous-unwind-"
+	run_sh("cd %s && mkdir -p df && cd df && cc %s -fno-asynchronous-unwind-"
 	    "tables -fno-unwind-tables -o full ../src/fx.c && "
 	    "objcopy --dump-section .debug_frame=section full && "
 	    "objcopy --compress-debug-sections=zlib full zlib && "
@@ -177,7 +142,19 @@ static void build_fixtures(void)
 	    "objcopy --only-keep-debug full fx.debug && "
 	    "strip --strip-all -o fx full && "
 	    "objcopy --add-gnu-debuglink=fx.debug fx", dir, cflags);
-	run("cd %s && cc -O2 -fPIC -shared -o lib.so src/lib.c && "
+	/* DWARF as other toolchains write it: clang writes no
+	 * .debug_aranges; compressed sections, zlib and GNU's legacy
+	 * .zdebug_*; DWARF 4 */
+	run_sh("cd %s && mkdir -p forms && "
+	    "clang %s -Dnoipa=noinline -o forms/clang src/fx.c && "
+	    "! readelf -SW forms/clang | grep -q debug_aranges && "
+	    "cc %s -gz=zlib -o forms/zlib src/fx.c && "
+	    "readelf -SW forms/zlib | grep -q ' .debug_info .* [A-Z]*C' && "
+	    "cc %s -gz=zlib-gnu -o forms/zlib-gnu src/fx.c && "
+	    "readelf -SW forms/zlib-gnu | grep -q ' .zdebug_info ' && "
+	    "cc %s -gdwarf-4 -o forms/dwarf4 src/fx.c", dir, cflags, cflags,
+	    cflags, cflags);
+	run_sh("cd %s && cc -O2 -fPIC -shared -o lib.so src/lib.c && "
 	    "strip --strip-all -o lib.stripped.so lib.so && "
 	    "cc -O2 -fPIC -shared -Wl,--no-eh-frame-hdr -o lib-noeh.so "
 	    "src/lib.c && cc -c -o lib.o src/lib.c", dir);
@@ -272,6 +249,28 @@ static void test_full(uint64_t mark, uint64_t caller, uint64_t main_addr)
 	ret = dso_symbolize(d, 0x10000000, f, 8, &n);
 	CHECK(ret == -ENOENT && n == 0, "far away: ret %d n %d", ret, n);
 	dso_put(d);
+	dso_cache_free(c);
+}
+
+/* Lines and inlined frames from DWARF found without .debug_aranges, and
+ * from compressed sections. */
+static void test_dwarf_forms(void)
+{
+	static const char *const forms[] = {
+		"clang", "zlib", "zlib-gnu", "dwarf4",
+	};
+	struct dso_cache *c;
+	struct dso *d;
+
+	CHECK(!dso_cache_new(path("empty-root"), &c), "cache");
+	for (size_t i = 0; i < sizeof(forms) / sizeof(*forms); i++) {
+		const char *file = path("forms/%s", forms[i]);
+
+		d = get(c, file);
+		check_inline(d, nm_addr(file, "inl_mark", false), file);
+		check_caps(d, true, true, true, file);
+		dso_put(d);
+	}
 	dso_cache_free(c);
 }
 
@@ -409,7 +408,7 @@ static void test_dynsym(void)
 	CHECK(!ret && n == 1 && STREQ(f[0].function, "fx_exported") &&
 	      !f[0].file && !f[0].line, "dynsym: ret %d n %d", ret, n);
 	ret = dso_symbolize(d, cxx, f, 4, &n);
-	CHECK(!ret && n == 1 && STREQ(f[0].function, "ns::fx_cxx(int)") &&
+	CHECK(!ret && n == 1 && STREQ(f[0].function, "ns::fx_cxx") &&
 	      STREQ(f[0].system_name, "_ZN2ns6fx_cxxEi"),
 	      "demangle: ret %d n %d %s", ret, n, n ? f[0].function : "");
 	check_caps(d, true, false, false, "dynsym");
@@ -422,7 +421,7 @@ static void test_cache(void)
 	struct dso *a, *b, *h, *cp;
 	struct dso_cache *c;
 
-	run("cd %s && ln -f fx fx.hardlink && cp fx fx.copy", dir);
+	run_sh("cd %s && ln -f fx fx.hardlink && cp fx fx.copy", dir);
 	CHECK(!dso_cache_new(NULL, &c), "cache");
 	a = get(c, path("fx"));
 	b = get(c, path("fx"));
@@ -501,10 +500,11 @@ static void test_raw(void)
 	f = fopen(path("fx"), "r");
 	for (i = 0; i < n; i++) {
 		s = &load[i];
-		CHECK(!dso_offset_to_vaddr(d, s->off & ~0xfffULL, &va) &&
+		CHECK(!dso_offset_to_vaddr(d, s->off & ~0xfffULL, false, &va) &&
 		      va == page_vaddr(load, n, s), "seg %d: %#llx",
 		      i, (unsigned long long)va);
-		CHECK(!dso_offset_to_vaddr(d, s->off + s->filesz - 1, &va) &&
+		CHECK(!dso_offset_to_vaddr(d, s->off + s->filesz - 1, false,
+					   &va) &&
 		      va == s->vaddr + s->filesz - 1, "seg %d end", i);
 		if (s->filesz < sizeof(want))
 			continue;
@@ -519,7 +519,8 @@ static void test_raw(void)
 	}
 	fclose(f);
 	CHECK(dso_read(d, last_end + 64, got, 1) == -EFAULT, "beyond");
-	CHECK(dso_offset_to_vaddr(d, 1ULL << 40, &va) == -ENOENT, "offset");
+	CHECK(dso_offset_to_vaddr(d, 1ULL << 40, false, &va) == -ENOENT,
+	      "offset");
 	CHECK(!dso_eh_frame_hdr(d, &va, &sz) && va == eh.vaddr &&
 	      sz == eh.memsz, "eh_frame_hdr %#llx %#llx",
 	      (unsigned long long)va, (unsigned long long)sz);
@@ -534,7 +535,7 @@ static void test_raw(void)
 
 static void truncate_copy(const char *from, const char *to, long len)
 {
-	run("head -c %ld %s > %s", len, from, to);
+	run_sh("head -c %ld %s > %s", len, from, to);
 }
 
 static void test_bad(void)
@@ -707,6 +708,7 @@ int main(void)
 	crc_mark = nm_addr(path("crc/full"), "inl_mark", false);
 	fds = count_fds();
 	test_full(mark, caller, main_addr);
+	test_dwarf_forms();
 	test_debug_files(mark, crc_mark);
 	test_debug_frame();
 	test_dynsym();

@@ -30,7 +30,7 @@
 /*
  * Zero fields mean "the default": win 0 is the 30 s default with
  * has_window false (a given window is never 0), hz 0 is 99, rate 0 is
- * 524288, sample NULL is "".
+ * 524288, sample NULL is "", nokernel 0 is kernel=1.
  */
 struct name_case {
 	const char *name;
@@ -42,6 +42,7 @@ struct name_case {
 	uint32_t rate;
 	int debug;
 	const char *sample;
+	bool nokernel;
 };
 
 #define OK(n, k, f, ...) { .name = n, .ret = 0, .kind = k, .fmt = f, \
@@ -61,6 +62,7 @@ static const struct name_case cases[] = {
 	OK("wall", WALL, PBGZ),
 	OK("block", BLOCK, PBGZ),
 	OK("mutex", MUTEX, PBGZ),
+	OK("memstats", PROFFS_KIND_MEMSTATS, TXT),
 	/* formats */
 	OK("cpu.pb.gz", CPU, PBGZ),
 	OK("cpu.pb", CPU, PB),
@@ -77,6 +79,7 @@ static const struct name_case cases[] = {
 	OK("block.txt", BLOCK, TXT),
 	OK("mutex.folded", MUTEX, FOLDED),
 	OK("mutex.pb", MUTEX, PB),
+	OK("memstats.txt", PROFFS_KIND_MEMSTATS, TXT),
 	/* durations */
 	OK("cpu_30s.pb.gz", CPU, PBGZ, .win = 30000),
 	OK("cpu_500ms", CPU, PBGZ, .win = 500),
@@ -152,6 +155,21 @@ static const struct name_case cases[] = {
 	   CPU, TXT, .win = 2000, .hz = 5, .rate = 7, .debug = 1,
 	   .sample = "x_Y9"),
 	OK("heap?hz=7&debug=2", HEAP, PBGZ, .hz = 7, .debug = 2),
+	/* kernel frames: 0 or 1 */
+	OK("cpu?kernel=0", CPU, PBGZ, .nokernel = true),
+	OK("cpu?kernel=1.svg", CPU, SVG),
+	OK("cpu_5s?kernel=000&hz=499.folded", CPU, FOLDED, .win = 5000,
+	   .hz = 499, .nokernel = true),
+	OK("goroutine.txt?debug=2&kernel=0", GOR, TXT, .debug = 2,
+	   .nokernel = true),
+	OK("flame?kernel=01", CPU, SVG),
+	INVAL("cpu?kernel=2", CPU, PBGZ),
+	INVAL("threads.txt?kernel=0&kernel=0", GOR, TXT),
+	INVAL("cpu?kernel=18446744073709551616", CPU, PBGZ),
+	NOENT("cpu?kernel="),
+	NOENT("cpu?kernel=no"),
+	NOENT("cpu?kernel"),
+	NOENT("cpu?Kernel=0"),
 	/* a parameter twice, equal or not */
 	INVAL("cpu?hz=1&hz=1", CPU, PBGZ),
 	INVAL("cpu?hz=1&hz=2", CPU, PBGZ),
@@ -262,6 +280,8 @@ static void check_fields(const struct name_case *c,
 	      rate);
 	CHECK(r->debug == c->debug, "'%s': debug %d, want %d", c->name,
 	      r->debug, c->debug);
+	CHECK(r->kernel == !c->nokernel, "'%s': kernel %d", c->name,
+	      r->kernel);
 	CHECK(memchr(r->sample, '\0', sizeof(r->sample)) &&
 	      !strcmp(r->sample, sample),
 	      "'%s': sample '%.*s', want '%s'", c->name,
@@ -316,7 +336,7 @@ static void test_strings(void)
 {
 	static const char *const kinds[] = { "cpu", "heap", "allocs",
 					     "goroutine", "wall", "block",
-					     "mutex" };
+					     "mutex", "memstats" };
 	static const char *const fmts[] = { "pb.gz", "pb", "svg", "txt",
 					    "folded" };
 	struct proffs_request r;

@@ -4,6 +4,8 @@
  * hand-built profiles (inlined frames, labels that must not split lines,
  * two sample types, an unsymbolized frame, a name with "<>&") compared
  * byte for byte to tests/golden/; folded values sum to profile_total();
+ * heap?debug=1 ends with the profile's MemStats figures, as Go's, and
+ * memstats.txt is that block alone;
  * the SVG is well-formed (xmllint when installed), names are escaped, the
  * only URI is the SVG namespace; a 50,000-stack profile renders under
  * 5 MB. Writes small.svg and big.svg to $TEST_BUILD_DIR for the browser
@@ -347,12 +349,61 @@ static void test_heap_text(void)
 	CHECK(!strncmp(buf, HEAP_HEAD "heap/2\n", strlen(HEAP_HEAD "heap/2\n")),
 	      "header: %.80s", buf);
 	free(buf);
+	/* Counted at rate 1 (a rate=1 session), the profile's period the
+	 * default since: 1000 blocks of 64 bytes unscale to 0.12 of one,
+	 * and pprof refuses bytes without objects; one is kept. */
+	profile_header(exact)->period = 524288;
+	MUST(heap_text_render(exact, &buf, &len));
+	CHECK(strstr(buf, "\n1: 5 [1: 8] @ ") != NULL,
+	      "a finer rate's blocks: %s", buf);
+	free(buf);
 	buf = (char *)"untouched";
 	CHECK(heap_text_render(two, &buf, &len) == -EINVAL, "2 types");
 	CHECK(!strcmp(buf, "untouched"), "buf untouched on failure");
 	profile_free(p);
 	profile_free(exact);
 	profile_free(two);
+}
+
+/* MemStats: Go's block after the memory map ("# Name = value" in the
+ * order added, then the notes), and alone; a profile without figures
+ * has no block, and nothing to print alone. */
+static void test_memstats_text(void)
+{
+	struct profile *p = heap4_profile(524288), *bare = heap4_profile(1);
+	char *buf = NULL, *block;
+	size_t len = 0;
+
+	MUST(profile_add_stat(p, "Alloc", "2135552"));
+	MUST(profile_add_stat(p, "a note on the figures", NULL));
+	MUST(profile_add_stat(p, "Mallocs", "1002"));
+	MUST(profile_add_stat(p, "Stack", "8192 / 139264"));
+	CHECK(profile_add_stat(p, "", "1") == -EINVAL, "empty name");
+	CHECK(profile_add_stat(p, "Frees", "") == -EINVAL, "empty value");
+	CHECK(profile_nstats(p) == 4, "%zu figures", profile_nstats(p));
+	MUST(heap_text_render(p, &buf, &len));
+	check_golden("heap-legacy-memstats.txt", buf, len);
+	block = strstr(buf, "\n\n# runtime.MemStats\n");
+	CHECK(block && strstr(buf, "MAPPED_LIBRARIES:\n") < block &&
+	      !strcmp(block, "\n\n# runtime.MemStats\n# Alloc = 2135552\n"
+		      "# Mallocs = 1002\n# Stack = 8192 / 139264\n"
+		      "# proffs: a note on the figures\n"),
+	      "the block does not end the text: %s", block ? block : buf);
+	free(buf);
+	MUST(heap_text_memstats(p, &buf, &len));
+	CHECK(strlen(buf) == len &&
+	      !strcmp(buf, "# runtime.MemStats\n# Alloc = 2135552\n"
+		      "# Mallocs = 1002\n# Stack = 8192 / 139264\n"
+		      "# proffs: a note on the figures\n"), "alone: %s", buf);
+	free(buf);
+	MUST(heap_text_render(bare, &buf, &len));
+	CHECK(!strstr(buf, "MemStats"), "a block without figures");
+	free(buf);
+	buf = (char *)"untouched";
+	CHECK(heap_text_memstats(bare, &buf, &len) == -EINVAL &&
+	      !strcmp(buf, "untouched"), "alone without figures");
+	profile_free(p);
+	profile_free(bare);
 }
 
 static void test_units(void)
@@ -549,6 +600,7 @@ int main(void)
 	test_units();
 	test_folded_text();
 	test_heap_text();
+	test_memstats_text();
 	test_flame_small();
 	test_flame_big();
 	if (failures) {

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "cpu.h"
+#include "kallsyms.h"
+#include "kframes.h"
 #include "log.h"
 #include "maps.h"
 #include "perf.h"
@@ -17,7 +19,7 @@
 #include "symbolize.h"
 #include "unwind.h"
 
-#define MAX_FRAMES 128
+#define MAX_FRAMES 128		/* user frames */
 #define POLL_MS 100
 #define THREAD_SLOTS 4096	/* power of two; more threads share names */
 #define PROC_BUCKETS 256
@@ -50,6 +52,7 @@ struct cpu_run {
 	struct profile *p;
 	struct proc_ctx *procs[PROC_BUCKETS];
 	struct proc_ctx *last;		/* the last sample's, a fast path */
+	struct kframes *kf;		/* NULL: no kernel frames */
 	unsigned nprocs;		/* contexts that unwind (PROC_MAX) */
 	int64_t key_thread, key_thread_name, key_pid, key_comm;
 	struct thread_slot *threads;	/* THREAD_SLOTS */
@@ -141,6 +144,8 @@ static int proc_ctx_load(struct cpu_run *run, struct proc_ctx *c)
 	if (!ret)
 		ret = unwinder_new(c->maps, &c->unw);
 	if (!ret)
+		ret = unwinder_read_live(c->unw, c->pid);
+	if (!ret)
 		ret = symbolizer_new(run->p, c->maps, &c->sym);
 	if (ret || run->o->pid)
 		return ret;
@@ -196,14 +201,32 @@ static int proc_ctx_get(struct cpu_run *run, pid_t pid, bool must_load,
 	return 0;
 }
 
+/* The sample's kernel frames into locs, leaf first: *n of them. */
+static int kernel_locations(struct cpu_run *run, const struct perf_sample *s,
+			    uint64_t *locs, int *n)
+{
+	int ret;
+
+	*n = 0;
+	if (!run->kf)
+		return 0;
+	for (uint32_t i = 0; i < s->nkernel; i++) {
+		ret = kframes_pc(run->kf, s->kernel[i], i == 0, &locs[*n]);
+		if (ret)
+			return ret;
+		(*n)++;
+	}
+	return 0;
+}
+
 static void on_sample(const struct perf_sample *s, void *arg)
 {
 	struct cpu_run *run = arg;
-	uint64_t pcs[MAX_FRAMES], locs[MAX_FRAMES];
+	uint64_t pcs[MAX_FRAMES], locs[PERF_KERNEL_FRAMES + MAX_FRAMES];
 	int64_t values[2] = { 1, (int64_t)s->period };
 	struct pf_label labels[4];
 	struct proc_ctx *c;
-	int n, nlabels = 2, ret;
+	int n, nk, nlabels = 2, ret;
 
 	if (run->err || !s->pid ||
 	    (run->o->pid && s->pid != (uint32_t)run->o->pid))
@@ -213,13 +236,17 @@ static void on_sample(const struct perf_sample *s, void *arg)
 		goto fail;
 	if (!c->allowed)
 		return;
+	ret = kernel_locations(run, s, locs, &nk);
+	if (ret)
+		goto fail;
 	unwind_stack(c->unw, &s->regs, s->stack, s->stack_len, pcs,
 		     MAX_FRAMES, &n);
 	for (int i = 0; i < n; i++) {
-		ret = symbolizer_location(c->sym, pcs[i], &locs[i]);
+		ret = symbolizer_location(c->sym, pcs[i], &locs[nk + i]);
 		if (ret)
 			goto fail;
 	}
+	n += nk;
 	if (run->max_stacks && profile_nsamples(run->p) >= run->max_stacks) {
 		ret = overflow_location(run, &locs[0]);
 		if (ret)
@@ -365,19 +392,21 @@ static void run_free(struct cpu_run *run)
 			next = c->next;
 			proc_ctx_free(c);
 		}
+	kframes_free(run->kf);
 	free(run->threads);
 }
 
 /* Samples the caller may see of every process: per-CPU events where the
  * daemon may open them (one event per CPU, whatever the number of
  * processes and threads), else the threads of every process allowed now. */
-static int open_all(const struct cpu_opts *o, struct perf_rec **rec)
+static int open_all(const struct cpu_opts *o, bool kframes,
+		    struct perf_rec **rec)
 {
 	pid_t *pids = NULL;
 	size_t n = 0, kept = 0;
 	int ret;
 
-	ret = perf_open_system(o->hz, rec);
+	ret = perf_open_system(o->hz, kframes, rec);
 	if (ret != -EACCES && ret != -EPERM)
 		return ret;
 	ret = proc_pids(&pids, &n);
@@ -386,7 +415,7 @@ static int open_all(const struct cpu_opts *o, struct perf_rec **rec)
 	for (size_t i = 0; i < n; i++)
 		if (!o->allow || o->allow(pids[i], o->allow_arg))
 			pids[kept++] = pids[i];
-	ret = kept ? perf_open_pids(pids, kept, o->hz, rec) : -ESRCH;
+	ret = kept ? perf_open_pids(pids, kept, o->hz, kframes, rec) : -ESRCH;
 	free(pids);
 	return ret;
 }
@@ -411,10 +440,18 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 	 * before any event is opened. */
 	if (!ret && o->pid)
 		ret = proc_ctx_get(&run, o->pid, true, &c);
+	/* The first session that wants kernel frames reads the table, before
+	 * its window: 100-150 ms, once. */
+	if (!ret && o->ksyms && kallsyms_ready(o->ksyms))
+		ret = kframes_new(run.p, o->ksyms, &run.kf);
 	t0 = clock_ns(CLOCK_REALTIME);
 	if (!ret)
-		ret = o->pid ? perf_open(o->pid, o->hz, &rec)
-			     : open_all(o, &rec);
+		ret = o->pid ? perf_open(o->pid, o->hz, run.kf != NULL, &rec)
+			     : open_all(o, run.kf != NULL, &rec);
+	if (!ret && !perf_kernel_frames(rec)) {
+		kframes_free(run.kf);
+		run.kf = NULL;
+	}
 	if (!ret)
 		ret = sample_window(&run, rec, o, &exited);
 	if (rec)

@@ -16,6 +16,12 @@
  * symbolizer the first time one of its samples comes (at most 2,048;
  * samples of more are skipped and a comment counts them).
  *
+ * With a kallsyms table, samples taken in the kernel get their kernel
+ * frames above the user ones, "[k] name" (kframes.h), where the kernel
+ * allows the daemon to see them (kallsyms.h, perf.h); elsewhere nothing
+ * changes. Stacks deeper than the kernel's copy of a sample are unwound
+ * on from the live thread (unwinder_read_live()).
+ *
  * It blocks for the window, on the calling thread. It returns early with
  * -ECANCELED when *stop becomes true (checked every 50 ms), and early with
  * the partial profile (and a comment saying so) when the process exits.
@@ -38,6 +44,7 @@
 #include <sys/types.h>
 
 struct dso_cache;
+struct kallsyms;
 struct profile;
 
 struct cpu_opts {
@@ -53,6 +60,7 @@ struct cpu_opts {
 	uint32_t hz;
 	uint64_t window_ms;
 	struct dso_cache *cache;	/* shared across sessions */
+	struct kallsyms *ksyms;		/* shared; NULL: no [k] frames */
 	/* Memory bound: past this many distinct stacks, further samples are
 	 * counted under one "[max_stacks reached]" frame. 0 = no bound. */
 	uint32_t max_stacks;

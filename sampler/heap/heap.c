@@ -20,7 +20,9 @@
 
 #include "heap.h"
 #include "heap_budget.h"
+#include "heap_counts.h"
 #include "heap_load.h"
+#include "heap_memstats.h"
 #include "heap_model.h"
 #include "heap_ring.h"
 #include "heap_uprobe.h"
@@ -60,6 +62,10 @@ struct agent {
 	bool budgets_stale;		/* rate dropped: settle_budgets_locked */
 	uint64_t last_used_ns, last_beat_ns;
 	uint64_t lost_at_start;		/* sh->lost when our count began */
+	bool preloaded;			/* armed since the process started */
+	uint64_t armed_ns;		/* when our count began */
+	struct heap_counts counts_base;	/* the agent's counts then */
+	int counts_base_err;
 	bool wanted;			/* heartbeat still going */
 	uint64_t alloc_errors;
 	pthread_t consumer;
@@ -315,11 +321,24 @@ static int configure(void *arg)
 	 * everything since then. */
 	ag->lost_at_start = atomic_load(&ag->sh->daemon_pid) ?
 			    atomic_load(&ag->sh->lost) : 0;
+	/* So do its calls; otherwise those from now on (the threads are
+	 * held, or the agent was armed by another daemon). */
+	ag->armed_ns = now_ns();
+	memset(&ag->counts_base, 0, sizeof(ag->counts_base));
+	ag->counts_base_err = ag->preloaded ? 0 :
+		heap_counts_read(ag->pid, ag->sh, &ag->counts_base);
 	set_rate_locked(ag);
 	atomic_store(&ag->sh->daemon_pid, getpid());
 	beat_locked(ag, now_ns());
 	ag->wanted = true;
 	return 0;
+}
+
+static bool agent_armed(void *arg)
+{
+	struct agent *ag = arg;
+
+	return atomic_load(&ag->sh->state) == PH_ARMED;
 }
 
 static void discard(const struct ph_rec *rec, void *arg)
@@ -355,7 +374,7 @@ static int load_or_arm(struct agent *ag, bool arm_only, bool *armed_now)
 	struct heap_load_opts lo = {
 		.pid = ag->pid, .maps = ag->maps, .agent = a->agent,
 		.agent_len = a->agent_len, .arm_only = arm_only,
-		.setup = configure, .arg = ag,
+		.setup = configure, .armed = agent_armed, .arg = ag,
 	};
 	struct inject_stats st;
 	uint64_t t0 = now_ns();
@@ -363,6 +382,7 @@ static int load_or_arm(struct agent *ag, bool arm_only, bool *armed_now)
 
 	if (!arm_only && !a->agent)
 		return -ENOTSUP;
+	ag->preloaded = false;	/* counts start now, not at the start */
 	ret = heap_load(&lo, &st);
 	count_load(a, arm_only, ret);
 	if (ret) {
@@ -394,6 +414,7 @@ static int adopt(struct agent *ag, bool *armed_now)
 		return load_or_arm(ag, true, armed_now);
 	}
 	*armed_now = atomic_load(&sh->daemon_pid) != 0;
+	ag->preloaded = !*armed_now;
 	pr_info("heap: pid %d: agent found armed (%s)", (int)ag->pid,
 		*armed_now ? "taken over" : "preloaded");
 	return configure(ag);
@@ -475,7 +496,7 @@ static int attach_locked(struct heap_agents *a, struct agent *ag,
 	return ret;
 }
 
-static int enter(struct agent *ag, uint64_t rate);
+static int enter(struct agent *ag, uint64_t rate, bool *armed_now);
 
 /*
  * The live agent of pid, attaching one if needed, with the session
@@ -513,7 +534,7 @@ static int get_agent(struct heap_agents *a, pid_t pid, uint64_t rate,
 	} else {
 		ag->refs++;
 		pthread_mutex_unlock(&a->lock);
-		ret = enter(ag, rate);
+		ret = enter(ag, rate, armed_now);
 		if (ret)
 			agent_put(ag);
 	}
@@ -554,18 +575,32 @@ static void *consumer_main(void *arg)
 	struct heap_agents *a = ag->a;
 	struct timespec nap = { 0, POLL_MS * 1000000l };
 	struct timespec busy = { 0, BUSY_POLL_MS * 1000000l };
-	bool done = false;
+	bool done;
 	size_t n;
 
-	while (!done && !atomic_load(&ag->quit)) {
+	for (;;) {
 		pthread_mutex_lock(&ag->lock);
 		n = drain_locked(ag);
 		done = tend_locked(ag, now_ns());
 		pthread_mutex_unlock(&ag->lock);
-		if (!done)
+		if (atomic_load(&ag->quit)) {
+			pthread_mutex_lock(&a->lock);
+			break;
+		}
+		if (!done) {
 			nanosleep(n ? &busy : &nap, NULL);
+			continue;
+		}
+		/* A session may have found the agent meanwhile, and be about
+		 * to enter it: its reference says so (the list's and ours
+		 * are the other two). It keeps the agent, and arms it again
+		 * if it disarmed (enter()). */
+		pthread_mutex_lock(&a->lock);
+		if (ag->state == AG_DEAD || ag->refs <= 2)
+			break;
+		pthread_mutex_unlock(&a->lock);
+		nanosleep(&nap, NULL);
 	}
-	pthread_mutex_lock(&a->lock);
 	if (ag->state != AG_DEAD)
 		unlist_locked(a, ag);
 	a->consumers--;
@@ -577,8 +612,28 @@ static void *consumer_main(void *arg)
 
 /* ---- sessions ---- */
 
-static int enter(struct agent *ag, uint64_t rate)
+/*
+ * The agent disarmed itself (its lease ran out while the daemon kept it,
+ * idle), and a session comes in before the consumer let it go: arm it
+ * again, a new count from now on, as a new attach would. Called with
+ * agent.lock held.
+ */
+static int rearm_locked(struct agent *ag, bool *armed_now)
 {
+	int ret;
+
+	heap_ring_drain(ag->ring, discard, NULL);
+	heap_model_reset(ag->model);
+	ret = load_or_arm(ag, true, armed_now);
+	if (!ret)
+		settle_budgets_locked(ag);
+	return ret;
+}
+
+static int enter(struct agent *ag, uint64_t rate, bool *armed_now)
+{
+	int ret = 0;
+
 	pthread_mutex_lock(&ag->lock);
 	if (ag->users == MAX_USERS) {
 		pthread_mutex_unlock(&ag->lock);
@@ -591,8 +646,14 @@ static int enter(struct agent *ag, uint64_t rate)
 	settle_budgets_locked(ag);
 	beat_locked(ag, now_ns());
 	ag->wanted = true;
+	if (atomic_load(&ag->sh->state) == PH_DISARMED)
+		ret = rearm_locked(ag, armed_now);
+	if (ret) {
+		ag->users--;
+		set_rate_locked(ag);
+	}
 	pthread_mutex_unlock(&ag->lock);
-	return 0;
+	return ret;
 }
 
 static void leave(struct agent *ag, uint64_t rate)
@@ -685,16 +746,54 @@ static int add_comments(struct profile *p, const struct agent *ag,
 	return ret;
 }
 
+/* ---- MemStats ---- */
+
+/* The agent's part of MemStats; called with agent.lock held, drained. */
+static void agent_memstats_locked(struct agent *ag, struct heap_memstats *ms)
+{
+	struct heap_counts c;
+	struct heap_totals t;
+
+	heap_model_totals(ag->model, &t);
+	ms->alloc_bytes = t.alloc_bytes;
+	ms->inuse_bytes = t.inuse_bytes;
+	ms->inuse_objects = t.inuse_objects;
+	ms->rate = ag->rate;
+	ms->armed_s = ag->preloaded ? -1 : (now_ns() - ag->armed_ns) / 1e9;
+	ms->counts_err = ag->counts_base_err;
+	if (!ms->counts_err)
+		ms->counts_err = heap_counts_read(ag->pid, ag->sh, &c);
+	if (ms->counts_err)
+		return;
+	/* Counts only grow; but for threads that ended unseen (lossy). */
+	ms->mallocs = c.mallocs > ag->counts_base.mallocs ?
+		      c.mallocs - ag->counts_base.mallocs : 0;
+	ms->frees = c.frees > ag->counts_base.frees ?
+		    c.frees - ag->counts_base.frees : 0;
+	ms->lossy = c.lossy;
+}
+
+/* /proc's part, and the figures onto p; no_agent says why there is no
+ * agent's part (ms holds it otherwise). */
+static int add_memstats(struct profile *p, pid_t pid,
+			struct heap_memstats *ms)
+{
+	ms->mem_err = heap_mem_read(pid, &ms->mem);
+	return heap_memstats_add(p, ms);
+}
+
 /* Measure: snapshots at the start (for a window) and at the end. */
 static int measure(struct agent *ag, const struct heap_opts *o,
 		   bool armed_now, struct profile **out, struct heap_stats *st)
 {
 	struct heap_profile_info info = { .allocs = o->allocs };
 	struct heap_snap *from = NULL, *to = NULL;
+	struct heap_memstats ms = { 0 };
 	uint64_t t0 = now_ns(), lost0, samples0, frees0;
 	bool exited = false;
 	int ret = 0;
 
+	*out = NULL;
 	pthread_mutex_lock(&ag->lock);
 	drain_locked(ag);
 	/* Armed by this request: its window began when the threads went
@@ -725,7 +824,15 @@ static int measure(struct agent *ag, const struct heap_opts *o,
 	if (!ret)
 		ret = add_comments(*out, ag, o, st->lost, st->samples, exited,
 				   now_ns() - t0);
+	if (!ret)
+		agent_memstats_locked(ag, &ms);
 	pthread_mutex_unlock(&ag->lock);
+	if (!ret)
+		ret = add_memstats(*out, o->pid, &ms);
+	if (ret && *out) {
+		profile_free(*out);
+		*out = NULL;
+	}
 out:
 	heap_snap_free(from);
 	heap_snap_free(to);
@@ -749,7 +856,9 @@ static int uprobe_profile(struct heap_agents *a, const struct heap_opts *o,
 		.cache = a->o.cache, .max_stacks = a->o.max_stacks,
 		.allocs = o->allocs, .why = why,
 	};
+	struct heap_memstats ms = { 0 };
 	struct heap_uprobe_stats us;
+	char no_agent[160];
 	int ret;
 
 	st->uprobe = true;
@@ -758,6 +867,82 @@ static int uprobe_profile(struct heap_agents *a, const struct heap_opts *o,
 	st->frees = us.frees;
 	st->lost = us.lost;
 	st->tripped = us.tripped;
+	if (ret)
+		return ret;
+	snprintf(no_agent, sizeof(no_agent), "measured by uprobes over the "
+		 "window: %s", why);
+	ms.no_agent = no_agent;
+	ret = add_memstats(*out, o->pid, &ms);
+	if (ret) {
+		profile_free(*out);
+		*out = NULL;
+	}
+	return ret;
+}
+
+/* An empty profile of pid to hang MemStats on. */
+static int memstats_profile(pid_t pid, struct profile **out)
+{
+	struct pf_header *h;
+	struct profile *p;
+	char cmd[4096];
+	int ret;
+
+	ret = profile_new(&p);
+	if (ret)
+		return ret;
+	h = profile_header(p);
+	h->pid = pid;
+	h->time_nanos = wall_ns();
+	if (proc_cmdline_str(pid, cmd, sizeof(cmd)))
+		cmd[0] = '\0';
+	h->command = profile_intern(p, cmd);
+	h->kind = profile_intern(p, "memstats");
+	if (h->command < 0 || h->kind < 0) {
+		profile_free(p);
+		return -ENOMEM;
+	}
+	*out = p;
+	return 0;
+}
+
+int heap_memstats(struct heap_agents *a, const struct heap_opts *o,
+		  struct profile **out, struct heap_stats *st)
+{
+	struct heap_memstats ms = { 0 };
+	struct agent *ag = NULL;
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	if (o->pid <= 0)
+		return -EINVAL;
+	if (a->o.method == HEAP_UPROBE) {
+		ms.no_agent = "heap=uprobe: uprobes count only over a window";
+	} else {
+		ret = get_agent(a, o->pid, PH_DEFAULT_RATE, &ag,
+				&st->armed_now);
+		if ((ret == -ENOTSUP || ret == -ENOEXEC) &&
+		    a->o.method == HEAP_AUTO)
+			ms.no_agent = "it cannot be loaded into this process";
+		else if (ret)
+			return ret;
+	}
+	ret = memstats_profile(o->pid, out);
+	if (ag) {
+		pthread_mutex_lock(&ag->lock);
+		drain_locked(ag);
+		agent_memstats_locked(ag, &ms);
+		st->samples = heap_model_samples(ag->model);
+		pthread_mutex_unlock(&ag->lock);
+		leave(ag, PH_DEFAULT_RATE);
+		agent_put(ag);
+	}
+	if (!ret)
+		ret = add_memstats(*out, o->pid, &ms);
+	if (ret && *out) {
+		profile_free(*out);
+		*out = NULL;
+	}
 	return ret;
 }
 

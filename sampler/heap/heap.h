@@ -108,4 +108,16 @@ struct heap_stats {
 int heap_profile(struct heap_agents *a, const struct heap_opts *o,
 		 struct profile **out, struct heap_stats *st);
 
+/*
+ * Go's runtime.MemStats of o->pid (o->stop and pid only), as the figures
+ * of a profile without samples (heap_memstats.h): the agent's counts and
+ * estimates since it was armed - loading or arming it first, as
+ * heap_profile() does, but answering at once - and what /proc says.
+ * Where the agent cannot be loaded (HEAP_AUTO) or is not used
+ * (HEAP_UPROBE), /proc's figures alone, and a note saying why. Every
+ * heap profile made by heap_profile() carries the same figures.
+ */
+int heap_memstats(struct heap_agents *a, const struct heap_opts *o,
+		  struct profile **out, struct heap_stats *st);
+
 #endif

@@ -23,7 +23,8 @@
 struct heap_budget_stats {
 	unsigned listed;	/* threads in the agent's list */
 	unsigned zeroed;	/* budgets zeroed */
-	unsigned gone;		/* entries of threads that had ended, freed */
+	unsigned gone;		/* entries of threads that had ended (the
+				 * agent frees them, at a thread's end) */
 };
 
 /*

@@ -3,9 +3,12 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent/heap_ring.h"
@@ -14,10 +17,12 @@
 #include "inject.h"
 #include "log.h"
 #include "maps.h"
+#include "syscalls.h"
 
 /* What the calls need, found in the target's own objects. */
 struct target_fns {
-	uint64_t memfd_create, dlopen, dlerror, close, arm;
+	uint64_t memfd_create, dlopen, close, arm;
+	uint64_t restorer;	/* rt_sigreturn stub (inject.h) */
 };
 
 /* The address of function name in the first mapped object defining it
@@ -41,6 +46,19 @@ static int find_fn(struct proc_maps *maps, const char *name,
 	return -ENOENT;
 }
 
+/* The stub calls return through (inject.h), found beside libc's close. */
+static void find_restorer(const struct heap_load_opts *o,
+			  struct target_fns *f)
+{
+	uint64_t in_libc;
+
+	if (find_fn(o->maps, "close", NULL, &in_libc) ||
+	    inject_find_restorer(o->pid, o->maps, in_libc, &f->restorer))
+		pr_warn("heap: pid %d: no rt_sigreturn stub beside close(): "
+			"calls into the process return to address 0, and a "
+			"daemon killed during one would kill it", (int)o->pid);
+}
+
 static int find_fns(const struct heap_load_opts *o, struct target_fns *f)
 {
 	if (o->arm_only) {
@@ -49,31 +67,28 @@ static int find_fns(const struct heap_load_opts *o, struct target_fns *f)
 				  "found", (int)o->pid, PH_ARM_SYMBOL);
 			return -ENOTSUP;
 		}
-		return 0;
-	}
-	if (find_fn(o->maps, "dlopen", NULL, &f->dlopen) ||
-	    find_fn(o->maps, "dlerror", NULL, &f->dlerror) ||
-	    find_fn(o->maps, "memfd_create", NULL, &f->memfd_create) ||
-	    find_fn(o->maps, "close", NULL, &f->close)) {
+	} else if (find_fn(o->maps, "dlopen", NULL, &f->dlopen) ||
+		   find_fn(o->maps, "memfd_create", NULL, &f->memfd_create) ||
+		   find_fn(o->maps, "close", NULL, &f->close)) {
 		pr_notice("heap: pid %d: no dlopen, memfd_create or close in "
 			  "the process (a static binary?): the agent cannot "
 			  "be loaded", (int)o->pid);
 		return -ENOTSUP;
 	}
+	find_restorer(o, f);
 	return 0;
 }
 
-/* Call fn(args) and return its result in *ret, a string in *s for
- * string arguments pushed first. */
+/* Call fn(s, arg2), s a string pushed onto the thread's stack first. */
 static int call_str(struct injector *in, uint64_t fn, const char *s,
-		    uint64_t arg2, uint64_t *ret)
+		    uint64_t arg2, struct inject_seen *seen)
 {
 	uint64_t args[2] = { 0, arg2 };
 	int r;
 
 	r = inject_push(in, s, strlen(s) + 1, &args[0]);
 	if (!r)
-		r = inject_call(in, fn, args, 2, ret);
+		r = inject_call(in, fn, args, 2, seen);
 	return r;
 }
 
@@ -102,44 +117,72 @@ static int fill_memfd(const struct heap_load_opts *o, int fd)
 	return ret;
 }
 
-static void log_dlerror(struct injector *in, const struct target_fns *f,
-			pid_t pid)
+/* Is the agent's memfd mapped in pid: did its dlopen succeed? */
+static bool agent_mapped(pid_t pid)
 {
-	char msg[256] = "";
-	uint64_t s = 0;
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	bool found = false;
+	FILE *f;
 
-	if (!inject_call(in, f->dlerror, NULL, 0, &s) && s &&
-	    !inject_read(in, s, msg, sizeof(msg) - 1))
-		msg[sizeof(msg) - 1] = '\0';
-	pr_warn("heap: pid %d: dlopen of the agent failed: %s", (int)pid,
-		msg[0] ? msg : "(no message)");
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && getline(&line, &cap, f) > 0)
+		found = strstr(line, "/memfd:" PH_AGENT_NAME " ") != NULL;
+	free(line);
+	fclose(f);
+	return found;
+}
+
+/* dlopen's own message is out of reach (its return value is, see
+ * inject.h): the system call of the loader's that failed says why. */
+static void log_dlopen_failed(pid_t pid, const struct inject_seen *seen)
+{
+	char name[32];
+
+	if (seen->failed_sysno < 0) {
+		pr_warn("heap: pid %d: dlopen of the agent failed in the "
+			"process", (int)pid);
+		return;
+	}
+	syscall_name_fmt(seen->failed_sysno, name, sizeof(name));
+	pr_warn("heap: pid %d: dlopen of the agent failed in the process "
+		"(its loader's %s: %s)", (int)pid, name,
+		strerror(seen->failed_errno));
 }
 
 static int load(struct injector *in, const struct heap_load_opts *o,
 		const struct target_fns *f)
 {
-	uint64_t fd = 0, handle = 0, ignored;
+	struct inject_seen seen = { .sysno = SYS_memfd_create };
+	uint64_t fd;
 	char path[64];
 	int ret;
 
-	ret = call_str(in, f->memfd_create, PH_AGENT_NAME, MFD_CLOEXEC, &fd);
+	ret = call_str(in, f->memfd_create, PH_AGENT_NAME, MFD_CLOEXEC,
+		       &seen);
 	if (ret)
 		return ret;
-	if ((int)fd < 0) {
-		pr_warn("heap: pid %d: memfd_create failed in the process",
-			(int)o->pid);
+	if (!seen.called || seen.ret < 0) {
+		pr_warn("heap: pid %d: memfd_create failed in the process%s%s",
+			(int)o->pid, seen.called ? ": " : "",
+			seen.called ? strerror((int)-seen.ret) : "");
 		return -EIO;
 	}
+	fd = (uint64_t)seen.ret;
 	ret = fill_memfd(o, (int)fd);
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", (int)fd);
+	seen = (struct inject_seen){ .sysno = -1 };
 	if (!ret)
-		ret = call_str(in, f->dlopen, path, RTLD_NOW, &handle);
-	if (!ret && !handle) {
-		log_dlerror(in, f, o->pid);
+		ret = call_str(in, f->dlopen, path, RTLD_NOW, &seen);
+	if (!ret && !agent_mapped(o->pid)) {
+		log_dlopen_failed(o->pid, &seen);
 		ret = -ENOEXEC;
 	}
 	/* The mapping keeps the agent; the descriptor can go. */
-	inject_call(in, f->close, &fd, 1, &ignored);
+	inject_call(in, f->close, &fd, 1, NULL);
 	return ret;
 }
 
@@ -152,7 +195,6 @@ static int run(struct injector *in, void *arg)
 {
 	struct run_ctx *c = arg;
 	const struct heap_load_opts *o = c->o;
-	uint64_t armed = 0;
 	int ret;
 
 	if (!o->arm_only) {
@@ -161,8 +203,8 @@ static int run(struct injector *in, void *arg)
 	}
 	ret = o->setup(o->arg);
 	if (!ret)
-		ret = inject_call(in, c->f.arm, NULL, 0, &armed);
-	if (!ret && (int)armed < 0) {
+		ret = inject_call(in, c->f.arm, NULL, 0, NULL);
+	if (!ret && !o->armed(o->arg)) {
 		pr_warn("heap: pid %d: the agent refused to arm", (int)o->pid);
 		ret = -EIO;
 	}
@@ -180,5 +222,6 @@ int heap_load(const struct heap_load_opts *o, struct inject_stats *st)
 	ret = find_fns(o, &c.f);
 	if (ret)
 		return ret;
+	io.restorer = c.f.restorer;
 	return inject_run(&io, run, &c, st);
 }

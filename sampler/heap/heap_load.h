@@ -15,7 +15,8 @@
  *
  * Errors: those of inject_run(); -ENOTSUP when the process has no dlopen
  * (a static binary) or no agent to arm; -ENOEXEC when its dlopen refused
- * the agent (logged with dlerror()); setup's own errors.
+ * the agent (logged with the loader's system call that failed); -EIO when
+ * the agent did not arm (armed(arg) said so); setup's own errors.
  */
 #ifndef PROFFS_HEAP_LOAD_H
 #define PROFFS_HEAP_LOAD_H
@@ -34,6 +35,7 @@ struct heap_load_opts {
 	size_t agent_len;
 	bool arm_only;			/* the agent is there: arm it */
 	int (*setup)(void *arg);
+	bool (*armed)(void *arg);	/* after the arm call: did it? */
 	void *arg;
 };
 

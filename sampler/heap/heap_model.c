@@ -145,6 +145,11 @@ int heap_model_new(pid_t pid, struct proc_maps *maps, uint32_t max_buckets,
 	return 0;
 }
 
+int heap_model_read_live(struct heap_model *m)
+{
+	return unwinder_read_live(m->unw, maps_pid(m->maps));
+}
+
 void heap_model_free(struct heap_model *m)
 {
 	if (!m)
@@ -572,6 +577,19 @@ int heap_model_profile(struct heap_model *m, const struct heap_snap *from,
 	}
 	*out = p;
 	return 0;
+}
+
+void heap_model_totals(const struct heap_model *m, struct heap_totals *t)
+{
+	double d[NV] = { 0 };
+
+	for (size_t i = 0; i < m->nb; i++)
+		for (int k = 0; k < NV; k++)
+			d[k] += m->b[i].v[k];
+	t->alloc_objects = llround(d[V_ALLOC_OBJ]);
+	t->alloc_bytes = llround(d[V_ALLOC_BYTES]);
+	t->inuse_objects = llround(d[V_ALLOC_OBJ] - d[V_FREE_OBJ]);
+	t->inuse_bytes = llround(d[V_ALLOC_BYTES] - d[V_FREE_BYTES]);
 }
 
 uint64_t heap_model_samples(const struct heap_model *m)

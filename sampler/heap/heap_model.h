@@ -51,6 +51,13 @@ int heap_model_new(pid_t pid, struct proc_maps *maps, uint32_t max_buckets,
 		   struct heap_model **out);
 void heap_model_free(struct heap_model *m);
 
+/*
+ * Unwind past the samples' stack copies with the process's live stack,
+ * as CPU profiles do (unwinder_read_live()): for samplers whose copies
+ * the kernel cuts (the uprobe fallback's). 0 or -ENOMEM.
+ */
+int heap_model_read_live(struct heap_model *m);
+
 /* Forget every count and live address; symbols stay. */
 void heap_model_reset(struct heap_model *m);
 
@@ -100,6 +107,13 @@ int heap_model_profile(struct heap_model *m, const struct heap_snap *from,
  * the agent, which copies no more than that.
  */
 size_t heap_model_stack_want(const struct heap_model *m);
+
+/* The four values summed over every bucket since the last reset: Go's
+ * estimates of everything allocated, and of what is in use. */
+struct heap_totals {
+	int64_t alloc_objects, alloc_bytes, inuse_objects, inuse_bytes;
+};
+void heap_model_totals(const struct heap_model *m, struct heap_totals *t);
 
 /* Allocation samples counted since the last reset, frees matched. */
 uint64_t heap_model_samples(const struct heap_model *m);

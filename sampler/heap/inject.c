@@ -21,6 +21,7 @@
 
 #include "dso.h"
 #include "inject.h"
+#include "inject_i.h"
 #include "log.h"
 #include "maps.h"
 #include "proc.h"
@@ -31,67 +32,10 @@
 #define STACK_MAX (64 * 1024)
 #define MAX_FRAMES 256
 #define DEFAULT_ROUNDS 200
-#define STOP_WAIT_NS 100000000ull	/* for every thread to stop */
-#define CALL_WAIT_NS 10000000000ull	/* for a call to come back */
 #define LET_WAIT_NS 100000000ull	/* an unsafe thread's turn, at most */
 #define STEP_WAIT_NS 2000000ull		/* a step longer than this blocked */
 #define STEP_OUT_NS 200000000ull	/* stepping one thread out, at most */
 #define STEP_AFTER_ROUNDS 10		/* free rounds before stepping */
-#define NDEFER 32			/* signals held back per thread */
-#define RED_ZONE 128
-#define SCRATCH 4096
-#define XSTATE_MAX 16384
-
-struct held {
-	pid_t tid;
-	bool stopped;		/* in a ptrace stop now */
-	bool gone;
-	int sig;		/* to hand back on release */
-	int event;		/* of the stop: 0 = signal-delivery stop */
-	bool unsafe;
-	bool let;		/* let run alone this round */
-	uint64_t run0_ns;	/* its CPU time when let run */
-	bool stepped;		/* ever stepped: traps of ours may follow */
-	unsigned ndefer;	/* signals held back while it was unsafe */
-	siginfo_t defer[NDEFER];
-	uint64_t resume_at;	/* unsafe: where it will be safe again */
-	char why[128];		/* unsafe: where it was found */
-};
-
-struct injector {
-	pid_t pid;
-	struct proc_maps *maps;
-	struct unwinder *unw;
-	struct safepoint *safe;
-	unsigned max_rounds;
-	struct held *t;
-	size_t n, cap;
-	uint8_t *stack;
-	struct inject_stats *st;
-	uint64_t first_stop_ns;
-	/* the calling thread and its scratch space */
-	struct held *caller;
-	uint64_t scratch_top, scratch_used;
-	int fn_ret;
-	int broken_sig;		/* a call died of it: no more calls */
-	int (*fn)(struct injector *, void *);
-	void *fn_arg;
-};
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-static void nap(long ns)
-{
-	struct timespec ts = { 0, ns };
-
-	nanosleep(&ts, NULL);
-}
 
 /* ---- holding every thread ---- */
 
@@ -824,7 +768,6 @@ static void *tracer_main(void *arg)
 	for (size_t i = 0; i < in->n; i++)
 		in->st->threads += !in->t[i].gone;
 	if (!ret) {
-		in->scratch_top = 0;
 		ret = in->fn(in, in->fn_arg);
 	}
 	release_all(in);
@@ -839,6 +782,7 @@ int inject_run(const struct inject_opts *o, inject_fn fn, void *arg,
 		.pid = o->pid, .maps = o->maps, .st = st, .fn = fn,
 		.fn_arg = arg,
 		.max_rounds = o->max_rounds ? o->max_rounds : DEFAULT_ROUNDS,
+		.restorer = o->restorer,
 	};
 	pid_t tracer;
 	pthread_t th;
@@ -865,203 +809,4 @@ int inject_run(const struct inject_opts *o, inject_fn fn, void *arg,
 	free(in.stack);
 	free(in.t);
 	return ret;
-}
-
-/* ---- calls ---- */
-
-/* Everything a call changes, to put back. */
-struct saved {
-	struct user_regs_struct regs;
-	uint8_t xstate[XSTATE_MAX];
-	struct iovec xiov;
-	uint64_t sigmask;
-};
-
-static int save(pid_t tid, struct saved *s)
-{
-	if (ptrace(PTRACE_GETREGS, tid, NULL, &s->regs))
-		return -errno;
-	s->xiov = (struct iovec){ s->xstate, sizeof(s->xstate) };
-	if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &s->xiov))
-		return -errno;
-	if (ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof(s->sigmask),
-		   &s->sigmask))
-		return -errno;
-	return 0;
-}
-
-static void restore(pid_t tid, struct saved *s)
-{
-	if (ptrace(PTRACE_SETREGS, tid, NULL, &s->regs) ||
-	    ptrace(PTRACE_SETREGSET, tid, (void *)NT_X86_XSTATE, &s->xiov) ||
-	    ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(s->sigmask),
-		   &s->sigmask)) {
-		/* Killed meanwhile: nothing left to restore. */
-		if (errno == ESRCH)
-			pr_info("inject: thread %d died during a call",
-				(int)tid);
-		else
-			pr_err("inject: thread %d: state not restored: %s",
-			       (int)tid, strerror(errno));
-	}
-}
-
-/* Where a call's stack starts: below the red zone and the scratch area,
- * 16-byte aligned before the (zero) return address is pushed. */
-static uint64_t call_sp(const struct saved *s)
-{
-	uint64_t low = s->regs.rsp - RED_ZONE - SCRATCH;
-
-	return ((low - 64) & ~15ull) - 8;
-}
-
-/* A call that never came back: stop the thread where it is, so its
- * state can at least be put back. */
-static int abandon(struct injector *in, pid_t tid)
-{
-	uint64_t start = now_ns();
-	int sig, event;
-
-	pr_err("inject: pid %d: call did not return in %llu s; abandoned",
-	       (int)in->pid, CALL_WAIT_NS / 1000000000ull);
-	ptrace(PTRACE_INTERRUPT, tid, NULL, NULL);
-	while (now_ns() - start < STOP_WAIT_NS) {
-		if (tracee_poll_stop(tid, &sig, &event) != -EAGAIN)
-			break;
-		nap(50000);
-	}
-	return -ETIMEDOUT;
-}
-
-/*
- * Run the call to its end: the fault at address 0 when it returns.
- * Other stops: an interrupt or group stop is resumed; any other signal
- * (an abort, a fault) is the call's own and ends it with -EIO. Then the
- * target's state is not what it was: the call may have changed its heap
- * or hold a lock halfway. Putting the registers back would resume the
- * thread on that state as if nothing had happened, so the thread is left
- * where the signal stopped it and gets the signal when released: the
- * target fails as it would have failed on its own, not later and
- * somewhere else.
- */
-static int wait_return(struct injector *in, pid_t tid, uint64_t *ret)
-{
-	uint64_t start = now_ns();
-	struct user_regs_struct u;
-	int sig, event, r;
-
-	for (;;) {
-		r = tracee_poll_stop(tid, &sig, &event);
-		if (r == -EAGAIN) {
-			if (now_ns() - start > CALL_WAIT_NS)
-				return abandon(in, tid);
-			nap(50000);
-			continue;
-		}
-		if (r)
-			return r;
-		if (event) {	/* not a signal: go on */
-			ptrace(PTRACE_CONT, tid, NULL, NULL);
-			continue;
-		}
-		if (ptrace(PTRACE_GETREGS, tid, NULL, &u))
-			return -errno;
-		if (sig == SIGSEGV && u.rip == 0) {
-			*ret = u.rax;
-			return 0;
-		}
-		pr_err("inject: pid %d: thread %d: the injected call was "
-		       "stopped by signal %d (%s) at 0x%llx; the thread gets "
-		       "the signal where it stopped", (int)in->pid, (int)tid,
-		       sig, strsignal(sig), (unsigned long long)u.rip);
-		in->broken_sig = sig;
-		return -EIO;
-	}
-}
-
-int inject_call(struct injector *in, uint64_t fn, const uint64_t *args,
-		unsigned nargs, uint64_t *ret)
-{
-	pid_t tid = in->caller->tid;
-	uint64_t mask, zero = 0, sp;
-	struct user_regs_struct u;
-	struct saved *s;
-	int r;
-
-	if (nargs > 6)
-		return -EINVAL;
-	if (in->broken_sig)
-		return -EIO;
-	s = malloc(sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	r = save(tid, s);
-	if (r)
-		goto out;
-	u = s->regs;
-	sp = call_sp(s);
-	r = proc_mem_write(in->pid, sp, &zero, sizeof(zero));
-	if (r)
-		goto out;
-	u.rsp = sp;
-	u.rip = fn;
-	u.rax = 0;
-	u.orig_rax = -1;	/* no system call restart in our frame */
-	u.rdi = nargs > 0 ? args[0] : 0;
-	u.rsi = nargs > 1 ? args[1] : 0;
-	u.rdx = nargs > 2 ? args[2] : 0;
-	u.rcx = nargs > 3 ? args[3] : 0;
-	u.r8 = nargs > 4 ? args[4] : 0;
-	u.r9 = nargs > 5 ? args[5] : 0;
-	/* Asynchronous signals wait; faults stay deliverable (a blocked
-	 * fault would reset its handler). */
-	mask = ~0ull & ~((1ull << (SIGSEGV - 1)) | (1ull << (SIGBUS - 1)) |
-			 (1ull << (SIGILL - 1)) | (1ull << (SIGFPE - 1)) |
-			 (1ull << (SIGTRAP - 1)));
-	if (ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(mask), &mask) ||
-	    ptrace(PTRACE_SETREGS, tid, NULL, &u) ||
-	    ptrace(PTRACE_CONT, tid, NULL, NULL)) {
-		r = -errno;
-		restore(tid, s);
-		goto out;
-	}
-	in->caller->stopped = false;
-	r = wait_return(in, tid, ret);
-	in->caller->stopped = true;
-	if (r == -EIO && in->broken_sig) {
-		in->caller->sig = in->broken_sig;	/* see wait_return */
-		goto out;
-	}
-	restore(tid, s);
-	in->caller->sig = 0;	/* the fault at 0 is ours: not delivered */
-out:
-	free(s);
-	return r;
-}
-
-int inject_push(struct injector *in, const void *data, size_t len,
-		uint64_t *addr)
-{
-	struct user_regs_struct u;
-	uint64_t a;
-	int ret;
-
-	if (in->broken_sig)
-		return -EIO;
-	if (in->scratch_used + len > SCRATCH)
-		return -ENOSPC;
-	if (ptrace(PTRACE_GETREGS, in->caller->tid, NULL, &u))
-		return -errno;
-	in->scratch_used = (in->scratch_used + len + 15) & ~15ull;
-	a = u.rsp - RED_ZONE - in->scratch_used;
-	ret = proc_mem_write(in->pid, a, data, len);
-	if (ret)
-		return ret;
-	*addr = a;
-	return 0;
-}
-
-int inject_read(struct injector *in, uint64_t addr, void *buf, size_t len)
-{
-	return proc_mem_read(in->pid, addr, buf, len);
 }

@@ -16,11 +16,18 @@
  * thread is released. The kernel releases them too if the tracer thread
  * (or the whole daemon) dies.
  *
- * A call runs on one interrupted thread: its registers, extended state
- * and signal mask are saved, the function is entered with a return
- * address of 0 and the arguments in registers, and the fault at 0 when it
- * returns ends it; everything is then put back, and a system call the
- * thread was interrupted in restarts as after any signal.
+ * A call runs on one interrupted thread (inject_call.c): its registers,
+ * extended state and signal mask are saved, and also laid out below its
+ * stack as a signal frame; the function is entered with the arguments in
+ * registers and the process's own rt_sigreturn stub as its return
+ * address, so that the thread is put back where it was when the function
+ * returns even if the daemon died meanwhile. The daemon ends the call at
+ * that sigreturn and puts everything back itself; a system call the
+ * thread was interrupted in restarts as after any signal. The function's
+ * return value is lost on the way (the stub's mov $15, %rax): what a call
+ * did is told by its system calls (struct inject_seen) or by the memory it
+ * changed. Without a stub (opts.restorer 0) a call returns to address 0,
+ * and the fault there ends it: a daemon dying then kills the target.
  *
  * Errors: -EBUSY when the process (or a thread) is traced already,
  * -EPERM when ptrace is refused, -ESRCH when it is gone, -EAGAIN when the
@@ -33,6 +40,7 @@
 #ifndef PROFFS_INJECT_H
 #define PROFFS_INJECT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -51,6 +59,17 @@ struct inject_opts {
 	pid_t pid;
 	struct proc_maps *maps;	/* borrowed; reloaded as needed */
 	unsigned max_rounds;	/* 0: the default, 200 */
+	uint64_t restorer;	/* inject_find_restorer()'s, or 0 */
+};
+
+/* What a call's system calls said. */
+struct inject_seen {
+	long sysno;		/* in: the system call whose result to keep */
+	bool called;		/* it was made */
+	int64_t ret;		/* what it returned, the last time */
+	long failed_sysno;	/* the last one that failed, -1: none */
+	int failed_errno;
+	long last_sysno;	/* (the one under way) */
 };
 
 typedef int (*inject_fn)(struct injector *in, void *arg);
@@ -60,18 +79,23 @@ int inject_run(const struct inject_opts *o, inject_fn fn, void *arg,
 	       struct inject_stats *st);
 
 /*
- * Call the function at fn in the target with up to 6 integer arguments;
- * *ret is what it returned (rax). Only from inside fn.
+ * Find the process's rt_sigreturn stub (mov $15, %rax; syscall: glibc's
+ * and musl's __restore_rt) in the executable mapping holding in_fn (an
+ * address in libc). Reads the target's memory; -ENOENT when not there.
+ */
+int inject_find_restorer(pid_t pid, struct proc_maps *maps, uint64_t in_fn,
+			 uint64_t *out);
+
+/*
+ * Call the function at fn in the target with up to 6 integer arguments.
+ * seen (may be NULL) says what its system calls did. Only from inside fn.
  */
 int inject_call(struct injector *in, uint64_t fn, const uint64_t *args,
-		unsigned nargs, uint64_t *ret);
+		unsigned nargs, struct inject_seen *seen);
 
 /* Copy len bytes onto the calling thread's stack, below its red zone and
  * below earlier pushes; *addr is where they landed. At most 4 KiB in all. */
 int inject_push(struct injector *in, const void *data, size_t len,
 		uint64_t *addr);
-
-/* Read the target's memory (e.g. a string a call returned). */
-int inject_read(struct injector *in, uint64_t addr, void *buf, size_t len);
 
 #endif

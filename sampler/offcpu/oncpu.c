@@ -22,11 +22,11 @@
 int oc_open_cpu(struct oc_run *run)
 {
 	/* every task's samples: oc_cpu_sample keeps the target's */
-	int ret = perf_open_system(run->o->hz, &run->rec);
+	int ret = perf_open_system(run->o->hz, false, &run->rec);
 
 	run->perf_cpus = !ret;
 	if (ret == -EACCES || ret == -EPERM)
-		ret = perf_open(run->o->pid, run->o->hz, &run->rec);
+		ret = perf_open(run->o->pid, run->o->hz, false, &run->rec);
 
 	if (ret == -EACCES || ret == -EPERM) {
 		pr_info("offcpu: pid %d: perf refuses cpu-clock events (%s): "

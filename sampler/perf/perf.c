@@ -4,6 +4,7 @@
 #include <linux/perf_event.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -18,10 +19,13 @@
 
 /*
  * perf's default. The kernel copies this much in the target's context at
- * every sample whatever the stack's depth, and that copy is most of what
- * sampling costs the target: at 999 Hz on one thread, 16 KiB slowed it
- * by ~6% against perf's ~4%, 8 KiB by ~4%. 8 KiB still reached _start in
- * 100% of python3's samples and 99.9% of cc1's (100% with 16 KiB).
+ * every sample, up to the end of the stack or its first page never
+ * touched, and that copy is most of what sampling costs the target: at
+ * 999 Hz on one thread, 16 KiB slowed it by ~6% against perf's ~4%,
+ * 8 KiB by ~4%; a 24 KiB deep stack cost ~1 us a sample per KiB copied
+ * (docs/performance.md). 8 KiB still reached _start in 100% of python3's
+ * samples and 99.9% of cc1's (100% with 16 KiB); deeper stacks are read
+ * on from the live thread when a sample needs it (livestack.h).
  */
 #define STACK_BYTES 8192
 #define RING_PAGES_MAX 512
@@ -46,9 +50,17 @@ struct perf_rec {
 	struct pollfd *pfds;	/* one per ring with a buffer */
 	int npfds;
 	uint64_t lost;
+	bool want_chain;	/* kernel callchains asked for */
+	bool chain;		/* samples carry their kernel callchain */
 };
 
-static void init_attr(struct perf_event_attr *a, unsigned hz, bool kernel)
+/* What the kernel may give: kernel samples, their kernel callchain. */
+struct reach {
+	bool kernel, chain;
+};
+
+static void init_attr(struct perf_event_attr *a, unsigned hz,
+		      struct reach reach)
 {
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
@@ -64,8 +76,15 @@ static void init_attr(struct perf_event_attr *a, unsigned hz, bool kernel)
 	a->sample_stack_user = STACK_BYTES;
 	a->inherit = 1;		/* per thread; a CPU's event ignores it */
 	/* Time in system calls belongs to the user stack that made them, as
-	 * in Go's profiles; only allowed when paranoia permits. */
-	a->exclude_kernel = !kernel;
+	 * in Go's profiles; only allowed when paranoia permits. Where it
+	 * does, the kernel frames above it too: the kernel unwinds them at
+	 * the sample (ORC), as for perf -g; the user part is ours. */
+	a->exclude_kernel = !reach.kernel;
+	if (reach.chain) {
+		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+		a->exclude_callchain_user = 1;
+		a->sample_max_stack = PERF_KERNEL_FRAMES;
+	}
 	a->exclude_hv = 1;
 	a->watermark = 1;
 	a->use_clockid = 1;
@@ -135,18 +154,31 @@ static int open_thread(struct perf_rec *r, struct perf_event_attr *attr,
 	return opened ? 0 : ret;
 }
 
-/* Open with kernel-mode samples when allowed, else user-only. */
+/*
+ * Open with what the kernel allows, the most first: kernel samples with
+ * their callchain (when asked), without it (a perf_event_max_stack below
+ * ours: EOVERFLOW), user-only samples.
+ */
 static int open_first(struct perf_rec *r, unsigned hz, pid_t tid,
 		      struct perf_event_attr *attr)
 {
-	int ret;
+	static const struct reach tries[] = {
+		{ .kernel = true, .chain = true },
+		{ .kernel = true },
+		{ .kernel = false },
+	};
+	int ret = -EPERM;
 
-	init_attr(attr, hz, true);
-	ret = open_thread(r, attr, tid);
-	if (ret != -EACCES && ret != -EPERM)
-		return ret;
-	init_attr(attr, hz, false);
-	return open_thread(r, attr, tid);
+	for (size_t i = r->want_chain ? 0 : 1; i < sizeof(tries) / sizeof(tries[0]);
+	     i++) {
+		init_attr(attr, hz, tries[i]);
+		ret = open_thread(r, attr, tid);
+		if (ret != -EACCES && ret != -EPERM && ret != -EOVERFLOW) {
+			r->chain = !ret && tries[i].chain;
+			return ret;
+		}
+	}
+	return ret;
 }
 
 /* Every thread of pid; attr is set up by the first event opened
@@ -192,13 +224,14 @@ static int make_pollfds(struct perf_rec *r)
 	return 0;
 }
 
-static int rec_new(size_t pages, struct perf_rec **out)
+static int rec_new(size_t pages, bool kernel_frames, struct perf_rec **out)
 {
 	struct perf_rec *r;
 
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
+	r->want_chain = kernel_frames;
 	r->ncpu = get_nprocs_conf();
 	r->ring_pages = pages;
 	r->rings = calloc(r->ncpu, sizeof(*r->rings));
@@ -225,13 +258,14 @@ static int rec_ready(struct perf_rec *r, int ret, struct perf_rec **out)
 	return 0;
 }
 
-int perf_open(pid_t pid, unsigned hz, struct perf_rec **out)
+int perf_open(pid_t pid, unsigned hz, bool kernel_frames,
+	      struct perf_rec **out)
 {
-	return perf_open_pids(&pid, 1, hz, out);
+	return perf_open_pids(&pid, 1, hz, kernel_frames, out);
 }
 
 int perf_open_pids(const pid_t *pids, size_t n, unsigned hz,
-		   struct perf_rec **out)
+		   bool kernel_frames, struct perf_rec **out)
 {
 	struct perf_event_attr attr;
 	struct perf_rec *r;
@@ -240,7 +274,7 @@ int perf_open_pids(const pid_t *pids, size_t n, unsigned hz,
 
 	if (!hz)
 		return -EINVAL;
-	ret = rec_new(RING_PAGES_MAX, &r);
+	ret = rec_new(RING_PAGES_MAX, kernel_frames, &r);
 	if (ret)
 		return ret;
 	for (size_t i = 0; i < n; i++) {
@@ -257,7 +291,7 @@ int perf_open_pids(const pid_t *pids, size_t n, unsigned hz,
 	return rec_ready(r, ret, out);
 }
 
-int perf_open_system(unsigned hz, struct perf_rec **out)
+int perf_open_system(unsigned hz, bool kernel_frames, struct perf_rec **out)
 {
 	struct perf_event_attr attr;
 	struct perf_rec *r;
@@ -265,7 +299,7 @@ int perf_open_system(unsigned hz, struct perf_rec **out)
 
 	if (!hz)
 		return -EINVAL;
-	ret = rec_new(RING_PAGES_MAX, &r);
+	ret = rec_new(RING_PAGES_MAX, kernel_frames, &r);
 	if (ret)
 		return ret;
 	ret = open_first(r, hz, -1, &attr);
@@ -332,7 +366,7 @@ int perf_open_events(pid_t pid, const struct perf_event_attr *attr,
 	struct perf_rec *r;
 	int ret;
 
-	ret = rec_new(ring_pages, &r);
+	ret = rec_new(ring_pages, false, &r);
 	if (ret)
 		return ret;
 	ret = open_rescanning(r, pid, &a);
@@ -373,7 +407,7 @@ int perf_ncpu(const struct perf_rec *r)
 }
 
 /* Parse a PERF_RECORD_SAMPLE body laid out by init_attr's sample_type. */
-static bool parse_sample(const uint8_t *p, const uint8_t *end,
+static bool parse_sample(const uint8_t *p, const uint8_t *end, bool chain,
 			 struct perf_sample *s)
 {
 	uint64_t abi, size;
@@ -391,6 +425,21 @@ static bool parse_sample(const uint8_t *p, const uint8_t *end,
 	TAKE(s->tid);
 	TAKE(s->time);
 	TAKE(s->period);
+	s->nkernel = 0;
+	if (chain) {
+		uint64_t nr, kip;
+
+		TAKE(nr);
+		if (nr > (uint64_t)(end - p) / sizeof(kip))
+			return false;
+		for (uint64_t i = 0; i < nr; i++) {
+			TAKE(kip);
+			/* PERF_CONTEXT_KERNEL and its kind are markers */
+			if (kip < (uint64_t)PERF_CONTEXT_MAX &&
+			    s->nkernel < PERF_KERNEL_FRAMES)
+				s->kernel[s->nkernel++] = kip;
+		}
+	}
 	TAKE(abi);
 	if (abi == PERF_SAMPLE_REGS_ABI_NONE)
 		return false;	/* no user context (kernel thread) */
@@ -416,6 +465,7 @@ static bool parse_sample(const uint8_t *p, const uint8_t *end,
 struct read_ctx {
 	perf_sample_cb cb;
 	void *arg;
+	bool chain;
 };
 
 static void read_sample(const void *body, size_t len, void *arg)
@@ -423,14 +473,14 @@ static void read_sample(const void *body, size_t len, void *arg)
 	const struct read_ctx *c = arg;
 	struct perf_sample s;
 
-	if (parse_sample(body, (const uint8_t *)body + len, &s))
+	if (parse_sample(body, (const uint8_t *)body + len, c->chain, &s))
 		c->cb(&s, c->arg);
 }
 
 int perf_poll(struct perf_rec *r, int timeout_ms, perf_sample_cb cb,
 	      void *arg)
 {
-	struct read_ctx c = { .cb = cb, .arg = arg };
+	struct read_ctx c = { .cb = cb, .arg = arg, .chain = r->chain };
 
 	if (poll(r->pfds, r->npfds, timeout_ms) < 0 && errno != EINTR)
 		return -errno;
@@ -439,6 +489,11 @@ int perf_poll(struct perf_rec *r, int timeout_ms, perf_sample_cb cb,
 			perf_ring_drain(&r->rings[cpu], read_sample, &c,
 					&r->lost);
 	return 0;
+}
+
+bool perf_kernel_frames(const struct perf_rec *r)
+{
+	return r->chain;
 }
 
 uint64_t perf_lost(const struct perf_rec *r)
@@ -480,7 +535,7 @@ int perf_parse_sample(uint64_t sample_type, const void *body, size_t len,
 
 	if (sample_type & ~known)
 		return -EINVAL;
-	memset(s, 0, sizeof(*s));
+	memset(s, 0, offsetof(struct perf_sample, kernel));
 	*id = 0;
 #define TAKE(dst) do { \
 		if (p + sizeof(dst) > end) \

@@ -12,17 +12,26 @@
  * ring (or a bounce buffer when a record wraps): valid only during the
  * callback. Not thread-safe: one reader.
  *
+ * Where the kernel allows kernel samples (root, CAP_PERFMON, or
+ * perf_event_paranoid <= 1), time in system calls is sampled too, with
+ * the user registers and stack of the call; and, when asked, the kernel
+ * part of the callchain, which the kernel unwinds itself.
+ *
  * Errors: negative errno. -EACCES/-EPERM when the kernel refuses (e.g.
  * perf_event_paranoid), -ESRCH when the process is gone.
  */
 #ifndef PROFFS_PERF_H
 #define PROFFS_PERF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "unwind.h"
+
+/* Kernel frames kept per sample, at most. */
+#define PERF_KERNEL_FRAMES 64
 
 struct perf_rec;
 
@@ -33,17 +42,25 @@ struct perf_sample {
 	struct unwind_regs regs;
 	const void *stack;	/* copy of the stack from regs.r[UREG_RSP] */
 	size_t stack_len;
+	uint32_t nkernel;	/* kernel frames; 0: sampled in user mode */
+	uint64_t kernel[PERF_KERNEL_FRAMES];	/* leaf (the pc) first, then
+						 * return addresses */
 };
 
 typedef void (*perf_sample_cb)(const struct perf_sample *s, void *arg);
 
-/* Start sampling every thread of pid at hz per second of cpu time. */
-int perf_open(pid_t pid, unsigned hz, struct perf_rec **out);
+/*
+ * Start sampling every thread of pid at hz per second of cpu time; with
+ * kernel_frames, with the kernel part of the callchain when the kernel
+ * allows it (perf_kernel_frames() says whether it did).
+ */
+int perf_open(pid_t pid, unsigned hz, bool kernel_frames,
+	      struct perf_rec **out);
 
 /* The same for several processes (one gone, or refused, is skipped:
  * -ESRCH when none is left). */
 int perf_open_pids(const pid_t *pids, size_t n, unsigned hz,
-		   struct perf_rec **out);
+		   bool kernel_frames, struct perf_rec **out);
 
 /*
  * Every process on the machine: one event per CPU (pid -1), the cost of
@@ -51,7 +68,10 @@ int perf_open_pids(const pid_t *pids, size_t n, unsigned hz,
  * Needs CAP_PERFMON or root where perf_event_paranoid > 0: -EACCES or
  * -EPERM otherwise.
  */
-int perf_open_system(unsigned hz, struct perf_rec **out);
+int perf_open_system(unsigned hz, bool kernel_frames, struct perf_rec **out);
+
+/* Whether samples carry their kernel frames. */
+bool perf_kernel_frames(const struct perf_rec *r);
 
 /*
  * Other events than cpu-clock (the off-CPU kinds' context switches): a
@@ -101,8 +121,8 @@ void perf_close(struct perf_rec *r);
  * nothing else; the body is a PERF_RECORD_SAMPLE's, after its header.
  * Fields the type lacks are zero; *id is the event's id (IDENTIFIER or
  * ID: an inherited event reports its parent's). s->stack points into
- * body. -EINVAL for a short record or another bit, -ENODATA for a sample
- * without user registers.
+ * body; no kernel frames. -EINVAL for a short record or another bit,
+ * -ENODATA for a sample without user registers.
  */
 uint64_t perf_user_regs_mask(void);
 int perf_parse_sample(uint64_t sample_type, const void *body, size_t len,

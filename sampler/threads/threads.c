@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kframes.h"
 #include "log.h"
 #include "maps.h"
 #include "proc.h"
@@ -34,6 +35,8 @@
 #include "unwind.h"
 
 #define MAX_FRAMES 128
+#define MAX_KFRAMES 64		/* the kernel's limit is 64 too */
+#define KSTACK_MAX 8192		/* of /proc/PID/task/TID/stack text */
 #define STACK_MAX (64 * 1024)
 #define SPIN_NS 200000ull	/* spin-poll a stop this long, then nap */
 #define STOP_WAIT_NS 2000000ull	/* then set the thread aside */
@@ -51,6 +54,7 @@ struct thread_rec {
 	struct unwind_regs regs;
 	uint8_t *copy;		/* stack copy to unwind later, or NULL */
 	size_t copy_len;
+	char *kstack;		/* /proc/.../stack text, or NULL */
 	int npcs;
 	uint64_t pcs[MAX_FRAMES];
 };
@@ -62,6 +66,8 @@ struct dump {
 	struct thread_rec *t;
 	size_t n, nlate;
 	uint8_t *stack;		/* STACK_MAX */
+	bool kernel;		/* read kernel stacks (until refused) */
+	char *kbuf;		/* KSTACK_MAX, when kernel */
 	struct threads_stats *st;
 	uint64_t first_stop_ns, last_release_ns;
 	int ret;
@@ -117,6 +123,39 @@ static int read_stat(pid_t pid, struct thread_rec *t)
 }
 
 static void sweep_late(struct dump *d);
+
+/*
+ * The kernel stack of t, asleep in a system call, as /proc shows it
+ * (root only: -EACCES otherwise, after which no more are tried). Its
+ * frames are the kernel's own names.
+ */
+static void read_kstack(struct dump *d, struct thread_rec *t)
+{
+	char what[64];
+	size_t len;
+	int ret;
+
+	free(t->kstack);
+	t->kstack = NULL;
+	if (!d->kernel || !d->kbuf)
+		return;
+	snprintf(what, sizeof(what), "task/%d/stack", (int)t->tid);
+	ret = proc_read(d->pid, what, d->kbuf, KSTACK_MAX, &len);
+	if (ret == -EACCES || ret == -EPERM)
+		d->kernel = false;
+	if (!ret && len)
+		t->kstack = strndup(d->kbuf, len);
+}
+
+/* A stop that interrupted a system call the thread was blocked in: it
+ * returns one of the kernel's restart codes, or EINTR. */
+static bool interrupted_call(const struct user_regs_struct *u)
+{
+	long rax = (long)u->rax;
+
+	return (long)u->orig_rax >= 0 &&
+	       (rax == -EINTR || (rax <= -512 && rax >= -516));
+}
 
 /*
  * Wait a little for t's stop: spin on waitpid first (a stop usually comes
@@ -201,6 +240,10 @@ static void read_stopped(struct dump *d, struct thread_rec *t, int sig,
 	}
 	/* Stopped out of a system call, orig_rax still names it. */
 	t->sysno = (long)u.orig_rax;
+	if (!interrupted_call(&u)) {	/* it ran between: stale */
+		free(t->kstack);
+		t->kstack = NULL;
+	}
 	tracee_regs(&u, &t->regs);
 	if (keep && len) {
 		t->copy = malloc(len);
@@ -244,6 +287,8 @@ static int grab(struct dump *d, struct thread_rec *t)
 
 	if (read_stat(d->pid, t) || t->state == 'Z' || t->state == 'X')
 		goto gone;
+	if (t->state == 'S' || t->state == 'D')
+		read_kstack(d, t);
 	if (ptrace(PTRACE_SEIZE, t->tid, NULL, NULL)) {
 		ret = errno == EPERM ? tracee_seize_refused(d->pid, t->tid) :
 				       -errno;
@@ -285,6 +330,7 @@ static void read_unstopped(struct dump *d, struct thread_rec *t)
 	t->npcs = 0;
 	if (tracee_syscall_regs(d->pid, t->tid, &t->sysno, &t->regs))
 		return;
+	read_kstack(d, t);	/* still in the call: read it again */
 	len = tracee_copy_stack(d->pid, d->maps, t->regs.r[UREG_RSP],
 				d->stack, STACK_MAX);
 	unwind_copy(d, t, d->stack, len);
@@ -388,18 +434,25 @@ fail:
 }
 
 static int add_thread(struct profile *p, struct symbolizer *sym,
-		      const int64_t keys[4], const struct thread_rec *t)
+		      struct kframes *kf, const int64_t keys[4],
+		      const struct thread_rec *t)
 {
-	uint64_t locs[MAX_FRAMES];
+	uint64_t locs[MAX_KFRAMES + MAX_FRAMES];
 	struct pf_label labels[4];
 	char tid[16], sysname[32];
 	const char *vals[4] = { tid, t->name, state_name(t->state), sysname };
 	struct pf_line line = { 0 };
 	int64_t one = 1;
-	int ret, n = t->npcs;
+	int ret, nk = 0, n = t->npcs;
 
+	if (t->kstack) {
+		ret = kframes_proc_stack(kf, t->kstack, locs, MAX_KFRAMES,
+					 &nk);
+		if (ret)
+			return ret;
+	}
 	for (int i = 0; i < n; i++) {
-		ret = symbolizer_location(sym, t->pcs[i], &locs[i]);
+		ret = symbolizer_location(sym, t->pcs[i], &locs[nk + i]);
 		if (ret)
 			return ret;
 	}
@@ -407,11 +460,13 @@ static int add_thread(struct profile *p, struct symbolizer *sym,
 		ret = profile_add_function(p, "[not stopped]", NULL, NULL, 0,
 					   &line.function_id);
 		if (!ret)
-			ret = profile_add_location(p, 0, 0, &line, 1, &locs[0]);
+			ret = profile_add_location(p, 0, 0, &line, 1,
+						   &locs[nk]);
 		if (ret)
 			return ret;
 		n = 1;
 	}
+	n += nk;
 	snprintf(tid, sizeof(tid), "%d", (int)t->tid);
 	syscall_name_fmt(t->sysno, sysname, sizeof(sysname));
 	for (int i = 0; i < 4; i++) {
@@ -429,6 +484,7 @@ static int build_profile(struct dump *d, struct profile *p)
 		"thread", "thread_name", "state", "syscall",
 	};
 	struct symbolizer *sym;
+	struct kframes *kf;
 	int64_t keys[4];
 	char text[160];
 	int ret;
@@ -441,12 +497,14 @@ static int build_profile(struct dump *d, struct profile *p)
 	ret = symbolizer_new(p, d->maps, &sym);
 	if (ret)
 		return ret;
+	ret = kframes_new(p, NULL, &kf);
 	for (size_t i = 0; i < d->n && !ret; i++) {
 		if (!d->t[i].tid)
 			continue;
-		ret = add_thread(p, sym, keys, &d->t[i]);
+		ret = add_thread(p, sym, kf, keys, &d->t[i]);
 		d->st->threads++;
 	}
+	kframes_free(kf);
 	symbolizer_free(sym);
 	if (ret)
 		return ret;
@@ -520,7 +578,7 @@ static int check_target(pid_t pid)
 int threads_profile(const struct threads_opts *o, struct profile **out,
 		    struct threads_stats *st)
 {
-	struct dump d = { .pid = o->pid, .st = st };
+	struct dump d = { .pid = o->pid, .st = st, .kernel = o->kernel };
 	struct profile *p = NULL;
 	uint64_t start = now_ns();
 	struct timespec wall;
@@ -541,6 +599,7 @@ int threads_profile(const struct threads_opts *o, struct profile **out,
 	if (ret)
 		goto out_maps;
 	d.stack = malloc(STACK_MAX);
+	d.kbuf = o->kernel ? malloc(KSTACK_MAX) : NULL;
 	ret = d.stack ? load_tasks(&d) : -ENOMEM;
 	if (!ret)
 		ret = run_tracer(&d);
@@ -550,10 +609,13 @@ int threads_profile(const struct threads_opts *o, struct profile **out,
 		ret = build_profile(&d, p);
 	if (!ret && !st->threads)
 		ret = -ESRCH;	/* every thread went away under us */
-	for (size_t i = 0; i < d.n; i++)
+	for (size_t i = 0; i < d.n; i++) {
 		free(d.t[i].copy);
+		free(d.t[i].kstack);
+	}
 	free(d.t);
 	free(d.stack);
+	free(d.kbuf);
 	unwinder_free(d.unw);
 out_maps:
 	maps_free(d.maps);

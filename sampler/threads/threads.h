@@ -19,6 +19,13 @@
  * is still reported, unwound from the sp and pc of /proc/.../syscall when
  * the kernel gives them, else with a single "[not stopped]" frame.
  *
+ * A thread blocked in a system call gets its kernel stack above the user
+ * one, "[k] name" frames (kframes.h), where the daemon may read
+ * /proc/PID/task/TID/stack (root: CAP_SYS_ADMIN); elsewhere nothing
+ * changes. It is read before the thread is stopped (the stop ends the
+ * wait), and kept only if the stop then finds the thread interrupted in
+ * a system call, as it was.
+ *
  * The profile: sample type goroutine/count, period type goroutine/count,
  * period 1, kind "goroutine"; one sample (value 1) per thread, leaf first,
  * with string labels
@@ -49,6 +56,7 @@
 #ifndef PROFFS_THREADS_H
 #define PROFFS_THREADS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -58,6 +66,7 @@ struct profile;
 struct threads_opts {
 	pid_t pid;
 	struct dso_cache *cache;	/* shared across sessions */
+	bool kernel;			/* kernel frames where readable */
 };
 
 struct threads_stats {

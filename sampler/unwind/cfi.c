@@ -705,6 +705,25 @@ static int fde_row(struct reader *r, const struct cie *cie, uint64_t vaddr,
 	return ret;
 }
 
+/* The FDE at fde_at of s and its CIE; *r at the FDE's pc_begin. The
+ * caller frees both records' bufs. */
+static int read_fde(const struct source *s, uint64_t fde_at,
+		    struct record *fde, struct record *cie_rec,
+		    struct cie *cie, struct reader *r)
+{
+	int ret = read_record(s, fde_at, fde);
+
+	if (ret)
+		return ret;
+	ret = read_cie(s, fde, cie_rec, cie);
+	if (ret) {
+		free(fde->buf);
+		return ret;
+	}
+	*r = record_reader(fde, fde->id_at + fde->id_size);
+	return 0;
+}
+
 /* The row at vaddr from the FDE at fde_at of s. */
 static int source_row(const struct source *s, uint64_t fde_at,
 		      uint64_t vaddr, struct cfi_row *row)
@@ -714,15 +733,31 @@ static int source_row(const struct source *s, uint64_t fde_at,
 	struct cie cie;
 	int ret;
 
-	ret = read_record(s, fde_at, &fde);
+	ret = read_fde(s, fde_at, &fde, &cie_rec, &cie, &r);
 	if (ret)
 		return ret;
-	ret = read_cie(s, &fde, &cie_rec, &cie);
-	if (!ret) {
-		r = record_reader(&fde, fde.id_at + fde.id_size);
-		ret = fde_row(&r, &cie, vaddr, row, NULL);
-		free(cie_rec.buf);
-	}
+	ret = fde_row(&r, &cie, vaddr, row, NULL);
+	free(cie_rec.buf);
+	free(fde.buf);
+	return ret;
+}
+
+/* The range of the FDE at fde_at of s. */
+static int source_range(const struct source *s, uint64_t fde_at,
+			uint64_t *start, uint64_t *end)
+{
+	struct record fde, cie_rec;
+	struct reader r;
+	struct cie cie;
+	uint64_t range;
+	int ret;
+
+	ret = read_fde(s, fde_at, &fde, &cie_rec, &cie, &r);
+	if (ret)
+		return ret;
+	ret = fde_range(&r, &cie, start, &range);
+	*end = *start + range;
+	free(cie_rec.buf);
 	free(fde.buf);
 	return ret;
 }
@@ -873,4 +908,30 @@ int cfi_row_at(struct dso *d, uint64_t vaddr, struct cfi_row *row)
 	return source_row(&(struct source){ .data = df.data,
 					    .size = df.size },
 			  fde.off, vaddr, row);
+}
+
+int cfi_fde_range(struct dso *d, uint64_t vaddr, uint64_t *start,
+		  uint64_t *end)
+{
+	const struct source eh = { .d = d };
+	struct dso_debug_frame df;
+	struct cfi_fde fde;
+	uint64_t at, s, e;
+	int ret;
+
+	ret = find_fde(d, vaddr, &at);
+	if (!ret)
+		ret = source_range(&eh, at, &s, &e);
+	if (!ret && vaddr >= s && vaddr < e) {
+		*start = s;
+		*end = e;
+		return 0;
+	}
+	if (ret && ret != -ENOENT)
+		return ret;
+	if (cfi_debug_frame_fde(d, vaddr, &df, &fde))
+		return -ENOENT;
+	*start = fde.start;
+	*end = fde.end;
+	return 0;
 }

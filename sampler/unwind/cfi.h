@@ -71,6 +71,15 @@ struct cfi_row {
  */
 int cfi_row_at(struct dso *d, uint64_t vaddr, struct cfi_row *row);
 
+/*
+ * The range [*start, *end) of ELF vaddrs the FDE covering vaddr covers:
+ * the function holding vaddr, for a compiled function (its .cold part
+ * has an FDE of its own). From .eh_frame, else .debug_frame, as
+ * cfi_row_at() finds them. 0, -ENOENT, or -EINVAL (malformed CFI).
+ */
+int cfi_fde_range(struct dso *d, uint64_t vaddr, uint64_t *start,
+		  uint64_t *end);
+
 /* A .debug_frame FDE, for a DWARF reader of its own (libunwind's). */
 struct cfi_fde {
 	uint64_t off;		/* of the FDE in the section */

@@ -13,7 +13,6 @@
  * dwfl_module_addrsym(), which scans every symbol on each call. Results
  * are memoized per address: profiles meet the same pcs again and again.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -32,6 +31,8 @@
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 
+#include "cu_index.h"
+#include "demangle.h"
 #include "dso.h"
 #include "log.h"
 
@@ -39,9 +40,6 @@
 /* Deeper inline chains are cut in the middle; the outer function stays. */
 #define DSO_MAX_FRAMES		32
 #define U64MAP_EMPTY		UINT64_MAX
-
-typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len,
-			     int *status);
 
 /* Open addressing, linear probing; keys are never U64MAP_EMPTY. */
 struct u64map {
@@ -72,7 +70,6 @@ struct dso {
 	char *build_id;		/* hex, "" when none */
 	char *sysroot;		/* open_path minus name, e.g. /proc/1/root */
 	char *debug_roots;	/* ':'-separated */
-	demangle_fn demangle;
 	const unsigned char *map;
 	size_t map_size;
 	dev_t dev;
@@ -80,6 +77,7 @@ struct dso {
 	struct dso_seg *segs;
 	int nsegs;
 	bool has_eh;
+	bool go;		/* a Go program */
 	uint64_t eh_vaddr, eh_size;
 	uint64_t page_size;
 
@@ -89,6 +87,8 @@ struct dso {
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	Dwarf *dw;
+	Dwarf_Addr dw_bias;	/* ELF vaddr - DWARF address */
+	struct cu_index *cus;	/* NULL without DWARF or memory */
 	struct dso_sym *syms;
 	size_t nsyms;
 	struct dso_caps caps;
@@ -121,7 +121,6 @@ struct cache_ent {
 struct dso_cache {
 	pthread_mutex_t lock;
 	char *roots;
-	demangle_fn demangle;
 	struct cache_ent **tab;	/* protected by lock */
 	size_t ntab, nent;
 };
@@ -272,6 +271,23 @@ static int dso_parse_build_id(struct dso *d, Elf *elf)
 	return 0;
 }
 
+static bool elf_has_section(Elf *elf, const char *want)
+{
+	Elf_Scn *scn = NULL;
+	const char *name;
+	size_t shstrndx;
+	GElf_Shdr shdr;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, &shdr) &&
+		    (name = elf_strptr(elf, shstrndx, shdr.sh_name)) &&
+		    !strcmp(name, want))
+			return true;
+	return false;
+}
+
 /* Rejects what the kernel would not load and what a cut-off copy looks
  * like, so later users of the mapping never read past its end. */
 static int dso_parse(struct dso *d, const char **why)
@@ -303,6 +319,8 @@ static int dso_parse(struct dso *d, const char **why)
 	ret = dso_parse_phdrs(d, elf, why);
 	if (!ret)
 		ret = dso_parse_build_id(d, elf);
+	d->go = elf_has_section(elf, ".go.buildinfo") ||
+		elf_has_section(elf, ".note.go.buildid");
 out:
 	elf_end(elf);
 	return ret;
@@ -313,6 +331,7 @@ static void dso_free(struct dso *d)
 	struct dso_str *str, *next;
 	size_t i;
 
+	cu_index_free(d->cus);
 	if (d->dwfl)
 		dwfl_end(d->dwfl);
 	if (d->fd >= 0)
@@ -380,7 +399,6 @@ static int dso_load(const struct dso_cache *c, int fd, const struct stat *st,
 	pthread_mutex_init(&d->lock, NULL);
 	d->dev = st->st_dev;
 	d->ino = st->st_ino;
-	d->demangle = c->demangle;
 	d->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
 	d->name = strdup(name);
 	d->sysroot = dso_sysroot(open_path, name);
@@ -417,7 +435,6 @@ err:
 int dso_cache_new(const char *debug_roots, struct dso_cache **out)
 {
 	struct dso_cache *c;
-	void *lib;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOSYS;
@@ -434,12 +451,6 @@ int dso_cache_new(const char *debug_roots, struct dso_cache **out)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&c->lock, NULL);
-	/* C++ names are optional: no libstdc++, no demangling. The handle
-	 * is never closed because dsos outliving the cache keep the
-	 * function pointer. */
-	lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-	if (lib)
-		c->demangle = (demangle_fn)dlsym(lib, "__cxa_demangle");
 	*out = c;
 	return 0;
 }
@@ -474,6 +485,19 @@ static struct dso *cache_lookup(const struct dso_cache *c, const char *key)
 		if (!strcmp(e->key, key))
 			return e->dso;
 	return NULL;
+}
+
+/* A new reference to the dso cached under key, or NULL. */
+static struct dso *cache_find(struct dso_cache *c, const char *key)
+{
+	struct dso *d;
+
+	pthread_mutex_lock(&c->lock);
+	d = cache_lookup(c, key);
+	if (d)
+		dso_get(d);
+	pthread_mutex_unlock(&c->lock);
+	return d;
 }
 
 /* Called with c->lock held. */
@@ -574,17 +598,72 @@ int dso_cache_get(struct dso_cache *c, const char *open_path,
 		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
 		 (long long)st.st_size, (long long)st.st_mtim.tv_sec,
 		 st.st_mtim.tv_nsec);
-	pthread_mutex_lock(&c->lock);
-	d = cache_lookup(c, key);
-	if (d)
-		dso_get(d);
-	pthread_mutex_unlock(&c->lock);
+	d = cache_find(c, key);
 	if (d) {
 		close(fd);
 		*out = d;
 		return 0;
 	}
 	ret = dso_load(c, fd, &st, open_path, name, &d);
+	if (ret)
+		return ret;
+	return cache_add(c, key, d, out);
+}
+
+static uint64_t hash_mem(const unsigned char *p, size_t n)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	while (n--)
+		h = (h ^ *p++) * 1099511628211ULL;
+	return h;
+}
+
+static int write_all(int fd, const unsigned char *p, size_t n)
+{
+	ssize_t w;
+
+	while (n) {
+		w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		n -= w;
+	}
+	return 0;
+}
+
+/* The image goes into a memfd, which every later step (mmap, libdwfl)
+ * takes as it takes a file; the key is its contents, so each process
+ * running on the same kernel finds the one dso of its vDSO. */
+int dso_cache_get_image(struct dso_cache *c, const char *name,
+			const void *image, size_t len, struct dso **out)
+{
+	struct stat st;
+	struct dso *d;
+	char key[64];
+	int fd, ret;
+
+	snprintf(key, sizeof(key), "image:%zx:%016llx", len,
+		 (unsigned long long)hash_mem(image, len));
+	d = cache_find(c, key);
+	if (d) {
+		*out = d;
+		return 0;
+	}
+	fd = memfd_create("proffs-image", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = write_all(fd, image, len);
+	if (!ret && fstat(fd, &st))
+		ret = -errno;
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	ret = dso_load(c, fd, &st, name, name, &d);
 	if (ret)
 		return ret;
 	return cache_add(c, key, d, out);
@@ -617,12 +696,16 @@ const char *dso_build_id(const struct dso *d)
 
 /*
  * A mapping's pgoff is the page-aligned-down p_offset of the segment the
- * kernel mapped. When two segments share that page (rodata ending where
- * data starts), the one starting exactly there wins, then the one
+ * kernel mapped, and the segment's vaddr is p_offset's plus a constant:
+ * the segment holding pgoff gives the vaddr. Linkers that do not start
+ * each segment on a page of its own (LLD's text at offset 0x710, vaddr
+ * 0x1710, in the first page with the headers and rodata) put several
+ * segments in one page: an executable mapping comes from an executable
+ * segment, then the one starting exactly at pgoff wins, then the one
  * starting in that page, then plain containment (mappings mprotect()
- * split); executable segments first at each level.
+ * split).
  */
-int dso_offset_to_vaddr(const struct dso *d, uint64_t offset,
+int dso_offset_to_vaddr(const struct dso *d, uint64_t offset, bool exec,
 			uint64_t *vaddr)
 {
 	const struct dso_seg *s, *best = NULL;
@@ -631,7 +714,7 @@ int dso_offset_to_vaddr(const struct dso *d, uint64_t offset,
 	for (i = 0; i < d->nsegs; i++) {
 		s = &d->segs[i];
 		if (offset < (s->offset & ~(d->page_size - 1)) ||
-		    offset - s->offset >= s->filesz)
+		    (offset >= s->offset && offset - s->offset >= s->filesz))
 			continue;
 		if (offset == s->offset)
 			rank = 0;
@@ -639,7 +722,8 @@ int dso_offset_to_vaddr(const struct dso *d, uint64_t offset,
 			rank = 2;
 		else
 			rank = offset > s->offset ? 4 : 6;
-		rank += !(s->flags & PF_X);
+		if (exec != !!(s->flags & PF_X))
+			rank += 8;
 		if (rank < best_rank) {
 			best = s;
 			best_rank = rank;
@@ -649,6 +733,21 @@ int dso_offset_to_vaddr(const struct dso *d, uint64_t offset,
 		return -ENOENT;
 	*vaddr = best->vaddr + (offset - best->offset);
 	return 0;
+}
+
+bool dso_maps_offset_at(const struct dso *d, uint64_t offset,
+			uint64_t vaddr)
+{
+	const struct dso_seg *s;
+
+	for (int i = 0; i < d->nsegs; i++) {
+		s = &d->segs[i];
+		if (offset >= (s->offset & ~(d->page_size - 1)) &&
+		    (offset < s->offset || offset - s->offset < s->filesz) &&
+		    vaddr - s->vaddr == offset - s->offset)
+			return true;
+	}
+	return false;
 }
 
 int dso_read(const struct dso *d, uint64_t vaddr, void *buf, size_t len)
@@ -668,6 +767,11 @@ int dso_read(const struct dso *d, uint64_t vaddr, void *buf, size_t len)
 		return 0;
 	}
 	return -EFAULT;
+}
+
+bool dso_is_go(const struct dso *d)
+{
+	return d->go;
 }
 
 int dso_eh_frame_hdr(const struct dso *d, uint64_t *vaddr, uint64_t *size)
@@ -997,30 +1101,18 @@ static const struct dso_sym *dso_sym_find(const struct dso *d, uint64_t a)
 
 /* ---- DWARF ---- */
 
+/* A DWARF section, or GNU's compressed .zdebug_ form of it. */
 static bool dwarf_has_section(Dwarf *dw, const char *want)
 {
 	Elf *elf = dwarf_getelf(dw);
-	Elf_Scn *scn = NULL;
-	const char *name;
-	size_t shstrndx;
-	GElf_Shdr shdr;
+	char z[64];
 
-	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
-		return false;
-	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &shdr))
-			continue;
-		name = elf_strptr(elf, shstrndx, shdr.sh_name);
-		if (name && (!strcmp(name, want) ||
-			     (name[1] == 'z' && !strcmp(name + 2, want + 1))))
-			return true;
-	}
-	return false;
+	snprintf(z, sizeof(z), ".z%s", want + 1);
+	return elf && (elf_has_section(elf, want) || elf_has_section(elf, z));
 }
 
 static void dso_dw_init(struct dso *d)
 {
-	Dwarf_Addr bias;
 	void **ud;
 
 	if (d->dw_tried)
@@ -1038,7 +1130,10 @@ static void dso_dw_init(struct dso *d)
 	dwfl_module_info(d->mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
 	*ud = d;
 	dso_load_syms(d);
-	d->dw = dwfl_module_getdwarf(d->mod, &bias);
+	d->dw = dwfl_module_getdwarf(d->mod, &d->dw_bias);
+	if (d->dw && cu_index_build(d->dw, &d->cus))
+		pr_debug("dso: %s: no memory for the DWARF unit index",
+			 d->name);
 	if (d->dw) {
 		d->caps.inline_frames = true;
 		d->caps.line_numbers = dwarf_has_section(d->dw, ".debug_line");
@@ -1073,67 +1168,14 @@ static bool die_is_func(int tag)
 	       tag == DW_TAG_entry_point;
 }
 
-static bool die_holds_code(int tag)
-{
-	return die_is_func(tag) || tag == DW_TAG_lexical_block ||
-	       tag == DW_TAG_try_block || tag == DW_TAG_catch_block;
-}
-
-/* Scopes without addresses that may still hold functions. */
-static bool die_holds_funcs(int tag)
-{
-	return tag == DW_TAG_namespace || tag == DW_TAG_module;
-}
-
-/*
- * The scopes holding pc, outermost first, in one pruned descent of the
- * CU: dwarf_getscopes() plus dwarf_getscopes_die() (what eu-addr2line -i
- * does) walk the CU up to three times, most of a cold lookup's cost.
- */
-static int dwarf_pc_path(Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *path,
-			 int max)
-{
-	Dwarf_Die die, next, up[16];
-	int tag, n = 0, nup = 0;
-
-	if (dwarf_child(cu, &die))
-		return 0;
-	for (;;) {
-		tag = dwarf_tag(&die);
-		if (die_holds_code(tag) && dwarf_haspc(&die, pc) > 0) {
-			path[n++] = die;
-			nup = 0;	/* siblings cannot hold pc too */
-			if (n == max || dwarf_child(&die, &next))
-				return n;
-			die = next;
-			continue;
-		}
-		if (die_holds_funcs(tag) && nup < 16 &&
-		    !dwarf_child(&die, &next)) {
-			up[nup++] = die;
-			die = next;
-			continue;
-		}
-		while (dwarf_siblingof(&die, &next)) {
-			if (!nup)
-				return n;
-			die = up[--nup];
-		}
-		die = next;
-	}
-}
-
 /* Innermost inlined subroutine first, the subprogram last. */
-static int dwarf_func_dies(struct dso *d, uint64_t vaddr, Dwarf_Die *dies)
+static int dwarf_func_dies(struct dso *d, Dwarf_Die *cu, Dwarf_Addr pc,
+			   Dwarf_Die *dies)
 {
-	Dwarf_Die path[64], *cu;
-	Dwarf_Addr bias;
+	Dwarf_Die path[64];
 	int i, np, n = 0, outer = -1;
 
-	cu = dwfl_module_addrdie(d->mod, vaddr, &bias);
-	if (!cu)
-		return 0;
-	np = dwarf_pc_path(cu, vaddr - bias, path, 64);
+	np = cu_index_scopes(d->cus, cu, pc, path, 64);
 	for (i = 0; i < np && outer < 0; i++)
 		if (die_is_func(dwarf_tag(&path[i])))
 			outer = i;
@@ -1169,17 +1211,13 @@ static const char *dso_demangle(struct dso *d, const char *raw)
 {
 	uint64_t v;
 	char *s;
-	int st;
 
-	if (!d->demangle || !raw || raw[0] != '_' || raw[1] != 'Z')
+	if (!raw || raw[0] != '_' || (raw[1] != 'Z' && raw[1] != 'R'))
 		return raw;
 	if (u64map_get(&d->demangled, (uintptr_t)raw, &v))
 		return (const char *)(uintptr_t)v;
-	s = d->demangle(raw, NULL, NULL, &st);
-	if (!s || st) {
-		free(s);
+	if (demangle(raw, &s))
 		s = (char *)raw;
-	}
 	if (u64map_put(&d->demangled, (uintptr_t)raw, (uintptr_t)s)) {
 		if (s != raw)
 			free(s);
@@ -1191,18 +1229,22 @@ static const char *dso_demangle(struct dso *d, const char *raw)
 /* Frames for vaddr into f; 0 when nothing covers it. */
 static int dso_resolve(struct dso *d, uint64_t vaddr, struct dso_frame *f)
 {
-	Dwarf_Die dies[DSO_MAX_FRAMES];
+	Dwarf_Die dies[DSO_MAX_FRAMES], cu;
+	Dwarf_Addr pc = vaddr - d->dw_bias;
 	const struct dso_sym *sym;
+	Dwarf_Attribute a;
 	const char *file;
-	Dwfl_Line *line;
-	int i, n = 0, l;
+	Dwarf_Line *line;
+	bool have_cu;
+	int i, n = 0;
 
 	dso_dw_init(d);
 	if (!d->mod)
 		return 0;
 	sym = dso_sym_find(d, vaddr);
-	if (d->dw)
-		n = dwarf_func_dies(d, vaddr, dies);
+	have_cu = d->cus && cu_index_find(d->cus, pc, &cu);
+	if (have_cu)
+		n = dwarf_func_dies(d, &cu, pc, dies);
 	for (i = 0; i < n; i++) {
 		f[i] = (struct dso_frame){ .system_name = die_name(&dies[i]) };
 		dwarf_decl_line(&dies[i], &f[i].start_line);
@@ -1216,11 +1258,11 @@ static int dso_resolve(struct dso *d, uint64_t vaddr, struct dso_frame *f)
 	}
 	if (!n)
 		return 0;
-	line = d->dw ? dwfl_module_getsrc(d->mod, vaddr) : NULL;
-	if (line && (file = dwfl_lineinfo(line, NULL, &l, NULL, NULL, NULL))) {
-		f[0].file = dso_abs_path(d, dwfl_line_comp_dir(line), file);
-		f[0].line = l;
-	}
+	line = have_cu ? dwarf_getsrc_die(&cu, pc) : NULL;
+	file = line ? dwarf_linesrc(line, NULL, NULL) : NULL;
+	if (file && !dwarf_lineno(line, &f[0].line))
+		f[0].file = dso_abs_path(d, dwarf_formstring(dwarf_attr(&cu,
+					DW_AT_comp_dir, &a)), file);
 	for (i = 0; i < n; i++)
 		f[i].function = dso_demangle(d, f[i].system_name);
 	return n;
@@ -1277,6 +1319,17 @@ int dso_symbolize(struct dso *d, uint64_t vaddr, struct dso_frame *frames,
 	}
 	pthread_mutex_unlock(&d->lock);
 	return ret;
+}
+
+const char *dso_symbol_name(struct dso *d, uint64_t vaddr)
+{
+	const struct dso_sym *sym;
+
+	pthread_mutex_lock(&d->lock);
+	dso_dw_init(d);
+	sym = dso_sym_find(d, vaddr);
+	pthread_mutex_unlock(&d->lock);
+	return sym ? sym->name : NULL;
 }
 
 /* name, or name@VERSION / name@@VERSION, is the symbol called want. */

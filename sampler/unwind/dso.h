@@ -10,11 +10,13 @@
  * (st_dev, st_ino, st_size, st_mtime) when the file has none, so a second
  * session, or a second process running the same binary, parses nothing.
  *
- * Symbols come from .symtab, then .dynsym; a separate debug file is found
- * by build-id under each debug root (default "/usr/lib/debug":
- * ROOT/.build-id/xx/yyyy.debug) and by .gnu_debuglink (next to the file,
- * in its .debug/ directory, and under ROOT/<dir of file>). File names,
- * line numbers and inlined frames come from DWARF through libdw.
+ * Symbols come from .symtab, then .dynsym, demangled (demangle.h); a
+ * separate debug file is found by build-id under each debug root (default
+ * "/usr/lib/debug": ROOT/.build-id/xx/yyyy.debug) and by .gnu_debuglink
+ * (next to the file, in its .debug/ directory, and under ROOT/<dir of
+ * file>). File names, line numbers and inlined frames come from DWARF
+ * through libdw, compile units found by their own ranges (cu_index.h).
+ * An object in no file (the vDSO) is loaded from its image in memory.
  *
  * Thread safety: dso_cache_get() and every dso_* call may be used from any
  * thread at once (a dso serializes its libdw use internally).
@@ -52,6 +54,14 @@ void dso_cache_free(struct dso_cache *c);
 int dso_cache_get(struct dso_cache *c, const char *open_path,
 		  const char *name, struct dso **out);
 
+/*
+ * Find or load an ELF image that exists only in memory, len bytes at
+ * image (copied), under name: a process's vDSO, read from the process.
+ * Images with the same bytes share one dso. Errors as dso_cache_get().
+ */
+int dso_cache_get_image(struct dso_cache *c, const char *name,
+			const void *image, size_t len, struct dso **out);
+
 /* Another reference. */
 struct dso *dso_get(struct dso *d);
 /* Release a reference; NULL is a no-op. */
@@ -64,11 +74,21 @@ const char *dso_build_id(const struct dso *d);
 
 /*
  * Translate a file offset (a mapping's pgoff) to the ELF virtual address
- * it is loaded at, using the PT_LOAD headers. -ENOENT if no segment
- * holds it. load bias of a mapping = map_start - vaddr(map_pgoff).
+ * it is loaded at, using the PT_LOAD headers; exec: the mapping is
+ * executable, so it comes from an executable segment where several share
+ * the page (LLD, mold). -ENOENT if no segment holds it. load bias of a
+ * mapping = map_start - vaddr(map_pgoff).
  */
-int dso_offset_to_vaddr(const struct dso *d, uint64_t offset,
+int dso_offset_to_vaddr(const struct dso *d, uint64_t offset, bool exec,
 			uint64_t *vaddr);
+
+/*
+ * Whether a PT_LOAD of d puts file offset offset (a mapping's pgoff) at
+ * ELF virtual address vaddr, as the kernel maps segments (from the start
+ * of the page holding p_offset): checks a load bias guessed for a mapping.
+ */
+bool dso_maps_offset_at(const struct dso *d, uint64_t offset,
+			uint64_t vaddr);
 
 /*
  * Copy len bytes found at ELF virtual address vaddr in the file (the
@@ -122,6 +142,18 @@ struct dso_frame {
  */
 int dso_symbolize(struct dso *d, uint64_t vaddr, struct dso_frame *frames,
 		  int max, int *n);
+
+/*
+ * The raw (mangled) name in the symbol table of the function holding
+ * vaddr, or NULL: what dso_symbolize() gives its outermost frame, without
+ * DWARF. Loads the symbol table on the first call.
+ */
+const char *dso_symbol_name(struct dso *d, uint64_t vaddr);
+
+/* Whether the object is a Go program (Go's build-info section or
+ * build-id note): its runtime switches stacks inside frames whose CFI
+ * does not say so. */
+bool dso_is_go(const struct dso *d);
 
 /*
  * The ELF virtual address of the function called name (the name a user

@@ -12,6 +12,7 @@
 #include "dso.h"
 #include "log.h"
 #include "maps.h"
+#include "proc.h"
 
 struct proc_maps {
 	pid_t pid;
@@ -218,21 +219,77 @@ static int open_dso(struct proc_maps *m, struct map_entry *e)
 	return dso_cache_get(m->cache, open_path, e->path, &e->dso);
 }
 
+static void attach_dso(struct proc_maps *m, struct map_entry *e);
+
+/* Larger than any vDSO (two pages on x86-64): not one to copy. */
+#define VDSO_MAX (1u << 20)
+
+/* The vDSO is in no file: its image is read from the process itself, so
+ * its symbols (.dynsym) and CFI (.eh_frame) are the ones it runs. */
+static int open_vdso(struct proc_maps *m, struct map_entry *e)
+{
+	size_t len = e->end - e->start;
+	void *image;
+	int ret;
+
+	if (len > VDSO_MAX)
+		return -EFBIG;
+	image = malloc(len);
+	if (!image)
+		return -ENOMEM;
+	ret = proc_mem_read(m->pid, e->start, image, len);
+	if (!ret)
+		ret = dso_cache_get_image(m->cache, e->path, image, len,
+					  &e->dso);
+	free(image);
+	return ret;
+}
+
+/*
+ * The pgoff of a mapping can name several segments (LLD and mold put the
+ * headers, rodata and text in one file page, and can give two segments of
+ * code one page), but all mappings of a loaded object share one load
+ * bias, and its first mapping is its first PT_LOAD: take that mapping's
+ * bias when a segment maps e's pgoff at e's start with it.
+ */
+static bool base_bias(struct proc_maps *m, struct map_entry *e,
+		      uint64_t *bias)
+{
+	struct map_entry *base = e;
+
+	while (base > m->v && !strcmp(base[-1].path, e->path))
+		base--;
+	if (base == e)
+		return false;
+	if (!base->dso_tried)
+		attach_dso(m, base);
+	if (base->dso != e->dso ||
+	    !dso_maps_offset_at(e->dso, e->pgoff, e->start - base->bias))
+		return false;
+	*bias = base->bias;
+	return true;
+}
+
 static void attach_dso(struct proc_maps *m, struct map_entry *e)
 {
 	uint64_t vaddr;
 	int ret;
 
 	e->dso_tried = true;
-	if (e->path[0] != '/')
+	if (!strcmp(e->path, "[vdso]"))
+		ret = open_vdso(m, e);
+	else if (e->path[0] == '/')
+		ret = open_dso(m, e);
+	else
 		return;
-	ret = open_dso(m, e);
 	if (ret) {
 		pr_debug("maps: cannot load %s: %s", e->path, strerror(-ret));
 		e->dso = NULL;
 		return;
 	}
-	if (dso_offset_to_vaddr(e->dso, e->pgoff, &vaddr)) {
+	if (base_bias(m, e, &e->bias))
+		return;
+	if (dso_offset_to_vaddr(e->dso, e->pgoff, e->exec, &vaddr)) {
 		pr_debug("maps: %s: offset 0x%" PRIx64 " in no segment",
 			 e->path, e->pgoff);
 		dso_put(e->dso);

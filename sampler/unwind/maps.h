@@ -6,7 +6,8 @@
  *
  * Owned by one session, used from one thread. ELF files are opened through
  * /proc/PID/map_files/ (works across mount namespaces, needs privilege)
- * and else /proc/PID/root/<path>, so container processes work.
+ * and else /proc/PID/root/<path>, so container processes work; the vDSO,
+ * in no file, is read from the process's memory.
  *
  * Errors: negative errno; -ENOENT when the process is gone.
  */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dso.h"
+#include "jitmap.h"
 #include "maps.h"
 #include "profile.h"
 #include "symbolize.h"
@@ -33,6 +34,7 @@ struct symbolizer {
 	size_t pcs_cap, pcs_n;
 	struct map_slot *mappings;
 	size_t map_cap, map_n;
+	struct jitmap *jit;	/* created on the first pc in JIT code */
 };
 
 static inline size_t hash64(uint64_t x)
@@ -111,6 +113,7 @@ void symbolizer_free(struct symbolizer *s)
 {
 	if (!s)
 		return;
+	jitmap_free(s->jit);
 	free(s->pcs);
 	free(s->mappings);
 	free(s);
@@ -162,6 +165,24 @@ static int add_mapping(struct symbolizer *s, struct map_entry *e,
 			 sizeof(*slot));
 }
 
+/* Executable memory in no ELF file is a JIT compiler's: its runtime may
+ * name it in a perf map. */
+static void jit_frame(struct symbolizer *s, const struct map_entry *e,
+		      uint64_t pc, struct dso_frame *f, int *nf)
+{
+	const char *name;
+
+	if (!e || !e->exec || e->dso)
+		return;
+	if (!s->jit && jitmap_new(maps_pid(s->maps), &s->jit))
+		return;
+	if (!jitmap_lookup(s->jit, pc, &name)) {
+		*f = (struct dso_frame){ .function = name,
+					 .system_name = name };
+		*nf = 1;
+	}
+}
+
 /* Lines for a pc: its symbolized frames, else one "object+0xoff" frame. */
 static int make_lines(struct symbolizer *s, struct map_entry *e,
 		      uint64_t pc, struct pf_line *lines, uint32_t *n)
@@ -172,6 +193,8 @@ static int make_lines(struct symbolizer *s, struct map_entry *e,
 
 	if (e && e->dso)
 		dso_symbolize(e->dso, pc - e->bias, frames, MAX_INLINE, &nf);
+	else
+		jit_frame(s, e, pc, frames, &nf);
 	for (int i = 0; i < nf; i++) {
 		ret = profile_add_function(s->p, frames[i].function,
 					   frames[i].system_name,
@@ -186,7 +209,12 @@ static int make_lines(struct symbolizer *s, struct map_entry *e,
 		*n = nf;
 		return 0;
 	}
-	if (e && e->path[0])
+	/* The ELF address nm and addr2line take, where the file is known;
+	 * past a file that cannot be read, its offset in it. */
+	if (e && e->dso)
+		snprintf(fallback, sizeof(fallback), "%s+0x%" PRIx64,
+			 base_name(e->path), pc - e->bias);
+	else if (e && e->path[0])
 		snprintf(fallback, sizeof(fallback), "%s+0x%" PRIx64,
 			 base_name(e->path), pc - e->start + e->pgoff);
 	else

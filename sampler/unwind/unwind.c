@@ -30,6 +30,7 @@
 
 #include "cfi.h"
 #include "dso.h"
+#include "livestack.h"
 #include "log.h"
 #include "maps.h"
 #include "unwind.h"
@@ -54,6 +55,7 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as,
 /* A pc's row, or why its stacks go to libunwind. */
 struct row_val {
 	int status;		/* 0, or cfi_row_at()'s error */
+	uint8_t top;		/* no caller to find: enum go_top */
 	struct cfi_row row;
 };
 
@@ -69,6 +71,7 @@ struct unwinder {
 	struct row_val *rows;
 	size_t rows_cap, rows_n;
 	uint64_t fast, slow;	/* stacks unwound by each path */
+	struct livestack *live;	/* words past a copy; NULL: none */
 	size_t last_used;	/* of the last unwind_stack() */
 	bool last_short;
 	bool last_complete;
@@ -78,16 +81,28 @@ struct unwinder {
 struct unwind_ctx {
 	struct unwinder *u;
 	const struct unwind_regs *regs;
-	const uint8_t *stack;
+	const uint8_t *stack;	/* the copy, or the copy and live words */
 	size_t stack_len;
+	size_t copy_len;	/* of the copy itself */
 	uint64_t sp;
 	size_t used;		/* bytes of the copy read, from its start */
 	bool short_copy;	/* a stack word beyond the copy was wanted */
 	bool complete;		/* the outermost frame was reached */
+	bool live_read;		/* a live word was read (livestack.h) */
 };
 
 /* Stack words sit below this distance from sp; farther is not stack. */
 #define STACK_REACH (1u << 20)
+
+/* The stack up to need bytes from sp, with live words past the copy
+ * when the unwinder may read them. */
+static bool extend(struct unwind_ctx *ctx, size_t need)
+{
+	return ctx->u->live &&
+	       livestack_extend(ctx->u->live, ctx->sp, ctx->stack,
+				ctx->copy_len, need, &ctx->stack,
+				&ctx->stack_len);
+}
 
 /* Note a read of the stack word at addr: in the copy or just past it. */
 static bool in_copy(struct unwind_ctx *ctx, uint64_t addr)
@@ -96,13 +111,27 @@ static bool in_copy(struct unwind_ctx *ctx, uint64_t addr)
 
 	if (addr < ctx->sp || off >= STACK_REACH)
 		return false;
-	if (ctx->stack_len < 8 || off > ctx->stack_len - 8) {
+	if ((ctx->stack_len < 8 || off > ctx->stack_len - 8) &&
+	    !extend(ctx, off + 8)) {
 		ctx->short_copy = true;
 		return false;
 	}
 	if (off + 8 > ctx->used)
 		ctx->used = off + 8;
+	if (off + 8 > ctx->copy_len)
+		ctx->live_read = true;
 	return true;
+}
+
+/* A frame unwound with live words is kept only if its return address
+ * continues the frame below it (livestack.h). */
+static bool continues(struct unwind_ctx *ctx, uint64_t callee_pc,
+		      uint64_t ra)
+{
+	bool live = ctx->live_read;
+
+	ctx->live_read = false;
+	return !live || livestack_check(ctx->u->live, callee_pc, ra);
 }
 
 #if UNW_VERSION_MAJOR == 1 && UNW_VERSION_MINOR >= 6 && UNW_VERSION_MINOR <= 8
@@ -375,16 +404,70 @@ static void rows_make_room(struct unwinder *u)
 	u->rows_cap = ncap;
 }
 
+enum go_top {
+	GO_NOT_TOP,
+	GO_SWITCH,		/* switches stacks: the rest is elsewhere */
+	GO_START,		/* the first frame of a stack */
+};
+
+/*
+ * Go's runtime switches stacks inside some functions (to g0's, in mcall
+ * and systemstack, and to call the vDSO in nanotime1, walltime and
+ * time.now; back from a signal handler, in sigreturn) and starts them in
+ * others (goexit, mstart, rt0_go), and their CFI does not say so: what
+ * lies above their frame is whatever another stack left there. Go's own
+ * traceback stops at them too (its "top frame" function IDs, and the
+ * vDSO caller it records in m); perf stops or goes astray. The names are
+ * matched with or without their ABI suffix (".abi0").
+ */
+static enum go_top go_top_frame(const char *name)
+{
+	static const struct {
+		const char *name;
+		enum go_top top;
+	} tops[] = {
+		{ "runtime.mcall", GO_SWITCH },
+		{ "runtime.morestack", GO_SWITCH },
+		{ "runtime.systemstack", GO_SWITCH },
+		{ "runtime.systemstack_switch", GO_SWITCH },
+		{ "runtime.asmcgocall", GO_SWITCH },
+		{ "runtime.sigreturn", GO_SWITCH },
+		{ "runtime.sigreturn__sigaction", GO_SWITCH },
+		{ "runtime.nanotime1", GO_SWITCH },
+		{ "runtime.walltime", GO_SWITCH },
+		{ "runtime.walltime1", GO_SWITCH },
+		{ "runtime.vgetrandom1", GO_SWITCH },
+		{ "time.now", GO_SWITCH },
+		{ "runtime.goexit", GO_START },
+		{ "runtime.mstart", GO_START },
+		{ "runtime.rt0_go", GO_START },
+	};
+
+	if (!name || (strncmp(name, "runtime.", 8) && strncmp(name, "time.", 5)))
+		return GO_NOT_TOP;
+	for (size_t i = 0; i < sizeof(tops) / sizeof(*tops); i++) {
+		size_t n = strlen(tops[i].name);
+
+		if (!strncmp(name, tops[i].name, n) &&
+		    (!name[n] || !strcmp(name + n, ".abi0")))
+			return tops[i].top;
+	}
+	return GO_NOT_TOP;
+}
+
 static void row_compute(struct unwinder *u, struct row_val *v, uint64_t pc)
 {
 	struct map_entry *e = maps_find(u->maps, pc);
 
 	v->status = e && e->dso ? cfi_row_at(e->dso, pc - e->bias, &v->row)
 				: -ENOENT;
+	v->top = e && e->dso && dso_is_go(e->dso) ?
+		 go_top_frame(dso_symbol_name(e->dso, pc - e->bias)) :
+		 GO_NOT_TOP;
 }
 
-/* The row at lookup address pc, or NULL when its stack needs libunwind. */
-static const struct cfi_row *row_get(struct unwinder *u, uint64_t pc)
+/* What is known of lookup address pc, or NULL for pc 0. */
+static const struct row_val *row_get(struct unwinder *u, uint64_t pc)
 {
 	size_t k;
 
@@ -398,7 +481,17 @@ static const struct cfi_row *row_get(struct unwinder *u, uint64_t pc)
 		row_compute(u, &u->rows[k], pc);
 		u->rows_n++;
 	}
-	return u->rows[k].status ? NULL : &u->rows[k].row;
+	return &u->rows[k];
+}
+
+/* Whether the frame of v is the last to report; then whether it is the
+ * outermost one. */
+static bool row_top(const struct row_val *v, bool *complete)
+{
+	if (!v || !v->top)
+		return false;
+	*complete = v->top == GO_START;
+	return true;
 }
 
 /* ---- the cached path ---- */
@@ -493,16 +586,20 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 	memcpy(f.r, ctx->regs->r, sizeof(f.r));
 	pcs[cnt++] = lookup;
 	while (cnt < max) {
-		const struct cfi_row *row = row_get(u, lookup);
+		const struct row_val *v = row_get(u, lookup);
 		int step;
 
-		if (!row || row->signal)
+		if (row_top(v, &ctx->complete))
+			break;
+		if (!v || v->status || v->row.signal)
 			return -EAGAIN;
-		step = apply_row(row, ctx, &f);
+		step = apply_row(&v->row, ctx, &f);
 		if (step <= 0 || !f.r[CFI_REG_RA]) {
 			ctx->complete = step >= 0;
 			break;
 		}
+		if (!continues(ctx, lookup, f.r[CFI_REG_RA]))
+			break;
 		/* A return address points after the call; the call itself is
 		 * one byte earlier (a signal frame's would not be: those go
 		 * to libunwind). */
@@ -527,9 +624,10 @@ static void unwind_libunwind(struct unwinder *u, struct unwind_ctx *ctx,
 		goto out;
 	while (cnt < max) {
 		unw_word_t ip;
-
 		int step;
 
+		if (row_top(row_get(u, pcs[cnt - 1]), &ctx->complete))
+			break;
 		prev_signal = unw_is_signal_frame(&c) > 0;
 		step = unw_step(&c);
 		if (step <= 0) {
@@ -542,6 +640,8 @@ static void unwind_libunwind(struct unwinder *u, struct unwind_ctx *ctx,
 			ctx->complete = true;
 			break;
 		}
+		if (!continues(ctx, pcs[cnt - 1], ip))
+			break;
 		/* A return address points after the call; the call itself is
 		 * one byte earlier. A frame interrupted by a signal was not
 		 * calling anything. */
@@ -584,6 +684,15 @@ void unwinder_free(struct unwinder *u)
 	pr_debug("unwind: %llu stacks from cached CFI rows (%zu rows), "
 		 "%llu through libunwind", (unsigned long long)u->fast,
 		 u->rows_n, (unsigned long long)u->slow);
+	if (u->live) {
+		uint64_t reads, refused;
+
+		livestack_stats(u->live, &reads, &refused);
+		pr_debug("unwind: %llu stacks read past their copy, %llu "
+			 "frames of them refused", (unsigned long long)reads,
+			 (unsigned long long)refused);
+		livestack_free(u->live);
+	}
 	unw_destroy_addr_space(u->as);
 	free(u->row_pcs);
 	free(u->rows);
@@ -596,7 +705,7 @@ int unwind_stack(struct unwinder *u, const struct unwind_regs *regs,
 {
 	struct unwind_ctx ctx = {
 		.u = u, .regs = regs, .stack = stack, .stack_len = stack_len,
-		.sp = regs->r[UREG_RSP],
+		.copy_len = stack_len, .sp = regs->r[UREG_RSP],
 	};
 
 	if (u->maps_generation != maps_generation(u->maps)) {
@@ -604,16 +713,26 @@ int unwind_stack(struct unwinder *u, const struct unwind_regs *regs,
 		rows_clear(u);
 		u->maps_generation = maps_generation(u->maps);
 	}
+	if (u->live)
+		livestack_begin(u->live);
 	if (max >= 1 && !unwind_cached(u, &ctx, pcs, max, n)) {
 		u->fast++;
 	} else {
 		u->slow++;
+		ctx.live_read = false;
 		unwind_libunwind(u, &ctx, pcs, max, n);
 	}
 	u->last_used = ctx.used;
 	u->last_short = ctx.short_copy;
 	u->last_complete = ctx.complete;
 	return 0;
+}
+
+int unwinder_read_live(struct unwinder *u, pid_t pid)
+{
+	livestack_free(u->live);
+	u->live = NULL;
+	return livestack_new(pid, u->maps, &u->live);
 }
 
 void unwind_last_stack_use(const struct unwinder *u, size_t *used,

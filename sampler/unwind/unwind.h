@@ -6,8 +6,10 @@
  * Input is what a perf sample (or a ptrace stop) gives: the user registers
  * and a copy of the top of the stack. Memory outside the copy is read from
  * the ELF files (the unwind tables themselves, code bytes for signal-frame
- * checks) through the process's maps, never from the live process, so an
- * unwind is consistent with the moment the sample was taken. Works for code
+ * checks) through the process's maps, so an unwind is consistent with the
+ * moment the sample was taken - except, when unwinder_read_live() asked
+ * for it, the stack past a full copy, read from the process and checked
+ * frame by frame (livestack.h). Works for code
  * built without frame pointers: only DWARF CFI is used, from .eh_frame, and
  * from .debug_frame (the object's or its debug file's) for code .eh_frame
  * does not cover.
@@ -16,7 +18,10 @@
  * per frame; a stack with a frame the rows cannot express (no FDE, DWARF
  * expressions: PLT stubs, signal trampolines) is unwound by libunwind
  * instead, with the same result rules. The caches are dropped whenever
- * the maps are reloaded.
+ * the maps are reloaded. In a Go program a stack ends at the runtime's
+ * functions that switch stacks or start them (mcall, systemstack, the
+ * vDSO's callers, goexit...), as Go's own traceback ends it: their CFI
+ * does not describe the switch.
  *
  * One unwinder per session (it owns a libunwind address space, its
  * cache and the row cache: memory bounded, about 7 MiB at most); not
@@ -28,6 +33,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct proc_maps;
 struct unwinder;
@@ -47,6 +53,14 @@ int unwinder_new(struct proc_maps *maps, struct unwinder **out);
 void unwinder_free(struct unwinder *u);
 
 /*
+ * Let unwind_stack() read the stack of pid past its copies, up to
+ * LIVESTACK_MAX bytes from sp, and keep the frames found there that pass
+ * livestack_check(). For samplers whose copies the kernel cuts (perf's).
+ * 0 or -ENOMEM.
+ */
+int unwinder_read_live(struct unwinder *u, pid_t pid);
+
+/*
  * Unwind from regs over the stack copy (stack[0] is the byte at regs
  * RSP). Stores up to max program counters, leaf first, in pcs; *n is the
  * count (>= 1: the leaf is always stored). Frames other than the leaf
@@ -60,9 +74,10 @@ int unwind_stack(struct unwinder *u, const struct unwind_regs *regs,
 
 /*
  * Of the last unwind_stack(): how many bytes of the stack copy it read
- * (from the copy's start to the end of the highest word), and whether it
- * wanted a stack word beyond the end of the copy. For callers that decide
- * how much stack to copy (the heap agent).
+ * (from the copy's start to the end of the highest word, live words
+ * included), and whether it wanted a stack word beyond what it had (the
+ * copy, and the live words it could read). For callers that decide how
+ * much stack to copy (the heap agent).
  */
 void unwind_last_stack_use(const struct unwinder *u, size_t *used,
 			   bool *short_copy);

@@ -346,6 +346,8 @@ def run(args):
     tmp = tempfile.mkdtemp(prefix='proffs-bench-')
     targets = [
         ('1 thread, 24-deep calls', [workers, '1']),
+        ('1 thread, the same under a 24 KiB frame',
+         [workers, '1', 'deep']),
         ('16 threads', [workers, '16']),
         ('python3, deep recursion', ['/usr/bin/python3', '-c', PY_DEEP]),
         ('cc1 (gcc -O2), large file', cc1_argv(tmp)),

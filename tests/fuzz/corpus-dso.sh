@@ -5,7 +5,8 @@
 # small ELF files covering what sampler/unwind/dso.c reads - a relocatable object,
 # a PIE with .symtab, .dynsym, DWARF (inlined frames), .eh_frame, one with
 # .debug_frame only, DWARF 4, a stripped one with .gnu_debuglink and a
-# build id, its separate debug file, and truncated copies. Each under
+# build id, its separate debug file, linked by LLD, compressed DWARF,
+# mangled names, and truncated copies. Each under
 # fuzz-dso's 64 KiB max_len. Needs clang, strip and objcopy (binutils).
 # The seeds are committed: rerun this only to change them.
 set -euo pipefail
@@ -46,6 +47,14 @@ objcopy --only-keep-debug "$out/pie-dwarf5" "$out/separate.debug"
 strip --strip-all -o "$out/stripped-debuglink" "$out/pie-dwarf5"
 objcopy --add-gnu-debuglink="$out/separate.debug" \
 	"$out/stripped-debuglink"
+# issue 17: LLD's layout (text in the headers' page), compressed DWARF,
+# and names to demangle (C++, Rust legacy and v0)
+"$cc" -g "${flags[@]}" -fuse-ld=lld seed.c -o "$out/pie-lld"
+"$cc" -g -gz=zlib "${flags[@]}" seed.c -o "$out/pie-zlib"
+"$cc" -g "${flags[@]}" -fuse-ld=lld seed.c -o "$out/pie-mangled" \
+	-Wl,--defsym=_ZN6shapes8geometry9leaf_work17hfe9795345b84324fE=leaf \
+	-Wl,--defsym=_RNvNtCshMl02qSqLVO_6shapes8geometry4main=main \
+	-Wl,--defsym=_ZNSt6vectorIiSaIiEE9push_backERKi=leaf
 head -c 64 "$out/pie-dwarf5" >"$out/truncated-ehdr"
 head -c 4096 "$out/pie-dwarf5" >"$out/truncated-4k"
 for f in "$out"/*; do

@@ -89,7 +89,7 @@ static size_t elf_input(const uint8_t *data, size_t size)
 			}
 		}
 		/* the first code pages of a small program */
-		if (!dso_offset_to_vaddr(d, 0, &first))
+		if (!dso_offset_to_vaddr(d, 0, false, &first))
 			for (va = first + 0x1000; va < first + 0x1400; va += 3)
 				sum += probe(d, va);
 		/* addresses from the input's tail, as samples would bring */

@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	if (!dso_cache_get(c, path, "/fuzz/input", &d)) {
 		dso_caps(d, &caps);
-		if (!dso_offset_to_vaddr(d, 0, &va))
+		if (!dso_offset_to_vaddr(d, 0, false, &va))
 			sink += poke(d, va);
 		if (!dso_eh_frame_hdr(d, &va, &sz))
 			sink += poke(d, va);

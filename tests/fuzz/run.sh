@@ -59,14 +59,17 @@ harness_args()
 		libs="-lprotobuf-c -lz"
 		max_len=65536 ;;
 	dso)
-		srcs="sampler/unwind/dso.c sampler/log.c"
+		srcs="sampler/unwind/dso.c sampler/unwind/demangle.c
+		      sampler/unwind/cu_index.c sampler/log.c"
 		incs="$sinc"
-		libs="-ldw -lelf"
+		libs="-ldw -lelf -liberty"
 		max_len=65536 ;;
 	cfi)
-		srcs="sampler/unwind/cfi.c sampler/unwind/dso.c sampler/log.c"
+		srcs="sampler/unwind/cfi.c sampler/unwind/dso.c
+		      sampler/unwind/demangle.c sampler/unwind/cu_index.c
+		      sampler/log.c"
 		incs="$sinc"
-		libs="-ldw -lelf"
+		libs="-ldw -lelf -liberty"
 		max_len=65536 ;;
 	heap-ring)
 		srcs="sampler/heap/heap_ring.c sampler/heap/agent/ring.c sampler/log.c

@@ -231,7 +231,7 @@ class IndexPage(html.parser.HTMLParser):
 INDEX_LINKS = {'flame.svg', 'cpu_30s.pb.gz', 'goroutine?debug=1.txt',
                'goroutine?debug=2.txt', 'goroutine.pb.gz', 'cmdline',
                'heap.svg', 'heap?debug=1.txt', 'allocs.svg',
-               'wall_5s.svg', 'block_5s.svg', 'mutex_5s.txt'}
+               'wall_5s.svg', 'block_5s.svg', 'mutex_5s.txt', 'memstats.txt'}
 
 
 def test_index_html_links_and_command_line(proffs, target):

@@ -610,56 +610,29 @@ def test_unprivileged_daemon_profiles_its_users_heap(tmp_path):
     that user's own process and gets the exact profile: ptrace rights
     are enough, and the agent's code is read from its own file where
     /proc/PID/map_files is root's."""
-    mnt = tempfile.mkdtemp(prefix='proffs-user-')
-    os.chown(mnt, util.NOBODY, util.NOBODY)
-    log = tempfile.NamedTemporaryFile('w+', prefix='proffs-user-log-')
-    as_nobody = ['setpriv', f'--reuid={util.NOBODY}',
-                 f'--regid={util.NOBODY}', '--clear-groups', '--']
-    # /dev/fuse is root's on this machine; fusermount3 is not enough for
-    # libfuse here without it.
-    mode = os.stat('/dev/fuse').st_mode & 0o777
-    os.chmod('/dev/fuse', 0o666)
-    daemon = target = None
-    try:
-        daemon = subprocess.Popen(as_nobody + [util.DAEMON, '-f', mnt],
-                                  stdout=log, stderr=subprocess.STDOUT)
-        # Without allow_other not even root may look into the mount:
-        # /proc/mounts says when it is there.
-        for _ in range(300):
-            with open('/proc/mounts') as f:
-                if f' {mnt} ' in f.read():
-                    break
-            assert daemon.poll() is None, 'the daemon died'
-            time.sleep(0.1)
-        target = subprocess.Popen(
-            as_nobody + [os.path.join(util.TARGETS, 'allocs')],
-            stdout=subprocess.PIPE)
-        assert target.stdout.readline().strip() == b'ready'
-        path = os.path.join(mnt, str(target.pid),
-                            'heap?rate=1&seconds=3.pb.gz')
-        reader = subprocess.Popen(as_nobody + ['cat', path],
-                                  stdout=subprocess.PIPE)
-        wait_agent(target.pid)
-        os.kill(target.pid, signal.SIGUSR1)
-        truth = json.loads(target.stdout.readline())
-        data = reader.communicate(timeout=60)[0]
-        assert reader.returncode == 0
-        p = util.validate_pprof(util.save(data, 'heap-unprivileged.pb.gz'))
-        assert_exact(p, truth)
-    finally:
-        os.chmod('/dev/fuse', mode)
-        if target:
-            target.kill()
-            target.wait()
-        subprocess.run(as_nobody + ['fusermount3', '-u', mnt])
-        if daemon:
-            daemon.wait(timeout=30)
-            log.seek(0)
-            text = log.read()
-            assert daemon.returncode == 0, text
-            assert not [l for l in text.splitlines()
-                        if util.BAD_LOG.search(l)], text
-        os.rmdir(mnt)
+    target = None
+    with util.nobody_daemon() as mnt:
+        try:
+            target = subprocess.Popen(
+                util.AS_NOBODY + [os.path.join(util.TARGETS, 'allocs')],
+                stdout=subprocess.PIPE)
+            assert target.stdout.readline().strip() == b'ready'
+            path = os.path.join(mnt, str(target.pid),
+                                'heap?rate=1&seconds=3.pb.gz')
+            reader = subprocess.Popen(util.AS_NOBODY + ['cat', path],
+                                      stdout=subprocess.PIPE)
+            wait_agent(target.pid)
+            os.kill(target.pid, signal.SIGUSR1)
+            truth = json.loads(target.stdout.readline())
+            data = reader.communicate(timeout=60)[0]
+            assert reader.returncode == 0
+            p = util.validate_pprof(util.save(data,
+                                              'heap-unprivileged.pb.gz'))
+            assert_exact(p, truth)
+        finally:
+            if target:
+                target.kill()
+                target.wait()
 
 
 def test_forked_child_starts_disarmed(proffs, target):

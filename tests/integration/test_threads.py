@@ -81,13 +81,14 @@ def test_threads_txt_debug2_every_thread(proffs, target):
     assert_nothing_stopped(t.pid)
 
 
-def wait_main_parked(pid, timeout=5.0):
+def wait_main_parked(pid, timeout=5.0, tid=None):
     """The parked target says "ready" just before its main thread calls
-    pause(): wait until it sleeps there, so what it is known to do by
-    construction is what a dump sees."""
+    pause(): wait until it sleeps there (or thread tid sleeps), so what
+    it is known to do by construction is what a dump sees."""
     end = time.monotonic() + timeout
+    stat = f'/proc/{pid}/task/{tid}/stat' if tid else f'/proc/{pid}/stat'
     while time.monotonic() < end:
-        with open(f'/proc/{pid}/stat') as f:
+        with open(stat) as f:
             if f.read().rsplit(')', 1)[1].split()[0] == 'S':
                 return
         time.sleep(0.01)
@@ -124,6 +125,12 @@ def test_goroutine_pprof_merges_identical_stacks(proffs, target):
     """1,000 threads asleep in the same place are one sample of value
     1,000 in goroutine.pb.gz, as Go merges goroutines with one stack."""
     t = target('manythreads', 1000)
+    # The kernel's frame where the threads sleep, before the dump (after
+    # it, a thread released is on its way back into its sleep).
+    tid = max(int(x) for x in os.listdir(f'/proc/{t.pid}/task'))
+    wait_main_parked(t.pid, tid=tid)
+    with open(f'/proc/{t.pid}/task/{tid}/stack') as f:
+        kleaf = re.match(r'\[<\w+>\] ([^+\s]+)', f.readline()).group(1)
     path = save(proffs.read(t.pid, 'goroutine.pb.gz'),
                 'goroutine-1000.pb.gz')
     prof = util.validate_pprof(path)
@@ -133,11 +140,16 @@ def test_goroutine_pprof_merges_identical_stacks(proffs, target):
         [(s.values, s.frames) for s in many]
     assert len(prof.samples) == 2, [(s.values, s.frames)
                                     for s in prof.samples]
-    # pprof's -traces, one block a sample: park_many's says 1000.
+    # pprof's -traces, one block a sample: park_many's says 1000, at its
+    # leaf: the kernel's frame where the threads sleep (the daemon runs
+    # as root: test_kernel.py), above clock_nanosleep.
     traces = util.pprof('-traces', path).split('-----------+')[1:]
     many = [b for b in traces if re.search(r'^\s+park_many$', b, re.M)]
     assert len(many) == 1, traces
-    assert re.search(r'^\s+1000\s+clock_nanosleep$', many[0], re.M), many
+    assert re.search(r'^\s+1000\s+\[k\] %s$' % re.escape(kleaf), many[0],
+                     re.M), many
+    assert re.search(r'^\s+\[k\] entry_SYSCALL_64\S*\n\s+clock_nanosleep$',
+                     many[0], re.M), many
 
 
 def test_goroutine_svg_and_folded(proffs, target):

@@ -8,6 +8,7 @@ PROFFS_TEST_OUT to keep the profiles the tests read somewhere else than
 
 import calendar
 import colorsys
+import contextlib
 import ctypes
 import errno
 import gzip
@@ -661,16 +662,21 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
 
-def perf_record(pid, seconds, tmp, hz=99):
+def perf_record(pid, seconds, tmp, hz=99, inlined=True, call_graph='dwarf'):
     """`perf record -F hz --call-graph dwarf -p pid -- sleep seconds`, then
     `perf script`: a list of (1, {}, frames leaf first), the shape
-    traces() returns. cpu-clock, as proffs samples: a VM may have no PMU."""
+    traces() returns. cpu-clock, as proffs samples: a VM may have no PMU.
+    inlined=False: perf script --no-inline, each frame the function that
+    holds the code (from the symbol table: perf's inline chains can name
+    code after the wrong symbol). call_graph='fp': perf follows frame
+    pointers instead."""
     data = os.path.join(tmp, 'perf.data')
     subprocess.run(['perf', 'record', '-q', '-F', str(hz), '-e', 'cpu-clock',
-                    '--call-graph', 'dwarf', '-p', str(pid), '-o', data,
+                    '--call-graph', call_graph, '-p', str(pid), '-o', data,
                     '--', 'sleep', str(seconds)],
                    check=True, capture_output=True, timeout=seconds + 60)
-    r = subprocess.run(['perf', 'script', '-i', data, '-F', 'ip,sym'],
+    r = subprocess.run(['perf', 'script', '-i', data, '-F', 'ip,sym'] +
+                       ([] if inlined else ['--no-inline']),
                        check=True, capture_output=True, text=True,
                        timeout=300)
     stacks, cur = [], []
@@ -684,6 +690,27 @@ def perf_record(pid, seconds, tmp, hz=99):
         sym = parts[1] if len(parts) > 1 else '[unknown]'
         cur.append(sym.replace(' (inlined)', '').split('+0x')[0].strip())
     return stacks
+
+
+def alongside_perf(fn, pid, seconds, tmp, hz=99, call_graph='dwarf'):
+    """fn() on a thread of its own while perf_record() records pid: the
+    same span, for a comparison. Returns (what fn returned, perf's
+    stacks); an exception of fn is raised here."""
+    result = {}
+
+    def run():
+        try:
+            result['v'] = fn()
+        except BaseException as e:   # re-raised in the caller's thread
+            result['err'] = e
+    th = threading.Thread(target=run)
+    th.start()
+    theirs = perf_record(pid, seconds, tmp, hz=hz, call_graph=call_graph)
+    th.join(timeout=seconds + 120)
+    if 'err' in result:
+        raise result['err']
+    assert 'v' in result, 'fn did not return'
+    return result['v'], theirs
 
 
 def flat_shares(samples):
@@ -704,6 +731,48 @@ def expect_errno(fn, code):
 
 
 NOBODY = 65534
+
+
+AS_NOBODY = ['setpriv', f'--reuid={NOBODY}', f'--regid={NOBODY}',
+             '--clear-groups', '--']
+
+
+@contextlib.contextmanager
+def nobody_daemon():
+    """A daemon run by nobody (no allow_other) on a mount of its own:
+    yields the mount point. At the end it is unmounted and must exit 0
+    with no error or warning in its log."""
+    mnt = tempfile.mkdtemp(prefix='proffs-user-')
+    os.chown(mnt, NOBODY, NOBODY)
+    log = tempfile.NamedTemporaryFile('w+', prefix='proffs-user-log-')
+    # /dev/fuse is root's on this machine; fusermount3 is not enough for
+    # libfuse here without it.
+    mode = os.stat('/dev/fuse').st_mode & 0o777
+    os.chmod('/dev/fuse', 0o666)
+    daemon = None
+    try:
+        daemon = subprocess.Popen(AS_NOBODY + [DAEMON, '-f', mnt],
+                                  stdout=log, stderr=subprocess.STDOUT)
+        # Without allow_other not even root may look into the mount:
+        # /proc/mounts says when it is there.
+        for _ in range(300):
+            with open('/proc/mounts') as f:
+                if f' {mnt} ' in f.read():
+                    break
+            assert daemon.poll() is None, 'the daemon died'
+            time.sleep(0.1)
+        yield mnt
+    finally:
+        os.chmod('/dev/fuse', mode)
+        subprocess.run(AS_NOBODY + ['fusermount3', '-u', mnt])
+        if daemon:
+            daemon.wait(timeout=30)
+            log.seek(0)
+            text = log.read()
+            assert daemon.returncode == 0, text
+            assert not [l for l in text.splitlines()
+                        if BAD_LOG.search(l)], text
+        os.rmdir(mnt)
 
 
 def as_user(uid, *cmd):

@@ -36,7 +36,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 C_PATTERNS = ['grow', 'calloc', 'threads', 'realloc', 'fork', 'signal',
-              'dlopen', 'threadloop']
+              'dlopen', 'threadloop', 'fpu']
 CXX_PATTERNS = ['cxx', 'cxx_tcmalloc', 'cxx_jemalloc']
 BAD = ('abort', 'crash', 'corrupt', 'hang', 'stopped', 'error')
 RUN_S = 60           # at most; SIGUSR2 ends it once the read is done

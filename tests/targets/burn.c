@@ -5,9 +5,17 @@
  * agree), both reached only through main() -> level1() -> level2(). The
  * two calls alternate in a short loop, so any window sees the 3:1 ratio.
  * Built with -fomit-frame-pointer: only DWARF CFI unwinds it correctly.
- * Prints "ready" once running.
+ * Prints "ready" once running. With -DFAR_TEXT, hot() and level2() go in
+ * a section of their own, which a linker told where to put it
+ * (--section-start=far_text=ADDR) loads as a second code segment.
  */
 #include <stdio.h>
+
+#ifdef FAR_TEXT
+#define FAR __attribute__((section("far_text")))
+#else
+#define FAR
+#endif
 
 static volatile unsigned long sink;
 
@@ -20,7 +28,7 @@ static volatile unsigned long sink;
 			sink += i * 7;			\
 	} while (0)
 
-__attribute__((noinline)) void hot(void)
+FAR __attribute__((noinline)) void hot(void)
 {
 	BURN(3000000);
 	KEEP();
@@ -32,7 +40,7 @@ __attribute__((noinline)) void sibling(void)
 	KEEP();
 }
 
-__attribute__((noinline)) void level2(int which)
+FAR __attribute__((noinline)) void level2(int which)
 {
 	if (which)
 		hot();

@@ -3,7 +3,9 @@
  * proffs-record - record a CPU profile of a process without mounting
  * anything: the sampler and render libraries on their own.
  *
- *   proffs-record PID SECONDS [HZ] > cpu.pb.gz
+ *   proffs-record PID SECONDS [HZ [kernel]] > cpu.pb.gz
+ *
+ * With "kernel", kernel frames where the kernel shows them (cpu.h).
  *
  * Used by the benchmarks (to time the sampler alone) and for debugging.
  */
@@ -15,6 +17,7 @@
 
 #include "cpu.h"
 #include "dso.h"
+#include "kallsyms.h"
 #include "pprof.h"
 #include "profile.h"
 
@@ -28,14 +31,16 @@ int main(int argc, char **argv)
 	int ret;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s PID SECONDS [HZ] > out.pb.gz\n",
-			argv[0]);
+		fprintf(stderr, "usage: %s PID SECONDS [HZ [kernel]] > "
+			"out.pb.gz\n", argv[0]);
 		return 2;
 	}
 	o.pid = atoi(argv[1]);
 	o.window_ms = strtod(argv[2], NULL) * 1000;
 	o.hz = argc > 3 ? atoi(argv[3]) : 99;
 	ret = dso_cache_new(NULL, &o.cache);
+	if (!ret && argc > 4 && !strcmp(argv[4], "kernel"))
+		ret = kallsyms_new(NULL, &o.ksyms);
 	if (!ret)
 		ret = cpu_profile(&o, &p, &st);
 	if (!ret)
@@ -51,6 +56,7 @@ int main(int argc, char **argv)
 	fwrite(buf, 1, len, stdout);
 	free(buf);
 	profile_free(p);
+	kallsyms_free(o.ksyms);
 	dso_cache_free(o.cache);
 	return 0;
 }

@@ -3,7 +3,7 @@
  * proffs-threads - dump where every thread of a process is, without
  * mounting anything: threads.h and threads_text.h on their own.
  *
- *   proffs-threads PID [DEBUG] [pb]
+ *   proffs-threads PID [DEBUG] [pb] [kernel]
  *
  * Prints the text dump (DEBUG 1, the default: grouped by stack; 2: every
  * thread), or with "pb" the gzipped pprof profile. The figures of the
@@ -80,13 +80,16 @@ int main(int argc, char **argv)
 	int debug = 1, ret;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s PID [DEBUG] [pb]\n", argv[0]);
+		fprintf(stderr, "usage: %s PID [DEBUG] [pb] [kernel]\n",
+			argv[0]);
 		return 2;
 	}
 	o.pid = atoi(argv[1]);
 	for (int i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "pb"))
 			pb = true;
+		else if (!strcmp(argv[i], "kernel"))
+			o.kernel = true;
 		else
 			debug = atoi(argv[i]);
 	}

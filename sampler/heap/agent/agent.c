@@ -49,10 +49,14 @@ static struct {
 } real;
 
 
-__thread struct ph_budget ph_tls __attribute__((tls_model("initial-exec")));
+/* Aligned: left and the counts, which every call touches, share a line. */
+__thread struct ph_budget ph_tls
+	__attribute__((tls_model("initial-exec"), aligned(64)));
 
 static struct ph_shared *sh;
 static bool forked;
+static pthread_key_t exit_key;	/* its destructor: a thread's end */
+static bool exit_key_ok;
 static uint32_t scanned_calls;	/* ph_dlopen_calls at the last rescan */
 static _Atomic uint64_t seen_hb, seen_hb_ns;
 static _Atomic uint32_t next_len;	/* the last sample's record length */
@@ -137,11 +141,11 @@ static uint64_t draw(struct ph_budget *t)
 
 /*
  * The allocation fast path: true when size fits in this thread's budget
- * (nothing to do). Inlined into every hook, and small enough that the
- * hooks need no stack frame on this path. It reads nothing shared - not
- * even the rate, which the daemon changes by zeroing the budgets when it
- * drops (struct ph_budget) - as three loads more cost a bare malloc/free
- * loop 5% of its speed.
+ * (nothing to do but count the call). Inlined into every hook, and small
+ * enough that the hooks need no stack frame on this path. It reads
+ * nothing shared - not even the rate, which the daemon changes by zeroing
+ * the budgets when it drops (struct ph_budget) - as three loads more cost
+ * a bare malloc/free loop 5% of its speed.
  */
 static inline bool skip(size_t size)
 {
@@ -149,6 +153,7 @@ static inline bool skip(size_t size)
 
 	if (LIKELY(size < t->left)) {
 		t->left -= size;
+		t->mallocs++;
 		return true;
 	}
 	return false;
@@ -161,49 +166,134 @@ static uint32_t my_tid(struct ph_budget *t)
 	return t->tid;
 }
 
-/* Into agent_threads, so that the daemon can zero this thread's budget
- * when the rate drops; a thread that finds no room is not reached (it
- * takes up to one budget drawn at the old rate to see a new one). */
+/*
+ * From now on this thread counts in ph_shared, atomically: it has ended,
+ * or cannot be listed, so the daemon cannot read its budget. left stays
+ * 0 (its budget is kept in parked), so every call takes a slow path,
+ * which counts there. fold_seq tells a reader that counts moved.
+ */
+static void fold(struct ph_budget *t)
+{
+	if (forked)	/* the ring is the parent's */
+		return;
+	atomic_fetch_add(&sh->fold_seq, 1);
+	atomic_fetch_add(&sh->folded_mallocs, t->mallocs);
+	atomic_fetch_add(&sh->folded_frees, 0 - t->frees);
+	t->mallocs = 0;
+	t->frees = 0;
+	if (!t->folded)
+		t->parked = t->left;
+	t->left = 0;
+	t->folded = 1;
+	atomic_fetch_add(&sh->fold_seq, 1);
+}
+
+/* The thread ends (its pthread key's destructor): fold its counts and
+ * give its entry back. What it allocates or frees later, in other
+ * destructors and libc's own cleanup, is counted folded. */
+static void thread_exit(void *arg)
+{
+	struct ph_budget *t = arg;
+	uint32_t tid = t->tid;
+
+	if (t != &ph_tls || t->folded)
+		return;
+	fold(t);
+	if (t->slot && !forked)
+		atomic_compare_exchange_strong(
+			&agent_threads[t->slot - 1].tid, &tid, 0);
+	t->slot = 0;
+}
+
+/*
+ * Into agent_threads, at the thread's first call of a hook, so that the
+ * daemon can zero its budget when the rate drops and read its counts. A
+ * thread that finds no room (or whose end the agent cannot see) counts
+ * folded, in ph_shared: slower, still exact. pthread_setspecific may
+ * calloc (a key past the first 32): that call comes back through the
+ * hooks, and finds self set.
+ */
 static void enlist(struct ph_budget *t)
 {
 	uint32_t tid = my_tid(t);
 
 	t->self = (uintptr_t)t;
 	for (unsigned k = 0; k < 64; k++) {
-		struct ph_thread *e = &agent_threads[(tid + k) % PH_THREADS];
+		unsigned i = (tid + k) % PH_THREADS;
+		struct ph_thread *e = &agent_threads[i];
 		uint32_t none = 0;
 
 		if (atomic_compare_exchange_strong(&e->tid, &none, tid)) {
 			atomic_store(&e->budget, (uintptr_t)t);
+			t->slot = i + 1;
 			break;
 		}
 	}
+	if (!t->slot ||
+	    (exit_key_ok && pthread_setspecific(exit_key, t)))
+		fold(t);
 	/* The daemon bumps rate_gen, then reads the list; we write the
 	 * list, then read rate_gen: one of us sees the other. */
 	atomic_thread_fence(memory_order_seq_cst);
 }
 
-/* The rest of the decision, out of line: a new rate (draw a new budget
- * and look again), or a budget run out (sample, draw the next). */
-__attribute__((noinline)) static bool take(size_t size, uint64_t *rate)
+/* Sample this allocation? A new rate draws a new budget first; one that
+ * fits takes from it (a folded thread's, or one drawn by a call nested in
+ * enlist()); else sample and draw the next. */
+static bool decide(struct ph_budget *t, size_t size, uint64_t *rate)
 {
-	struct ph_budget *t = &ph_tls;
-	uint32_t g;
+	uint32_t g = atomic_load_explicit(&sh->rate_gen, memory_order_relaxed);
 
-	if (UNLIKELY(!t->self))
-		enlist(t);
-	g = atomic_load_explicit(&sh->rate_gen, memory_order_relaxed);
 	if (t->gen != g) {
 		t->gen = g;
 		t->left = draw(t);
-		if (size < t->left) {
-			t->left -= size;
-			return false;
-		}
+	}
+	if (size < t->left) {
+		t->left -= size;
+		return false;
 	}
 	*rate = t->rate;
 	t->left = draw(t);
 	return true;
+}
+
+/* The allocation slow path, out of line: count the call, then decide.
+ * A folded thread's budget is parked between calls. */
+__attribute__((noinline)) static bool take(size_t size, uint64_t *rate)
+{
+	struct ph_budget *t = &ph_tls;
+	bool sampled;
+
+	if (UNLIKELY(!t->self))
+		enlist(t);
+	if (LIKELY(!t->folded)) {
+		t->mallocs++;
+		return decide(t, size, rate);
+	}
+	atomic_fetch_add_explicit(&sh->folded_mallocs, 1,
+				  memory_order_relaxed);
+	t->left = t->parked;
+	sampled = decide(t, size, rate);
+	t->parked = t->left;
+	t->left = 0;
+	return sampled;
+}
+
+/* A free of p counted outside free's fast path (realloc's old block,
+ * operator delete). */
+static void count_free(void *p)
+{
+	struct ph_budget *t = &ph_tls;
+
+	if (!p)
+		return;
+	if (UNLIKELY(!t->self))
+		enlist(t);
+	if (LIKELY(!t->folded))
+		t->frees--;
+	else
+		atomic_fetch_add_explicit(&sh->folded_frees, 1,
+					  memory_order_relaxed);
 }
 
 /* ---- the lease ---- */
@@ -565,10 +655,14 @@ static void *h_calloc(size_t n, size_t size)
 }
 
 /* The old block is gone (or moved) once realloc returns, and its address
- * may be another thread's new block: report it first. */
+ * may be another thread's new block: report it first. It counts as a
+ * free and an allocation; with 0 bytes, glibc's only frees. */
 static void *h_realloc(void *old, size_t n)
 {
 	MAYBE_UNSAMPLE(old);
+	count_free(old);
+	if (old && !n)
+		return real.realloc(old, n);
 	SAMPLED(real.realloc(old, n), n);
 }
 
@@ -576,16 +670,38 @@ static void *h_reallocarray(void *old, size_t n, size_t size)
 {
 	size_t bytes;
 
-	MAYBE_UNSAMPLE(old);
 	if (__builtin_mul_overflow(n, size, &bytes))
 		return real.reallocarray(old, n, size);	/* it fails */
+	MAYBE_UNSAMPLE(old);
+	count_free(old);
+	if (old && !bytes)
+		return real.reallocarray(old, n, size);
 	SAMPLED(real.reallocarray(old, n, size), bytes);
 }
 
-/* Past ph_h_free's fast path: p's filter byte is set. */
+/* Past ph_h_free's fast path: p's filter byte is set (p may be NULL,
+ * whose byte always is). It counts here. */
 void ph_free_slow(void *p)
 {
+	count_free(p);
 	unsample(p);
+	real.free(p);
+}
+
+/* free found this thread's count at 0 (and counted it, to -1): its first
+ * free, to be listed; or its counts are folded, and the -1 moves there.
+ * p's filter byte is 0. */
+void ph_free_first(void *p)
+{
+	struct ph_budget *t = &ph_tls;
+
+	if (!t->self)
+		enlist(t);
+	if (t->folded) {
+		atomic_fetch_add_explicit(&sh->folded_frees, 0 - t->frees,
+					  memory_order_relaxed);
+		t->frees = 0;
+	}
 	real.free(p);
 }
 
@@ -635,6 +751,7 @@ NEW_VARIANTS(NEW_HOOK)
 	static void h##name(void *p, uintptr_t a, uintptr_t b)               \
 	{                                                                    \
 		MAYBE_UNSAMPLE(p);                                           \
+		count_free(p);                                               \
 		((delete_fn)real_##name)(p, a, b);                           \
 	}
 DELETE_VARIANTS(DELETE_HOOK)
@@ -677,5 +794,9 @@ __attribute__((constructor)) static void agent_init(void)
 	atomic_store(&sh->direct,
 		     fast_direct((void *)real.malloc, (void *)real.free));
 	pthread_atfork(NULL, NULL, atfork_child);
+	/* Once, here: a thread's end is where its counts must be folded. */
+	exit_key_ok = !pthread_key_create(&exit_key, thread_exit);
+	if (!exit_key_ok)
+		atomic_fetch_or(&sh->count_flags, PH_COUNT_NO_EXIT_HOOK);
 	proffs_heap_arm();
 }

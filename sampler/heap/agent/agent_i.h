@@ -167,13 +167,16 @@ PH_HIDDEN unsigned fast_direct(void *malloc_fn, void *free_fn);
 
 /* ---- agent.c ---- */
 
-/* This thread's budget; the fast paths read left, its first field. */
+/* This thread's budget and counts; the fast paths read left, its first
+ * field, and count in the next two. */
 PH_HIDDEN extern __thread struct ph_budget ph_tls
-	__attribute__((tls_model("initial-exec")));
+	__attribute__((tls_model("initial-exec"), aligned(64)));
 /* The rest of malloc and free past their fast paths (sampling, or a
- * maybe-sampled block freed). */
+ * maybe-sampled block freed); ph_free_first: free found its count at 0
+ * (the thread's first free, or its counts are folded), counted already. */
 PH_HIDDEN void *ph_malloc_slow(size_t n);
 PH_HIDDEN void ph_free_slow(void *p);
+PH_HIDDEN void ph_free_first(void *p);
 
 /* Redirect objects loaded since the last look (armed only). */
 PH_HIDDEN void agent_rescan(void);

@@ -32,14 +32,17 @@
 #include <stdint.h>
 
 #define PH_MAGIC 0x70686666666f7270ull	/* "proffhph" little-endian-ish */
-#define PH_VERSION 4
+#define PH_VERSION 5
 #define PH_RING_NAME "proffs-heap-ring"	/* memfd: /memfd:proffs-heap-ring */
 #define PH_AGENT_NAME "proffs-heap"	/* memfd of the injected agent */
 #define PH_HEADER_SIZE 4096		/* ring data starts here */
 #define PH_RING_SIZE (4u << 20)		/* bytes of records, power of two */
 #define PH_RING_MIN (1u << 20)		/* PROFFS_HEAP_RING_MB may choose */
 #define PH_RING_MAX (1u << 30)		/* between these */
-#define PH_STACK_BYTES 8192		/* stack copied per sample (perf's) */
+/* Stack copied per sample at most: as much as the daemon's unwinding of
+ * late needed (ph_shared.stack_want), up to the end of the thread's
+ * stack, so only deep stacks pay for it. */
+#define PH_STACK_BYTES (64 * 1024)
 #define PH_LEASE_MS 3000		/* no heartbeat this long: disarm */
 #define PH_DEFAULT_RATE 524288		/* Go's MemProfileRate */
 #define PH_THREADS 4096			/* threads the daemon can reach */
@@ -57,6 +60,11 @@ enum ph_rec_type {
 	PH_REC_ALLOC = 2,	/* struct ph_alloc */
 	PH_REC_FREE = 3,	/* struct ph_free */
 };
+
+/* ph_shared.count_flags */
+#define PH_COUNT_NO_EXIT_HOOK 1	/* no thread-exit hook (no pthread key
+				 * left): the counts of threads that ended
+				 * are lost */
 
 /* ph_alloc.flags */
 #define PH_ALLOC_UNTRACKED 1	/* the live table was full: no free will
@@ -106,31 +114,45 @@ struct ph_free {
 };
 
 /*
- * A thread's sampling budget, in its thread-local storage. The hooks' fast
- * path reads only left, never the shared rate: a thread that drew its
- * budget at a higher rate keeps it after the rate drops. So when the rate
- * drops the daemon zeroes left in every thread whose gen is older
- * (sampler/heap_budget.c), and each draws anew, at the new rate, at its
- * next allocation. The daemon reaches the budgets through the agent's
- * list of threads (ph_shared.threads): a thread enters it at its first
- * budget, and the daemon frees the entries of threads that are gone.
- * The daemon writes nothing here but left, and only where self and tid
- * say the memory is still that thread's budget.
+ * A thread's sampling budget and its counts of calls, in its thread-local
+ * storage. The hooks' fast path reads only left, never the shared rate: a
+ * thread that drew its budget at a higher rate keeps it after the rate
+ * drops. So when the rate drops the daemon zeroes left in every thread
+ * whose gen is older (sampler/heap_budget.c), and each draws anew, at the
+ * new rate, at its next allocation. The daemon reaches the budgets through
+ * the agent's list of threads (ph_shared.threads): a thread enters it at
+ * its first call of a hook, and leaves it when it ends. The daemon writes
+ * nothing here but left, and only where self and tid say the memory is
+ * still that thread's budget.
+ *
+ * mallocs and frees count every call, in the thread that makes it, with
+ * plain increments (sampler/heap_counts.c sums them). frees counts down:
+ * the borrow out of 0 of the free fast path's subtraction is how it sees
+ * a thread's first free (it enlists the thread). When a
+ * thread ends, or cannot be listed, its counts are folded into
+ * ph_shared.folded_* and it counts there from then on (folded).
  */
 struct ph_budget {
 	uint64_t left;		/* bytes until the next sample */
+	uint64_t mallocs;	/* allocation calls (malloc & co., new) */
+	uint64_t frees;		/* minus the frees of a block (not NULL) */
 	uint64_t self;		/* its own address, once listed */
 	uint32_t gen;		/* ph_shared.rate_gen left was drawn under */
 	uint32_t tid;
 	uint64_t rate;		/* the rate left was drawn at */
 	uint64_t rng;
 	uint32_t in_hook;	/* sampling now: a nested call does not */
+	uint32_t folded;	/* counts go to ph_shared.folded_* */
+	uint64_t parked;	/* folded: the budget (left stays 0, so
+				 * every call takes the slow path) */
+	uint32_t slot;		/* its entry in the list + 1; 0: none */
 	uint32_t pad;
 };
 
 struct ph_thread {
-	_Atomic uint32_t tid;	/* 0: free (the agent takes it, the daemon
-				 * frees it when the thread is gone) */
+	_Atomic uint32_t tid;	/* 0: free (the agent takes it at a
+				 * thread's first call, gives it back at
+				 * the thread's end) */
 	uint32_t pad;
 	_Atomic uint64_t budget;	/* the thread's struct ph_budget */
 };
@@ -158,6 +180,15 @@ struct ph_shared {
 	_Atomic uint32_t objects;	/* objects whose GOT it redirected */
 	_Atomic uint32_t slots;		/* GOT entries it redirected */
 	_Atomic uint32_t direct;	/* hooks leaving by a direct jump (0-2) */
+
+	/* agent: the counts of threads that no longer count in their
+	 * budget (ended, or never listed). A fold moves a thread's counts
+	 * here with fold_seq odd: a reader that saw it change (or odd)
+	 * read while counts moved, and reads again. */
+	_Atomic uint64_t folded_mallocs __attribute__((aligned(64)));
+	_Atomic uint64_t folded_frees;
+	_Atomic uint32_t fold_seq;
+	_Atomic uint32_t count_flags;	/* PH_COUNT_* */
 
 	/* daemon */
 	_Atomic uint64_t tail __attribute__((aligned(64)));

@@ -65,6 +65,9 @@ void live_reset(void)
 	_Atomic uintptr_t *l = atomic_load(&large_slots);
 
 	memset((void *)live_filter, 0, 1u << LIVE_FILTER_BITS);
+	/* NULL's bucket: free(NULL) takes free's slow path, which counts no
+	 * free for it (fast.c). Blocks there add to this 1, never below. */
+	atomic_store(&live_filter[live_bucket(0)], 1);
 	memset((void *)small.slots, 0, sizeof(uintptr_t) << SMALL_BITS);
 	small.count = 0;
 	if (l) {	/* give the pages back rather than zeroing them */

@@ -26,7 +26,10 @@
 #include "uprobe_group.h"
 #include "uprobe_rec.h"
 
-#define STACK_BYTES 8192	/* what the agent copies (PH_STACK_BYTES) */
+/* perf's default copy: the kernel makes it at every hit of an
+ * allocating function; the rest of a deeper stack is read from the
+ * process when a sample needs it (heap_model_read_live()). */
+#define STACK_BYTES 8192
 #define MAX_LOCS 64		/* 9 functions per object defining them */
 #define POLL_MS 10		/* breaker checks, when idle */
 #define WORK_NS 2000000ull	/* pairing and unwinding between checks */
@@ -542,6 +545,8 @@ int heap_uprobe_profile(const struct heap_uprobe_opts *o, struct profile **out,
 	if (ret)
 		return ret == -ENOENT ? -ESRCH : ret;
 	ret = heap_model_new(o->pid, maps, o->max_stacks, &m);
+	if (!ret)
+		ret = heap_model_read_live(m);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	info.time_nanos = (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 	if (!ret)

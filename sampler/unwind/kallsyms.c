@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * kallsyms.c - /proc/kallsyms as one sorted table, read once.
+ *
+ * Names sit in one arena, symbols hold offsets into it (the arena moves
+ * while it grows). Of several symbols at one address the one perf would
+ * print is kept (its choose_best_symbol(): not weak, global, fewer
+ * leading underscores, the longer name), so that kernel frames carry
+ * perf's names.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kallsyms.h"
+#include "log.h"
+
+#define KALLSYMS_PATH "/proc/kallsyms"
+
+struct ksym {
+	uint64_t addr;
+	uint32_t name;		/* offset in names */
+	char type;		/* t, T, w or W */
+};
+
+struct kallsyms {
+	char *path;
+	pthread_mutex_t lock;
+	_Atomic int state;	/* 0: not read; 1: ready; -1: read, useless */
+	struct ksym *syms;
+	size_t n, cap;
+	char *names;
+	size_t names_len, names_cap;
+};
+
+int kallsyms_new(const char *path, struct kallsyms **out)
+{
+	struct kallsyms *k = calloc(1, sizeof(*k));
+
+	if (!k)
+		return -ENOMEM;
+	k->path = strdup(path ? path : KALLSYMS_PATH);
+	if (!k->path) {
+		free(k);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&k->lock, NULL);
+	*out = k;
+	return 0;
+}
+
+void kallsyms_free(struct kallsyms *k)
+{
+	if (!k)
+		return;
+	pthread_mutex_destroy(&k->lock);
+	free(k->syms);
+	free(k->names);
+	free(k->path);
+	free(k);
+}
+
+static int grow(void **v, size_t *cap, size_t need, size_t size)
+{
+	size_t ncap = *cap ? *cap : 4096;
+	void *nv;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need)
+		ncap *= 2;
+	nv = realloc(*v, ncap * size);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
+/* One "ADDR TYPE NAME[\t[MODULE]]" line: text symbols only. */
+static int add_line(struct kallsyms *k, const char *line)
+{
+	char *end;
+	uint64_t addr = strtoull(line, &end, 16);
+	const char *name;
+	size_t len;
+
+	if (end == line || end[0] != ' ' || !strchr("tTwW", end[1]) ||
+	    !end[1] || end[2] != ' ')
+		return 0;
+	name = end + 3;
+	len = strcspn(name, " \t\n");
+	if (!len || len > 1024)
+		return 0;
+	if (grow((void **)&k->syms, &k->cap, k->n + 1, sizeof(*k->syms)) ||
+	    grow((void **)&k->names, &k->names_cap, k->names_len + len + 1,
+		 1))
+		return -ENOMEM;
+	k->syms[k->n++] = (struct ksym){ .addr = addr, .type = end[1],
+					 .name = (uint32_t)k->names_len };
+	memcpy(k->names + k->names_len, name, len);
+	k->names[k->names_len + len] = '\0';
+	k->names_len += len + 1;
+	return 0;
+}
+
+static int by_addr(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static size_t underscores(const char *s)
+{
+	return strspn(s, "_");
+}
+
+/* perf's choice among symbols at one address: is a better than b? */
+static bool better(const struct kallsyms *k, const struct ksym *a,
+		   const struct ksym *b)
+{
+	const char *na = k->names + a->name, *nb = k->names + b->name;
+	bool weak_a = a->type == 'w' || a->type == 'W';
+	bool weak_b = b->type == 'w' || b->type == 'W';
+	bool glob_a = a->type == 'T', glob_b = b->type == 'T';
+
+	if (weak_a != weak_b)
+		return weak_b;
+	if (glob_a != glob_b)
+		return glob_a;
+	if (underscores(na) != underscores(nb))
+		return underscores(na) < underscores(nb);
+	return strlen(na) > strlen(nb);
+}
+
+/* Sort, and keep one symbol per address. */
+static void settle(struct kallsyms *k)
+{
+	size_t out = 0;
+
+	qsort(k->syms, k->n, sizeof(*k->syms), by_addr);
+	for (size_t i = 0; i < k->n; i++) {
+		if (out && k->syms[out - 1].addr == k->syms[i].addr) {
+			if (better(k, &k->syms[i], &k->syms[out - 1]))
+				k->syms[out - 1] = k->syms[i];
+			continue;
+		}
+		k->syms[out++] = k->syms[i];
+	}
+	k->n = out;
+}
+
+static int load(struct kallsyms *k)
+{
+	FILE *f = fopen(k->path, "re");
+	char *line = NULL;
+	size_t cap = 0;
+	int ret = 0;
+
+	if (!f)
+		return -errno;
+	while (!ret && getline(&line, &cap, f) > 0)
+		ret = add_line(k, line);
+	free(line);
+	fclose(f);
+	if (ret)
+		return ret;
+	settle(k);
+	/* Hidden from this reader: every address 0, one symbol left. */
+	return k->n > 1 && k->syms[k->n - 1].addr ? 0 : -EPERM;
+}
+
+bool kallsyms_ready(struct kallsyms *k)
+{
+	int ret;
+
+	if (atomic_load_explicit(&k->state, memory_order_acquire))
+		return atomic_load_explicit(&k->state,
+					    memory_order_acquire) > 0;
+	pthread_mutex_lock(&k->lock);
+	if (!atomic_load_explicit(&k->state, memory_order_relaxed)) {
+		ret = load(k);
+		if (ret == -EPERM)
+			pr_info("kallsyms: the kernel hides the addresses of "
+				"%s from this daemon (kptr_restrict, "
+				"perf_event_paranoid): no kernel frames",
+				k->path);
+		else if (ret)
+			pr_info("kallsyms: cannot read %s (%s): no kernel "
+				"frames", k->path, strerror(-ret));
+		if (ret) {
+			free(k->syms);
+			free(k->names);
+			k->syms = NULL;
+			k->names = NULL;
+			k->n = 0;
+		} else {
+			pr_debug("kallsyms: %zu kernel functions from %s",
+				 k->n, k->path);
+		}
+		atomic_store_explicit(&k->state, ret ? -1 : 1,
+				      memory_order_release);
+	}
+	pthread_mutex_unlock(&k->lock);
+	return atomic_load_explicit(&k->state, memory_order_acquire) > 0;
+}
+
+const char *kallsyms_name(const struct kallsyms *k, uint64_t addr,
+			  uint64_t *start)
+{
+	size_t lo = 0, hi;
+
+	if (atomic_load_explicit(&k->state, memory_order_acquire) <= 0 ||
+	    addr < k->syms[0].addr)
+		return NULL;
+	hi = k->n;
+	while (hi - lo > 1) {	/* syms[lo].addr <= addr */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (k->syms[mid].addr <= addr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*start = k->syms[lo].addr;
+	return k->names + k->syms[lo].name;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * kallsyms.h - the kernel's function symbols, from /proc/kallsyms, to name
+ * the kernel part of a sample's callchain.
+ *
+ * One table for the daemon: created empty at start (kallsyms_new()),
+ * read once, by the first session that wants kernel frames
+ * (kallsyms_ready()), then shared by every session; about 120,000 text
+ * symbols, 5 MiB, 50-100 ms to load here. Only text symbols (t, T, w, W)
+ * are kept, sorted by address; a function runs to the next symbol.
+ * Modules loaded later are not seen (their frames are named by address).
+ *
+ * The kernel shows the addresses only to a reader it would let profile
+ * the kernel (kptr_restrict 0 and perf_event_paranoid <= 1, or
+ * CAP_SYSLOG); to anyone else every address reads 0. Such a table is
+ * empty, kallsyms_ready() says false, and kernel frames are left out.
+ *
+ * Thread-safe: the load happens once, under a lock; a ready table is
+ * never changed again, and lookups take no lock. Errors: negative errno.
+ */
+#ifndef PROFFS_KALLSYMS_H
+#define PROFFS_KALLSYMS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct kallsyms;
+
+/* A table to be read from path (NULL: /proc/kallsyms). -ENOMEM. */
+int kallsyms_new(const char *path, struct kallsyms **out);
+void kallsyms_free(struct kallsyms *k);
+
+/*
+ * Read the table if nobody has yet (once: a failed or empty read is not
+ * tried again). True when it holds symbols with their addresses.
+ */
+bool kallsyms_ready(struct kallsyms *k);
+
+/*
+ * The function holding addr (the symbol at or below it, with *start its
+ * address), or NULL below the first symbol or when the table is not
+ * ready. The name lives as long as k.
+ */
+const char *kallsyms_name(const struct kallsyms *k, uint64_t addr,
+			  uint64_t *start);
+
+#endif

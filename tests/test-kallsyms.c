@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * test-kallsyms.c - the kernel symbol table (sampler/unwind/kallsyms.h)
+ * and the kernel frames it names (kframes.h): lookups between symbols,
+ * perf's choice among aliases, data and hidden symbols left out, a table
+ * read once; "[k] name" locations, one per function, from addresses and
+ * from /proc/PID/task/TID/stack text. With the machine's own
+ * /proc/kallsyms too, when it shows addresses.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "kallsyms.h"
+#include "kframes.h"
+#include "profile.h"
+
+static const char table[] =
+	"ffffffff81000000 T _stext\n"
+	"ffffffff81000000 T _text\n"
+	"ffffffff81000000 t startup_64\n"
+	"ffffffff81001000 t __local_fn\n"
+	"ffffffff81001000 t local_fn\n"
+	"ffffffff81002000 W weak_fn\n"
+	"ffffffff81002000 t strong_local\n"
+	"ffffffff81003000 D some_data\n"
+	"ffffffff81004000 T vfs_read\n"
+	"ffffffff81004800 T ksys_read\n"
+	"garbage line\n"
+	"ffffffffc0a00000 t mod_fn\t[mod]\n"
+	"ffffffff81003800 T pipe_read\n";
+
+static char *write_file(const char *text)
+{
+	char *path = strdup("/tmp/test-kallsyms-XXXXXX");
+	int fd = path ? mkstemp(path) : -1;
+
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		die("write_file", -1);
+	close(fd);
+	return path;
+}
+
+static const char *name_at(struct kallsyms *k, uint64_t addr, uint64_t *s)
+{
+	const char *n = kallsyms_name(k, addr, s);
+
+	return n ? n : "(null)";
+}
+
+static void test_lookups(void)
+{
+	char *path = write_file(table);
+	struct kallsyms *k;
+	uint64_t start = 0;
+
+	MUST(kallsyms_new(path, &k));
+	CHECK(kallsyms_name(k, 0xffffffff81004000ull, &start) == NULL,
+	      "named before it was read");
+	CHECK(kallsyms_ready(k), "not ready");
+	CHECK(kallsyms_ready(k), "not ready twice");
+	/* perf's choice at one address: global, fewer underscores, longer */
+	CHECK(!strcmp(name_at(k, 0xffffffff81000010ull, &start), "_stext"),
+	      "%s", name_at(k, 0xffffffff81000010ull, &start));
+	CHECK(start == 0xffffffff81000000ull, "start %llx",
+	      (unsigned long long)start);
+	CHECK(!strcmp(name_at(k, 0xffffffff81001004ull, &start), "local_fn"),
+	      "%s", name_at(k, 0xffffffff81001004ull, &start));
+	/* not weak beats weak, even local */
+	CHECK(!strcmp(name_at(k, 0xffffffff81002000ull, &start),
+		      "strong_local"), "%s",
+	      name_at(k, 0xffffffff81002000ull, &start));
+	/* data symbols are not functions: the text before it runs on */
+	CHECK(!strcmp(name_at(k, 0xffffffff81003010ull, &start),
+		      "strong_local"), "%s",
+	      name_at(k, 0xffffffff81003010ull, &start));
+	/* out of order in the file, in order in the table */
+	CHECK(!strcmp(name_at(k, 0xffffffff81003900ull, &start), "pipe_read"),
+	      "%s", name_at(k, 0xffffffff81003900ull, &start));
+	CHECK(!strcmp(name_at(k, 0xffffffff810047ffull, &start), "vfs_read"),
+	      "%s", name_at(k, 0xffffffff810047ffull, &start));
+	CHECK(!strcmp(name_at(k, 0xffffffff81004800ull, &start), "ksys_read"),
+	      "%s", name_at(k, 0xffffffff81004800ull, &start));
+	CHECK(!strcmp(name_at(k, 0xffffffffc0a00123ull, &start), "mod_fn"),
+	      "%s", name_at(k, 0xffffffffc0a00123ull, &start));
+	CHECK(kallsyms_name(k, 0xffffffff80000000ull, &start) == NULL,
+	      "a name below the first symbol");
+	kallsyms_free(k);
+	unlink(path);
+	free(path);
+}
+
+/* What a reader the kernel hides addresses from reads: zeros. */
+static void test_hidden_and_missing(void)
+{
+	char *path = write_file("0000000000000000 T _stext\n"
+				"0000000000000000 T vfs_read\n"
+				"0000000000000000 t pipe_read\n");
+	struct kallsyms *k;
+	uint64_t start;
+
+	MUST(kallsyms_new(path, &k));
+	CHECK(!kallsyms_ready(k), "ready with hidden addresses");
+	CHECK(!kallsyms_name(k, 0, &start), "named a hidden address");
+	kallsyms_free(k);
+	unlink(path);
+	MUST(kallsyms_new(path, &k));	/* gone now */
+	CHECK(!kallsyms_ready(k), "ready without a file");
+	kallsyms_free(k);
+	free(path);
+	kallsyms_free(NULL);
+}
+
+static const char *fn_name(struct profile *p, uint64_t loc, bool system)
+{
+	const struct pf_location *l = profile_location(p, loc);
+	const struct pf_function *f;
+
+	const struct pf_mapping *m = l ? profile_mapping(p, l->mapping_id)
+				       : NULL;
+
+	if (!l || l->nlines != 1 || !m ||
+	    strcmp(profile_str(p, m->filename), "[kernel.kallsyms]") ||
+	    !m->has_functions)
+		return "(bad location)";
+	f = profile_function(p, l->lines[0].function_id);
+	return profile_str(p, system ? f->system_name : f->name);
+}
+
+static void test_frames(void)
+{
+	char *path = write_file(table);
+	struct kallsyms *k;
+	struct profile *p;
+	struct kframes *kf;
+	uint64_t a, b, c, d, locs[8];
+	int n;
+
+	MUST(kallsyms_new(path, &k));
+	CHECK(kallsyms_ready(k), "not ready");
+	MUST(profile_new(&p));
+	MUST(kframes_new(p, k, &kf));
+	/* the leaf at a function's start is that function; a return address
+	 * there belongs to the call before it */
+	MUST(kframes_pc(kf, 0xffffffff81004800ull, true, &a));
+	MUST(kframes_pc(kf, 0xffffffff81004800ull, false, &b));
+	MUST(kframes_pc(kf, 0xffffffff81004010ull, false, &c));
+	CHECK(!strcmp(fn_name(p, a, false), "[k] ksys_read"), "%s",
+	      fn_name(p, a, false));
+	CHECK(!strcmp(fn_name(p, a, true), "ksys_read"), "%s",
+	      fn_name(p, a, true));
+	CHECK(!strcmp(fn_name(p, b, false), "[k] vfs_read"), "%s",
+	      fn_name(p, b, false));
+	CHECK(b == c, "two locations for vfs_read: %llu %llu",
+	      (unsigned long long)b, (unsigned long long)c);
+	CHECK(profile_location(p, b)->address == 0xffffffff81004000ull,
+	      "vfs_read at %llx",
+	      (unsigned long long)profile_location(p, b)->address);
+	CHECK(profile_nmappings(p) == 1, "%zu mappings", profile_nmappings(p));
+	MUST(kframes_pc(kf, 0xffffffff70000000ull, true, &d));
+	CHECK(!strcmp(fn_name(p, d, false), "[k] 0xffffffff70000000"), "%s",
+	      fn_name(p, d, false));
+	/* /proc/PID/task/TID/stack, innermost first */
+	MUST(kframes_proc_stack(kf, "[<0>] pipe_read+0x322/0x490\n"
+				"[<0>] vfs_read+0x248/0x330\n"
+				"[<0>] ksys_read+0x6b/0xf0\n"
+				"junk\n"
+				"[<0>] do_syscall_64+0x82/0x190\n"
+				"[<0>] entry_SYSCALL_64_after_hwframe+0x76",
+				locs, 8, &n));
+	CHECK(n == 5, "%d frames", n);
+	CHECK(n >= 3 && locs[1] == b && locs[2] == a,
+	      "named frames are not the addresses' locations");
+	CHECK(n == 5 && !strcmp(fn_name(p, locs[4], false),
+				"[k] entry_SYSCALL_64_after_hwframe"),
+	      "%s", n == 5 ? fn_name(p, locs[4], false) : "");
+	MUST(kframes_proc_stack(kf, "[<0>] a\n[<0>] b\n[<0>] c\n", locs, 2,
+				&n));
+	CHECK(n == 2, "%d frames past max", n);
+	kframes_free(kf);
+	profile_free(p);
+	kallsyms_free(k);
+	unlink(path);
+	free(path);
+}
+
+/* The machine's own table, when this reader may see it. */
+static void test_this_kernel(void)
+{
+	struct kallsyms *k;
+	uint64_t start;
+	const char *n;
+
+	MUST(kallsyms_new(NULL, &k));
+	if (kallsyms_ready(k)) {
+		FILE *f = fopen("/proc/kallsyms", "re");
+		unsigned long long addr = 0;
+		char type, name[256];
+		int found = 0;
+
+		while (f && fscanf(f, "%llx %c %255s%*[^\n]", &addr, &type,
+				   name) == 3)
+			if (!strcmp(name, "vfs_read")) {
+				found = 1;
+				break;
+			}
+		if (f)
+			fclose(f);
+		CHECK(found, "no vfs_read in /proc/kallsyms");
+		n = kallsyms_name(k, addr + 1, &start);
+		CHECK(n && !strcmp(n, "vfs_read") && start == addr,
+		      "vfs_read+1 is %s", n ? n : "(null)");
+	}
+	kallsyms_free(k);
+}
+
+int main(void)
+{
+	test_lookups();
+	test_hidden_and_missing();
+	test_frames();
+	test_this_kernel();
+	return failures ? 1 : 0;
+}
