@@ -56,20 +56,17 @@ static const char *const kind_names[] = {
 	[OFFCPU_MUTEX] = "mutex",
 };
 
-uint64_t oc_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 static uint64_t clock_ns(clockid_t clk)
 {
 	struct timespec ts;
 
 	clock_gettime(clk, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+uint64_t oc_mono_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 const char *oc_state_label(char letter)
