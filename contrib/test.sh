@@ -7,7 +7,8 @@
 #
 # With CI=true a skipped test counts as failed: CI must prove everything.
 # PROFFS_BUILD_DIR picks the build directory (default: build);
-# PROFFS_TEST_LOAD=N keeps N CPU hogs running during the tests.
+# PROFFS_TEST_LOAD=N keeps N CPU hogs running during the plain build's
+# tests (not the sanitizer leg's: twice as slow, it would double the run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . contrib/deps.sh
@@ -30,16 +31,6 @@ build_proffs "$build" || summary_fail "proffs: build failed"
 rm -rf "$out"
 mkdir -p "$out"
 
-# PROFFS_TEST_LOAD=N: N CPU hogs run beside the whole suite, as on a busy
-# machine (issue 19); the suite must pass that way too.
-hogs=()
-for _ in $(seq "${PROFFS_TEST_LOAD:-0}"); do
-	/bin/sh -c 'while :; do :; done' &
-	hogs+=($!)
-done
-stop_hogs() { [ ${#hogs[@]} -eq 0 ] || kill "${hogs[@]}" 2>/dev/null || true; }
-trap stop_hogs EXIT
-[ ${#hogs[@]} -eq 0 ] || echo "== load: ${#hogs[@]} CPU hogs running"
 
 # run_suite BUILD TAG: unit tests, then integration tests, of one build;
 # results land in $out/TAG-unit.json and $out/TAG-integration.xml.
@@ -58,7 +49,18 @@ run_suite()
 		tests/integration --junitxml="$out/$tag-integration.xml" || true
 }
 
+# PROFFS_TEST_LOAD=N: N CPU hogs run beside the plain suite, as on a busy
+# machine (issue 19); the suite must pass that way too.
+hogs=()
+for _ in $(seq "${PROFFS_TEST_LOAD:-0}"); do
+	/bin/sh -c 'while :; do :; done' &
+	hogs+=($!)
+done
+stop_hogs() { [ ${#hogs[@]} -eq 0 ] || kill "${hogs[@]}" 2>/dev/null || true; hogs=(); }
+trap stop_hogs EXIT
+[ ${#hogs[@]} -eq 0 ] || echo "== load: ${#hogs[@]} CPU hogs running"
 run_suite "$build" plain
+stop_hogs
 
 # The unit tests once more under valgrind memcheck: errors or definite
 # leaks fail them.

@@ -29,6 +29,13 @@ int proc_comm(pid_t pid, pid_t tid, char *buf, size_t size);
 /* The command line with NULs turned into spaces, NUL-terminated. */
 int proc_cmdline_str(pid_t pid, char *buf, size_t size);
 
+struct profile;
+
+/* Name p's target for renderers' titles and comments: its pid, command
+ * line (empty once the process is gone) and kind (NULL: left unset).
+ * 0 or -ENOMEM. */
+int proc_name_profile(struct profile *p, pid_t pid, const char *kind);
+
 /* One-letter state from /proc/PID/stat ('R', 'S', 'Z', ...). */
 int proc_state(pid_t pid, char *state);
 

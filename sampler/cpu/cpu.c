@@ -292,7 +292,6 @@ void cpu_raise_priority(void)
 static int setup_profile(struct cpu_run *run, const struct cpu_opts *o)
 {
 	struct pf_header *h;
-	char cmd[4096];
 	int ret;
 
 	ret = profile_new(&run->p);
@@ -307,18 +306,14 @@ static int setup_profile(struct cpu_run *run, const struct cpu_opts *o)
 	run->key_thread_name = profile_intern(run->p, "thread_name");
 	run->key_pid = profile_intern(run->p, "pid");
 	run->key_comm = profile_intern(run->p, "comm");
+	if (proc_name_profile(run->p, o->pid, "cpu"))
+		return -ENOMEM;
 	h = profile_header(run->p);
-	h->pid = o->pid;
-	if (!o->pid)
-		snprintf(cmd, sizeof(cmd), "%s", o->all_title ? o->all_title
-				: "all processes");
-	else if (proc_cmdline_str(o->pid, cmd, sizeof(cmd)))
-		cmd[0] = '\0';
-	h->command = profile_intern(run->p, cmd);
-	h->kind = profile_intern(run->p, "cpu");
+	if (!o->pid)	/* pid 0's cmdline is ours: the title says what */
+		h->command = profile_intern(run->p, o->all_title ?
+					    o->all_title : "all processes");
 	if (run->key_thread < 0 || run->key_thread_name < 0 ||
-	    run->key_pid < 0 || run->key_comm < 0 ||
-	    h->command < 0 || h->kind < 0)
+	    run->key_pid < 0 || run->key_comm < 0 || h->command < 0)
 		return -ENOMEM;
 	run->threads = calloc(THREAD_SLOTS, sizeof(*run->threads));
 	return run->threads ? 0 : -ENOMEM;

@@ -883,22 +883,14 @@ static int uprobe_profile(struct heap_agents *a, const struct heap_opts *o,
 /* An empty profile of pid to hang MemStats on. */
 static int memstats_profile(pid_t pid, struct profile **out)
 {
-	struct pf_header *h;
 	struct profile *p;
-	char cmd[4096];
 	int ret;
 
 	ret = profile_new(&p);
 	if (ret)
 		return ret;
-	h = profile_header(p);
-	h->pid = pid;
-	h->time_nanos = wall_ns();
-	if (proc_cmdline_str(pid, cmd, sizeof(cmd)))
-		cmd[0] = '\0';
-	h->command = profile_intern(p, cmd);
-	h->kind = profile_intern(p, "memstats");
-	if (h->command < 0 || h->kind < 0) {
+	profile_header(p)->time_nanos = wall_ns();
+	if (proc_name_profile(p, pid, "memstats")) {
 		profile_free(p);
 		return -ENOMEM;
 	}

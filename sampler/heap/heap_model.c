@@ -98,8 +98,6 @@ static int setup_profile(struct heap_model *m, pid_t pid)
 		{ "alloc_objects", "count" }, { "alloc_space", "bytes" },
 		{ "inuse_objects", "count" }, { "inuse_space", "bytes" },
 	};
-	struct pf_header *h;
-	char cmd[4096];
 	int ret;
 
 	ret = profile_new(&m->p);
@@ -110,12 +108,7 @@ static int setup_profile(struct heap_model *m, pid_t pid)
 			return -ENOMEM;
 	m->key_bytes = profile_intern(m->p, "bytes");
 	m->unit_bytes = m->key_bytes;
-	h = profile_header(m->p);
-	h->pid = pid;
-	if (proc_cmdline_str(pid, cmd, sizeof(cmd)))
-		cmd[0] = '\0';
-	h->command = profile_intern(m->p, cmd);
-	if (m->key_bytes < 0 || h->command < 0 ||
+	if (m->key_bytes < 0 || proc_name_profile(m->p, pid, NULL) ||
 	    profile_set_period(m->p, "space", "bytes", 1))
 		return -ENOMEM;
 	return 0;

@@ -428,8 +428,6 @@ static void last_switches(struct oc_run *run)
 static int setup_profile(struct oc_run *run)
 {
 	const struct offcpu_opts *o = run->o;
-	struct pf_header *h;
-	char cmd[4096];
 	int ret;
 
 	ret = profile_new(&run->p);
@@ -451,14 +449,9 @@ static int setup_profile(struct oc_run *run)
 	run->key_thread = profile_intern(run->p, "thread");
 	run->key_thread_name = profile_intern(run->p, "thread_name");
 	run->key_state = profile_intern(run->p, "state");
-	h = profile_header(run->p);
-	h->pid = o->pid;
-	if (proc_cmdline_str(o->pid, cmd, sizeof(cmd)))
-		cmd[0] = '\0';
-	h->command = profile_intern(run->p, cmd);
-	h->kind = profile_intern(run->p, kind_names[o->kind]);
 	if (run->key_thread < 0 || run->key_thread_name < 0 ||
-	    run->key_state < 0 || h->command < 0 || h->kind < 0)
+	    run->key_state < 0 ||
+	    proc_name_profile(run->p, o->pid, kind_names[o->kind]))
 		return -ENOMEM;
 	return 0;
 }

@@ -406,9 +406,7 @@ static void *dump_thread(void *arg)
 
 static int setup_profile(struct profile **out, pid_t pid)
 {
-	struct pf_header *h;
 	struct profile *p;
-	char cmd[4096];
 	int ret;
 
 	ret = profile_new(&p);
@@ -418,13 +416,7 @@ static int setup_profile(struct profile **out, pid_t pid)
 	if (profile_add_sample_type(p, "goroutine", "count") ||
 	    profile_set_period(p, "goroutine", "count", 1))
 		goto fail;
-	h = profile_header(p);
-	h->pid = pid;
-	if (proc_cmdline_str(pid, cmd, sizeof(cmd)))
-		cmd[0] = '\0';
-	h->command = profile_intern(p, cmd);
-	h->kind = profile_intern(p, "goroutine");
-	if (h->command < 0 || h->kind < 0)
+	if (proc_name_profile(p, pid, "goroutine"))
 		goto fail;
 	*out = p;
 	return 0;
