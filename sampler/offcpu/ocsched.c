@@ -249,8 +249,13 @@ static uint64_t clamp(const struct oc_run *run, uint64_t t)
 	       t > run->end_ns ? run->end_ns : t;
 }
 
-/* th was off the CPU from a to b, from the switch out of token (ended:
- * it came back). */
+/*
+ * th was off the CPU from a to b, from the switch out of token (ended:
+ * it came back in the window). A wait ends with the last sleep of its
+ * call: counted there, once, so a wait whose call sleeps again after the
+ * window's end (woken, the lock taken again) did not end in it, and one
+ * that began sleeping before the window's start and ends in it did.
+ */
 static void interval(struct oc_run *run, struct oc_thread *th,
 		     uint64_t tok, bool preempted, uint64_t a, uint64_t b,
 		     bool ended)
@@ -263,6 +268,9 @@ static void interval(struct oc_run *run, struct oc_thread *th,
 	/* a preemption between two sleeps of a call does not end it */
 	again = !preempted && th->slept && th->last_sleep == tok;
 	if (!preempted) {
+		if (again && th->wait_counted && place < th->nplaces)
+			th->places[place].waits--;	/* it went on */
+		th->wait_counted = false;
 		th->last_sleep = tok;
 		th->slept = true;
 	}
@@ -279,7 +287,8 @@ static void interval(struct oc_run *run, struct oc_thread *th,
 		return;
 	}
 	pl->sleeps++;
-	pl->waits += ended && !again;
+	pl->waits += ended;
+	th->wait_counted = ended;
 	pl->off_ns += d;
 }
 

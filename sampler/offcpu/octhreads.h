@@ -96,6 +96,7 @@ struct oc_thread {
 	uint32_t nplaces, capplaces;
 	bool switched;			/* a switch of it was seen */
 	bool out, out_preempted, slept;
+	bool wait_counted;	/* the wait of last_sleep, as it ended */
 	uint64_t out_token, last_sleep;
 	uint64_t out_ns;
 	uint64_t sched_off_ns;
