@@ -77,8 +77,10 @@ static void usage(const char *prog)
 	       "    -o http_token=FILE     a bearer token clients off loopback\n"
 	       "                           must send (first line, mode 600)\n"
 	       "    -o offcpu=METHOD       how wall, block and mutex are\n"
-	       "                           taken: auto, procfs (auto; both\n"
-	       "                           /proc for now, see offcpu.md)\n"
+	       "                           taken: sched (scheduler events,\n"
+	       "                           exact; root or CAP_PERFMON),\n"
+	       "                           procfs (/proc), auto (sched where\n"
+	       "                           allowed, else procfs) (auto)\n"
 	       "\n");
 }
 
@@ -149,6 +151,7 @@ static const struct {
 	enum offcpu_method method;
 } offcpu_methods[] = {
 	{ "auto", OFFCPU_AUTO }, { "procfs", OFFCPU_PROCFS },
+	{ "sched", OFFCPU_SCHED },
 };
 
 static int parse_heap_method(const char *s, enum heap_method *m)
@@ -228,7 +231,8 @@ static int check_opts(struct proffs_opts *o, enum heap_method *method)
 	}
 	if (parse_offcpu_method(o->offcpu_method ? o->offcpu_method : "auto",
 				&o->offcpu)) {
-		fprintf(stderr, "proffs: offcpu= takes auto or procfs\n");
+		fprintf(stderr, "proffs: offcpu= takes auto, sched or "
+				"procfs\n");
 		return -EINVAL;
 	}
 	if (!o->agent)

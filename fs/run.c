@@ -15,7 +15,7 @@
 
 /* What a kind reports of itself on the session's line. */
 struct run_result {
-	char detail[256];	/* "samples=... lost=..." */
+	char detail[384];	/* "samples=... lost=..." */
 	uint64_t window_ms;	/* 0 for a snapshot */
 	uint64_t samples, lost;
 };
@@ -77,12 +77,18 @@ static int run_offcpu(const struct run_ctx *c, struct profile **out,
 	r->window_ms = o.window_ms;
 	ret = offcpu_profile(&o, out, &st);
 	snprintf(r->detail, sizeof(r->detail), "method=%s hz=%u threads=%u "
-		 "looks=%llu copies=%llu raced=%llu incomplete=%llu "
-		 "cpu_samples=%llu lost=%llu daemon_cpu_us=%llu",
+		 "looks=%llu copies=%llu raced=%llu switches=%llu "
+		 "preempted=%llu switch_lost=%llu calls_read=%llu "
+		 "incomplete=%llu cpu_samples=%llu lost=%llu "
+		 "daemon_cpu_us=%llu",
 		 st.method == OFFCPU_SCHED ? "sched" : "procfs", o.hz,
 		 st.threads, (unsigned long long)st.looks,
 		 (unsigned long long)st.snapshots,
 		 (unsigned long long)st.raced,
+		 (unsigned long long)st.switches,
+		 (unsigned long long)st.preempted,
+		 (unsigned long long)st.switch_lost,
+		 (unsigned long long)st.calls_read,
 		 (unsigned long long)st.incomplete,
 		 (unsigned long long)st.cpu_samples,
 		 (unsigned long long)st.lost,

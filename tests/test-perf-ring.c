@@ -3,7 +3,8 @@
  * test-perf-ring.c - a perf event's ring (sampler/perf/perf_ring.h): draining
  * records written by hand into a ring in plain memory (in order, one
  * wrapping the end, LOST counts, a LOST too short to hold one, other
- * types, a record not all written yet, a broken header), then mapping:
+ * types skipped or, drained as records, handed out, a record not all
+ * written yet, a broken header), then mapping:
  * too few pages, an fd that is no perf event, and a real event on this
  * process whose samples are drained.
  */
@@ -185,6 +186,62 @@ static void test_in_order(void)
 	perf_ring_drain(&f.g, on_sample, &s, &lost);
 	CHECK(s.n == 3 && lost == 5, "%d samples, lost %llu", s.n,
 	      (unsigned long long)lost);
+	fake_free(&f);
+}
+
+struct types {
+	int n;
+	uint32_t type[8];
+	uint16_t misc[8];
+	size_t len[8];
+};
+
+static void on_record(const struct perf_event_header *h, const void *body,
+		      size_t len, void *arg)
+{
+	struct types *t = arg;
+
+	(void)body;
+	if (t->n < 8) {
+		t->type[t->n] = h->type;
+		t->misc[t->n] = h->misc;
+		t->len[t->n] = len;
+	}
+	t->n++;
+}
+
+/* Every type but LOST (counted), in order, with its header and body,
+ * for the context switches of offcpu=sched (perf_switch.h). */
+static void test_records(void)
+{
+	struct perf_event_header sw = {
+		.type = PERF_RECORD_SWITCH,
+		.misc = PERF_RECORD_MISC_SWITCH_OUT,
+		.size = sizeof(sw) + 16,
+	};
+	uint8_t trailer[16] = { 0 };
+	struct types t = { 0 };
+	uint64_t at = 0, lost = 0;
+	struct fake f;
+
+	fake_new(&f);
+	put_record(&f, &at, PERF_RECORD_SAMPLE, 40, 0xa1);
+	put(&f, &at, &sw, sizeof(sw));
+	put(&f, &at, trailer, sizeof(trailer));
+	put_lost(&f, &at, 3);
+	put_record(&f, &at, PERF_RECORD_FORK, 40, 0xf0);
+	publish(&f, at);
+	perf_ring_drain_records(&f.g, on_record, &t, &lost);
+	CHECK(t.n == 3, "%d records", t.n);
+	CHECK(t.type[0] == PERF_RECORD_SAMPLE && t.len[0] == 40, "sample");
+	CHECK(t.type[1] == PERF_RECORD_SWITCH &&
+	      t.misc[1] == PERF_RECORD_MISC_SWITCH_OUT && t.len[1] == 16,
+	      "switch: type %u misc %#x len %zu", t.type[1], t.misc[1],
+	      t.len[1]);
+	CHECK(t.type[2] == PERF_RECORD_FORK && t.len[2] == 40, "fork");
+	CHECK(lost == 3, "lost %llu", (unsigned long long)lost);
+	CHECK(control(&f)->data_tail == at, "tail");
+	assert_sane_perf_ring(&f.g);
 	fake_free(&f);
 }
 
@@ -398,6 +455,7 @@ static void test_real_event(void)
 int main(void)
 {
 	test_in_order();
+	test_records();
 	test_wrap();
 	test_short_lost();
 	test_partial();

@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +127,19 @@ static void exact(struct oc_thread *th, uint64_t period, struct share *sh)
 	sh->off = th->off_ns ? (double)sh->rest / th->off_ns : 0;
 }
 
+/* offcpu=sched: the time off the CPU is in the intervals of the
+ * scheduler's records, each a sample of its own (ocsched.c); the rest of
+ * the thread's life is its time running, shared among its samples. */
+static void exact_sched(const struct oc_thread *th, struct share *sh)
+{
+	uint64_t span = th->last_ns > th->first_ns ?
+			th->last_ns - th->first_ns : 0;
+	uint64_t off = th->sched_off_ns < span ? th->sched_off_ns : span;
+
+	*sh = (struct share){ .run = span - off };
+	sh->on = th->on_ns ? (double)sh->run / th->on_ns : 0;
+}
+
 struct thread_share {
 	struct oc_thread *th;
 	struct share sh;
@@ -147,7 +161,10 @@ static int shares_by_str(struct oc_run *run, struct thread_share **out)
 		if ((size_t)th->tid_str >= nstr)
 			continue;
 		by[th->tid_str].th = th;
-		exact(th, period, &by[th->tid_str].sh);
+		if (run->sched)
+			exact_sched(th, &by[th->tid_str].sh);
+		else
+			exact(th, period, &by[th->tid_str].sh);
 	}
 	*out = by;
 	return 0;
@@ -258,10 +275,13 @@ static int share_out(struct oc_run *run)
 	ret = shares_by_str(run, &by);
 	if (!ret)
 		ret = scale_samples(run, by);
+	if (!ret && run->sched)
+		ret = oc_sched_add(run);
 	for (size_t i = 0; i < n && !ret; i++) {
 		const struct oc_thread *th = octhreads_at(run->threads, i);
 
-		ret = unseen_woken(run, th);
+		if (!run->sched)
+			ret = unseen_woken(run, th);
 		if (!ret)
 			ret = unsampled(run, th, &by[th->tid_str].sh);
 	}
@@ -269,52 +289,84 @@ static int share_out(struct oc_run *run)
 	return ret;
 }
 
+/* A comment of the profile, formatted. */
+__attribute__((format(printf, 2, 3)))
+static int note(struct oc_run *run, const char *fmt, ...)
+{
+	char text[400];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	return profile_add_comment(run->p, text);
+}
+
+/* How offcpu=sched took it. */
+static int comments_sched(struct oc_run *run)
+{
+	const struct offcpu_stats *st = run->st;
+	int ret;
+
+	ret = note(run, "proffs: off-CPU time from scheduler events, no "
+		   "thread stopped: every switch of each thread out of a CPU "
+		   "and back (perf context-switch records), the user stack "
+		   "copied by the kernel at each switch out; each interval "
+		   "off the CPU is exact and charged to that stack");
+	return ret ? ret :
+	       note(run, "proffs: %u threads, %llu switches out (%llu "
+		    "preempted), %llu records lost, %llu syscall files "
+		    "read, %llu stacks not unwound to their first frame",
+		    st->threads, (unsigned long long)st->switches,
+		    (unsigned long long)st->preempted,
+		    (unsigned long long)st->switch_lost,
+		    (unsigned long long)st->calls_read,
+		    (unsigned long long)st->incomplete);
+}
+
+/* How offcpu=procfs took it. */
+static int comments_procfs(struct oc_run *run)
+{
+	const struct offcpu_stats *st = run->st;
+	int ret;
+
+	ret = note(run, "proffs: off-CPU time from /proc, no thread "
+		   "stopped: each thread's schedstat, syscall and stat read "
+		   "%u times a second, the stacks of sleeping threads copied "
+		   "with process_vm_readv; each thread's CPU, run-queue and "
+		   "off-CPU times are exact, its samples share them out",
+		   run->o->hz);
+	return ret ? ret :
+	       note(run, "proffs: %u threads, %llu looks, %llu stacks "
+		    "copied, %llu thrown away (the thread ran during the "
+		    "copy), %llu not unwound to their first frame",
+		    st->threads, (unsigned long long)st->looks,
+		    (unsigned long long)st->snapshots,
+		    (unsigned long long)st->raced,
+		    (unsigned long long)st->incomplete);
+}
+
 static int comments(struct oc_run *run, bool exited)
 {
 	const struct offcpu_stats *st = run->st;
 	const struct offcpu_opts *o = run->o;
-	char text[400];
 	int ret;
 
-	snprintf(text, sizeof(text), "proffs: off-CPU time from /proc, no "
-		 "thread stopped: each thread's schedstat, syscall and stat "
-		 "read %u times a second, the stacks of sleeping threads "
-		 "copied with process_vm_readv; each thread's CPU, run-queue "
-		 "and off-CPU times are exact, its samples share them out",
-		 o->hz);
-	ret = profile_add_comment(run->p, text);
-	if (!ret) {
-		snprintf(text, sizeof(text), "proffs: %u threads, %llu looks, "
-			 "%llu stacks copied, %llu thrown away (the thread "
-			 "ran during the copy), %llu not unwound to their "
-			 "first frame", st->threads,
-			 (unsigned long long)st->looks,
-			 (unsigned long long)st->snapshots,
-			 (unsigned long long)st->raced,
-			 (unsigned long long)st->incomplete);
-		ret = profile_add_comment(run->p, text);
-	}
-	if (!ret && o->kind == OFFCPU_WALL) {
-		if (run->perf_refused)
-			snprintf(text, sizeof(text), "proffs: perf refused "
-				 "cpu-clock events: time on the CPU shows as "
-				 "[running]");
-		else
-			snprintf(text, sizeof(text), "proffs: stacks on the "
-				 "CPU from perf cpu-clock at %u Hz, %s (%llu "
-				 "samples, %llu lost)", o->hz, run->perf_cpus ?
-				 "one event per cpu" : "events on each thread",
-				 (unsigned long long)st->cpu_samples,
-				 (unsigned long long)st->lost);
-		ret = profile_add_comment(run->p, text);
-	}
-	if (!ret && exited) {
-		snprintf(text, sizeof(text), "process %d exited after %.2f s "
-			 "of the %.2f s window; this profile is partial",
-			 (int)o->pid, st->elapsed_ns / 1e9,
-			 o->window_ms / 1e3);
-		ret = profile_add_comment(run->p, text);
-	}
+	ret = run->sched ? comments_sched(run) : comments_procfs(run);
+	if (!ret && o->kind == OFFCPU_WALL && run->perf_refused)
+		ret = note(run, "proffs: perf refused cpu-clock events: time "
+			   "on the CPU shows as [running]");
+	else if (!ret && o->kind == OFFCPU_WALL)
+		ret = note(run, "proffs: stacks on the CPU from perf "
+			   "cpu-clock at %u Hz, %s (%llu samples, %llu lost)",
+			   o->hz, run->perf_cpus ? "one event per cpu" :
+			   "events on each thread",
+			   (unsigned long long)st->cpu_samples,
+			   (unsigned long long)st->lost);
+	if (!ret && exited)
+		ret = note(run, "process %d exited after %.2f s of the %.2f s "
+			   "window; this profile is partial", (int)o->pid,
+			   st->elapsed_ns / 1e9, o->window_ms / 1e3);
 	return ret;
 }
 

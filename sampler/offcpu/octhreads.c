@@ -32,6 +32,9 @@ void octhreads_free(struct oc_threads *t)
 		for (uint32_t k = 0; k < t->v[i]->nstacks; k++)
 			free(t->v[i]->stacks[k].locs);
 		free(t->v[i]->stacks);
+		for (uint32_t k = 0; k < t->v[i]->nplaces; k++)
+			free(t->v[i]->places[k].pcs);
+		free(t->v[i]->places);
 		free(t->v[i]);
 	}
 	free(t->v);
@@ -122,6 +125,32 @@ static uint64_t hash_locs(const uint64_t *locs, uint32_t n)
 	return h;
 }
 
+/* Room in *v (of *cap elements of elem bytes) for one past n. */
+static int room(void **v, uint32_t *cap, uint32_t n, size_t elem)
+{
+	uint32_t ncap = *cap ? 2 * *cap : 4;
+	void *nv;
+
+	if (n < *cap)
+		return 0;
+	nv = realloc(*v, ncap * elem);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
+/* A copy of v[0..n), or NULL without memory. */
+static uint64_t *copy_of(const uint64_t *v, uint32_t n)
+{
+	uint64_t *c = malloc(n ? n * sizeof(*v) : 1);
+
+	if (c)
+		memcpy(c, v, n * sizeof(*v));
+	return c;
+}
+
 static struct oc_stack *find(const struct oc_thread *th, uint64_t h,
 			     const uint64_t *locs, uint32_t n)
 {
@@ -149,23 +178,44 @@ int octhread_set_stack(struct oc_thread *th, const uint64_t *locs,
 	struct oc_stack *st = find(th, h, locs, n);
 
 	if (!st) {
-		if (th->nstacks == th->capstacks) {
-			uint32_t cap = th->capstacks ? 2 * th->capstacks : 4;
-
-			st = realloc(th->stacks, cap * sizeof(*st));
-			if (!st)
-				return -ENOMEM;
-			th->stacks = st;
-			th->capstacks = cap;
-		}
+		if (room((void **)&th->stacks, &th->capstacks, th->nstacks,
+			 sizeof(*st)))
+			return -ENOMEM;
 		st = &th->stacks[th->nstacks];
 		*st = (struct oc_stack){ .hash = h, .nlocs = n };
-		st->locs = malloc(n ? n * sizeof(*locs) : 1);
+		st->locs = copy_of(locs, n);
 		if (!st->locs)
 			return -ENOMEM;
-		memcpy(st->locs, locs, n * sizeof(*locs));
 		th->nstacks++;
 	}
 	th->cur = st - th->stacks;
+	return 0;
+}
+
+int octhread_place(struct oc_thread *th, const uint64_t *pcs, uint32_t n,
+		   bool in_call, uint64_t pc, long sysno, uint32_t *index)
+{
+	uint64_t h = hash_locs(pcs, n) ^ (in_call ? pc : 0);
+	struct oc_place *pl;
+
+	for (uint32_t k = 0; k < th->nplaces; k++) {
+		pl = &th->places[k];
+		if (pl->hash == h && pl->npcs == n && pl->in_call == in_call &&
+		    pl->pc == pc && pl->sysno == sysno &&
+		    !memcmp(pl->pcs, pcs, n * sizeof(*pcs))) {
+			*index = k;
+			return 0;
+		}
+	}
+	if (room((void **)&th->places, &th->capplaces, th->nplaces,
+		 sizeof(*pl)))
+		return -ENOMEM;
+	pl = &th->places[th->nplaces];
+	*pl = (struct oc_place){ .hash = h, .npcs = n, .in_call = in_call,
+				 .pc = pc, .sysno = sysno };
+	pl->pcs = copy_of(pcs, n);
+	if (!pl->pcs)
+		return -ENOMEM;
+	*index = th->nplaces++;
 	return 0;
 }

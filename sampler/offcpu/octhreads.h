@@ -35,6 +35,26 @@ struct oc_stack {
 	enum wait_class class;
 };
 
+/*
+ * offcpu=sched (ocsched.c): a place a thread left the CPU at, by its user
+ * stack as it left, and what the intervals off the CPU from there add
+ * up to in the window.
+ */
+#define OC_SYSNO_UNKNOWN (-2L)
+
+struct oc_place {
+	uint64_t hash;
+	uint32_t npcs;
+	uint64_t *pcs;		/* user frames, leaf first */
+	bool in_call;		/* in a system call as it left */
+	long sysno;		/* or OC_SYSNO_UNKNOWN, or -1 */
+	uint64_t pc, arg1;	/* the call's user pc, second argument */
+	uint64_t sleeps;	/* sleeps from here in the window */
+	uint64_t waits;		/* of them, those that ended in it */
+	uint64_t off_ns;	/* their time in the window */
+	uint64_t preempts, preempt_ns;	/* preempted here */
+};
+
 struct oc_thread {
 	pid_t tid;
 	bool gone;			/* exited: its files are closed */
@@ -67,6 +87,22 @@ struct oc_thread {
 	struct task_place place;
 	uint32_t nklocs;
 	uint64_t klocs[OC_MAX_KFRAMES];
+	/* offcpu=sched: the places it left the CPU at; whether it is off
+	 * the CPU, since when and from where (the token of its switch out:
+	 * place and stack, ocsched.c); its last sleep's; its time off the
+	 * CPU in the window; whether the first look found it off the CPU,
+	 * in stacks[cur], until its first switch in. */
+	struct oc_place *places;
+	uint32_t nplaces, capplaces;
+	bool switched;			/* a switch of it was seen */
+	bool out, out_preempted, slept;
+	bool wait_counted;	/* the wait of last_sleep, as it ended */
+	uint64_t out_token, last_sleep;
+	uint64_t out_ns;
+	uint64_t sched_off_ns;
+	bool first_off;
+	uint64_t start_off_ns;		/* off from the window's start */
+	bool start_waited;		/* that sleep ended in the window */
 };
 
 struct oc_threads;
@@ -85,6 +121,11 @@ struct oc_thread *octhreads_at(struct oc_threads *t, size_t i);
 /* Make locs[0..n) th's current stack, found or added in its table. */
 int octhread_set_stack(struct oc_thread *th, const uint64_t *locs,
 		       uint32_t n);
+/* Make pcs[0..n) one of th's places (as it left the CPU in a call at
+ * user pc with sysno), found or added; *index is its index. */
+int octhread_place(struct oc_thread *th, const uint64_t *pcs, uint32_t n,
+		   bool in_call, uint64_t pc, long sysno, uint32_t *index);
+
 /* th's entry for locs[0..n), or NULL. */
 struct oc_stack *octhread_find_stack(const struct oc_thread *th,
 				     const uint64_t *locs, uint32_t n);

@@ -24,6 +24,7 @@
 
 #include "cpu.h"
 #include "kstack.h"
+#include "log.h"
 #include "maps.h"
 #include "octhreads.h"
 #include "offcpu.h"
@@ -45,19 +46,15 @@
 #define KSTACK_TEXT 4096
 #define STOP_CHECK_NS 50000000ull
 #define DISCOVER_NS 100000000ull	/* new threads, and is it alive */
+/* offcpu=sched: how often the rings are read. A switch out is read
+ * within this, while most sleeps still last: its system call is read
+ * from /proc then, where the thread still sleeps in it. */
+#define SCHED_POLL_NS 5000000ull
 
 static const char *const kind_names[] = {
 	[OFFCPU_WALL] = "wall", [OFFCPU_BLOCK] = "block",
 	[OFFCPU_MUTEX] = "mutex",
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static uint64_t clock_ns(clockid_t clk)
 {
@@ -67,8 +64,12 @@ static uint64_t clock_ns(clockid_t clk)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-/* The state label of a look at a thread off the CPU. */
-static const char *state_label(char letter)
+uint64_t oc_mono_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+const char *oc_state_label(char letter)
 {
 	switch (letter) {
 	case 'R':
@@ -154,17 +155,17 @@ static int add_look(struct oc_run *run, struct oc_thread *th, char state,
 		st->off_ns += dt;
 	}
 	if (run->o->kind == OFFCPU_WALL)
-		return oc_add(run, th, st->locs, st->nlocs, state_label(state),
-			      1, dt);
+		return oc_add(run, th, st->locs, st->nlocs,
+			      oc_state_label(state), 1, dt);
 	if (th->class < need)
 		return 0;
-	return oc_add(run, th, st->locs, st->nlocs, state_label(state),
+	return oc_add(run, th, st->locs, st->nlocs, oc_state_label(state),
 		      new_wait && !runnable, dt);
 }
 
 /* ---- threads ---- */
 
-static int thread_new(struct oc_run *run, pid_t tid, struct oc_thread **out)
+int oc_thread_new(struct oc_run *run, pid_t tid, struct oc_thread **out)
 {
 	struct oc_thread *th;
 	char buf[32];
@@ -182,7 +183,7 @@ static int thread_new(struct oc_run *run, pid_t tid, struct oc_thread **out)
 	th->name_str = profile_intern(run->p, buf);
 	if (th->tid_str < 0 || th->name_str < 0)
 		return -ENOMEM;
-	th->first_ns = th->last_ns = mono_ns();
+	th->first_ns = th->last_ns = oc_mono_ns();
 	if (task_read_sched(run->o->pid, tid, &th->files, &th->first) ||
 	    task_read_switches(run->o->pid, tid, &th->sw_first)) {
 		th->gone = true;
@@ -211,7 +212,7 @@ static int discover(struct oc_run *run, bool *alive)
 	}
 	for (size_t i = 0; i < n && !ret; i++)
 		if (!octhreads_find(run->threads, tids[i]))
-			ret = thread_new(run, tids[i], &th);
+			ret = oc_thread_new(run, tids[i], &th);
 	free(tids);
 	return ret;
 }
@@ -237,13 +238,30 @@ static int kernel_locs(struct oc_run *run, struct oc_thread *th,
 	return ret;
 }
 
+int oc_syscall_loc(struct oc_run *run, long sysno, char letter,
+		   uint64_t *loc)
+{
+	char sysname[32];
+
+	*loc = 0;
+	if (sysno >= 0) {
+		syscall_name_fmt(sysno, sysname, sizeof(sysname));
+		return pseudoloc(run->ps, "[syscall] ", sysname, loc);
+	}
+	if (sysno == OC_SYSNO_UNKNOWN)	/* offcpu=sched: not found out */
+		return pseudoloc(run->ps, "[syscall] ", "?", loc);
+	if (letter != 'R')
+		return pseudoloc(run->ps, "", "[asleep outside a system call]",
+				 loc);
+	return 0;
+}
+
 /* The frames of a thread off the CPU: kernel ones (innermost first),
  * the system call it is in, then the user stack. */
 static int stack_locs(struct oc_run *run, struct oc_thread *th,
 		      const struct task_snap *snap, const uint64_t *pcs,
 		      int npcs, uint64_t *locs, uint32_t *n)
 {
-	char sysname[32];
 	int ret;
 
 	ret = kernel_locs(run, th, snap);
@@ -251,22 +269,17 @@ static int stack_locs(struct oc_run *run, struct oc_thread *th,
 		return ret;
 	memcpy(locs, th->klocs, th->nklocs * sizeof(*locs));
 	*n = th->nklocs;
-	if (snap->sysno >= 0) {
-		syscall_name_fmt(snap->sysno, sysname, sizeof(sysname));
-		ret = pseudoloc(run->ps, "[syscall] ", sysname,
-				&locs[(*n)++]);
-	} else if (snap->state != 'R') {
-		ret = pseudoloc(run->ps, "", "[asleep outside a system call]",
-				&locs[(*n)++]);
-	}
+	ret = oc_syscall_loc(run, snap->sysno, snap->state, &locs[*n]);
+	if (locs[*n])
+		(*n)++;
 	for (int i = 0; i < npcs && !ret; i++)
 		ret = symbolizer_location(run->sym, pcs[i], &locs[(*n)++]);
 	return ret;
 }
 
 /* A fresh look found th off the CPU: unwind, classify, keep its stack. */
-static int new_stack(struct oc_run *run, struct oc_thread *th,
-		     const struct task_snap *snap, uint64_t dt)
+static int take_stack(struct oc_run *run, struct oc_thread *th,
+		      const struct task_snap *snap)
 {
 	uint64_t pcs[MAX_FRAMES], locs[MAX_FRAMES + MAX_KFRAMES + 1];
 	uint32_t nlocs;
@@ -292,7 +305,15 @@ static int new_stack(struct oc_run *run, struct oc_thread *th,
 	th->stacks[th->cur].class = th->class;
 	th->have_stack = true;
 	th->state = snap->state;
-	return add_look(run, th, snap->state, dt, true);
+	return 0;
+}
+
+static int new_stack(struct oc_run *run, struct oc_thread *th,
+		     const struct task_snap *snap, uint64_t dt)
+{
+	int ret = take_stack(run, th, snap);
+
+	return ret ? ret : add_look(run, th, snap->state, dt, true);
 }
 
 static void thread_gone(struct oc_thread *th)
@@ -307,7 +328,7 @@ static int look(struct oc_run *run, struct oc_thread *th)
 {
 	struct task_sched cur, prev;
 	struct task_snap snap;
-	uint64_t now = mono_ns(), dt;
+	uint64_t now = oc_mono_ns(), dt;
 	bool same, asleep;
 	int ret;
 
@@ -350,6 +371,27 @@ static int look(struct oc_run *run, struct oc_thread *th)
 	if (snap.where == TASK_RACED || snap.where == TASK_RUNNING)
 		return 0;	/* its exact times say how long */
 	return new_stack(run, th, &snap, dt);
+}
+
+int oc_look_first(struct oc_run *run, struct oc_thread *th, bool *off,
+		  long *sysno, uint64_t *pc)
+{
+	struct task_snap snap;
+
+	*off = false;
+	*sysno = -1;
+	*pc = 0;
+	if (task_read_sched(run->o->pid, th->tid, &th->files, &th->last) ||
+	    task_snapshot(run->o->pid, th->tid, &th->files, run->maps,
+			  &th->last, run->stack, th->copy_size, NULL, 0, NULL,
+			  &snap))
+		return 0;	/* gone: its records say the rest */
+	if (snap.where != TASK_BLOCKED && snap.where != TASK_RUNNABLE)
+		return 0;
+	*off = true;
+	*sysno = snap.sysno;
+	*pc = snap.regs.r[UREG_RIP];
+	return take_stack(run, th, &snap);
 }
 
 static int look_all(struct oc_run *run)
@@ -427,32 +469,55 @@ static void nap_until(uint64_t when)
 		;
 }
 
-static int sample_window(struct oc_run *run, bool *exited)
+/*
+ * Whether the window goes on at now: *on false at end, or when the
+ * process is gone (*exited, checked every DISCOVER_NS); -ECANCELED when
+ * asked to stop. procfs finds the threads started since then too; sched
+ * has them from the records, from their start.
+ */
+static int window_on(struct oc_run *run, uint64_t now, uint64_t end,
+		     uint64_t *found, bool *exited, bool *on)
 {
-	const struct offcpu_opts *o = run->o;
-	uint64_t start = mono_ns(), end = start + o->window_ms * 1000000ull;
-	uint64_t period = 1000000000ull / o->hz, next = start + period;
-	uint64_t found = start;
 	bool alive = true;
-	int ret = 0;
+	int ret;
 
-	for (;;) {
-		uint64_t now = mono_ns(), wake;
-
-		if (o->stop && atomic_load(o->stop))
-			return -ECANCELED;
-		if (now >= end)
-			break;
-		if (now - found >= DISCOVER_NS) {
-			found = now;
+	*on = false;
+	if (run->o->stop && atomic_load(run->o->stop))
+		return -ECANCELED;
+	if (now >= end)
+		return 0;
+	if (now - *found >= DISCOVER_NS) {
+		*found = now;
+		if (run->sched) {
+			alive = proc_alive(run->o->pid);
+		} else {
 			ret = discover(run, &alive);
 			if (ret)
 				return ret;
-			if (!alive) {
-				*exited = true;
-				break;
-			}
 		}
+		*exited = !alive;
+	}
+	*on = alive;
+	return 0;
+}
+
+static int sample_window(struct oc_run *run, bool *exited)
+{
+	const struct offcpu_opts *o = run->o;
+	uint64_t start = oc_mono_ns(), end = start + o->window_ms * 1000000ull;
+	uint64_t period = 1000000000ull / o->hz, next = start + period;
+	uint64_t found = start;
+	bool on;
+	int ret = 0;
+
+	for (;;) {
+		uint64_t now = oc_mono_ns(), wake;
+
+		ret = window_on(run, now, end, &found, exited, &on);
+		if (ret)
+			return ret;
+		if (!on)
+			break;
 		if (now >= next) {
 			ret = look_all(run);
 			if (ret)
@@ -481,8 +546,42 @@ static int sample_window(struct oc_run *run, bool *exited)
 	return ret ? ret : run->err;
 }
 
+/* offcpu=sched: the records as they come, until the window's end. */
+static int sched_window(struct oc_run *run, bool *exited)
+{
+	uint64_t found = run->start_ns, now;
+	bool on;
+	int ret;
+
+	for (;;) {
+		uint64_t wait;
+
+		now = oc_mono_ns();
+		ret = window_on(run, now, run->end_ns, &found, exited, &on);
+		if (ret)
+			return ret;
+		if (!on)
+			break;
+		wait = run->end_ns - now;
+		if (wait > SCHED_POLL_NS)
+			wait = SCHED_POLL_NS;
+		ret = oc_sched_poll(run, (int)((wait + 999999) / 1000000));
+		if (!ret && run->rec)
+			ret = perf_poll(run->rec, 0, oc_cpu_sample, run);
+		if (ret || run->err)
+			return ret ? ret : run->err;
+	}
+	if (*exited)
+		run->end_ns = now;
+	ret = oc_sched_end(run);
+	if (!ret && run->rec)
+		ret = perf_poll(run->rec, 0, oc_cpu_sample, run);
+	return ret ? ret : run->err;
+}
+
 static void run_free(struct oc_run *run)
 {
+	oc_sched_free(run);
 	perf_close(run->rec);
 	octhreads_free(run->threads);
 	pseudolocs_free(run->ps);
@@ -528,6 +627,34 @@ static int setup(struct oc_run *run)
 	return ret;
 }
 
+/*
+ * Scheduler events where the daemon may trace them (auto, sched); where
+ * it may not, auto says so once and reads /proc, sched fails. Then the
+ * window starts, its time and length those of the profile.
+ */
+static int choose_method(struct oc_run *run, int64_t *t0)
+{
+	const struct offcpu_opts *o = run->o;
+	int ret = 0;
+
+	if (o->method != OFFCPU_PROCFS)
+		ret = oc_sched_open(run);
+	if ((ret == -EACCES || ret == -EPERM) && o->method == OFFCPU_AUTO) {
+		pr_info("offcpu: pid %d: scheduler events refused (%s): "
+			"off-CPU time from /proc", (int)o->pid,
+			strerror(-ret));
+		ret = 0;
+	} else if (ret == -EACCES || ret == -EPERM) {
+		pr_notice("offcpu: pid %d: offcpu=sched: the kernel refuses "
+			  "scheduler events (%s)", (int)o->pid,
+			  strerror(-ret));
+	}
+	run->st->method = run->sched ? OFFCPU_SCHED : OFFCPU_PROCFS;
+	if (!ret && run->sched)
+		*t0 = clock_ns(CLOCK_REALTIME);
+	return ret;
+}
+
 int offcpu_profile(const struct offcpu_opts *o, struct profile **out,
 		   struct offcpu_stats *st)
 {
@@ -540,16 +667,17 @@ int offcpu_profile(const struct offcpu_opts *o, struct profile **out,
 	memset(st, 0, sizeof(*st));
 	if (!o->hz || !o->window_ms || (unsigned)o->kind > OFFCPU_MUTEX)
 		return -EINVAL;
-	if (o->method == OFFCPU_SCHED)
-		return -EOPNOTSUPP;	/* not yet: see docs/offcpu.md */
-	st->method = OFFCPU_PROCFS;
 	cpu_raise_priority();
 	t0 = clock_ns(CLOCK_REALTIME);
-	start = mono_ns();
+	start = oc_mono_ns();
 	ret = setup(&run);
 	if (!ret)
-		ret = sample_window(&run, &exited);
-	st->elapsed_ns = mono_ns() - start;
+		ret = choose_method(&run, &t0);
+	if (!ret)
+		ret = run.sched ? sched_window(&run, &exited)
+				: sample_window(&run, &exited);
+	st->elapsed_ns = run.sched && run.end_ns ? run.end_ns - run.start_ns
+						 : oc_mono_ns() - start;
 	if (run.rec)
 		st->lost = perf_lost(run.rec);
 	if (!ret)

@@ -78,6 +78,10 @@ struct offcpu_stats {
 	uint64_t reused;	/* looks at a thread asleep since the last */
 	uint64_t raced;		/* copies thrown away: the thread ran */
 	uint64_t incomplete;	/* stacks not unwound to the first frame */
+	uint64_t switches;	/* sched: switches out of the threads */
+	uint64_t preempted;	/* of them, preemptions */
+	uint64_t calls_read;	/* sched: syscall files read */
+	uint64_t switch_lost;	/* sched: records the kernel dropped */
 	uint64_t cpu_samples;	/* perf samples (wall) */
 	uint64_t lost;		/* perf records the kernel dropped */
 	uint64_t elapsed_ns;

@@ -23,6 +23,8 @@ struct symbolizer;
 struct unwinder;
 struct waitclass;
 
+struct oc_sched;
+
 struct oc_run {
 	const struct offcpu_opts *o;
 	struct offcpu_stats *st;
@@ -41,6 +43,8 @@ struct oc_run {
 	char *ktext;			/* a kernel stack's text */
 	bool overflowed;		/* max_stacks reached */
 	int err;			/* first error of a perf callback */
+	struct oc_sched *sched;		/* offcpu=sched, else NULL */
+	uint64_t start_ns, end_ns;	/* the window, CLOCK_MONOTONIC */
 };
 
 /* A sample of th: values (count, ns); state is wall's label. */
@@ -57,5 +61,40 @@ void oc_cpu_sample(const struct perf_sample *s, void *arg);
 /* Scale each thread's samples to its exact times, add what has no
  * sample, and the comments. */
 int oc_finish(struct oc_run *run, bool exited);
+
+/* ---- offcpu.c, for ocsched.c ---- */
+
+/* CLOCK_MONOTONIC now, in ns: the clock of the window and of perf. */
+uint64_t oc_mono_ns(void);
+
+/* A record for a thread first seen now. */
+int oc_thread_new(struct oc_run *run, pid_t tid, struct oc_thread **out);
+/* Where th is now, from /proc, with no sample added: *off says whether
+ * it is off the CPU, in stacks[cur] then (its state in th->state), in
+ * system call *sysno (-1: none) made at user pc *pc; th->last is its
+ * schedstat as the look found it. */
+int oc_look_first(struct oc_run *run, struct oc_thread *th, bool *off,
+		  long *sysno, uint64_t *pc);
+/* wall's state label of a thread off the CPU in state letter. */
+const char *oc_state_label(char letter);
+/* The frame naming system call sysno (-1: none) of a thread off the
+ * CPU in state letter. */
+int oc_syscall_loc(struct oc_run *run, long sysno, char letter,
+		   uint64_t *loc);
+
+/* ---- offcpu=sched: scheduler events (ocsched.c) ---- */
+
+/* Where every thread is, then the events, and the window starts
+ * (run->start_ns); -EACCES or -EPERM when the kernel refuses them. */
+int oc_sched_open(struct oc_run *run);
+/* Up to timeout_ms for records, then every switch read. */
+int oc_sched_poll(struct oc_run *run, int timeout_ms);
+/* The window ended at run->end_ns: the last records, and each thread's
+ * time off the CPU. */
+int oc_sched_end(struct oc_run *run);
+/* The samples of the time off the CPU (after the running ones were
+ * scaled to their exact time). */
+int oc_sched_add(struct oc_run *run);
+void oc_sched_free(struct oc_run *run);
 
 #endif

@@ -164,21 +164,34 @@ int task_still_asleep(pid_t pid, pid_t tid, struct task_files *f,
 	return ret;
 }
 
+int task_read_syscall(pid_t pid, pid_t tid, struct task_files *f,
+		      bool *asleep, long *sysno, struct unwind_regs *regs)
+{
+	char sys[SYS_TEXT];
+	int ret;
+
+	ret = read_file(pid, tid, "syscall", &f->sys, sys, sizeof(sys), NULL);
+	if (!ret)
+		*asleep = !tracee_syscall_parse(sys, sysno, regs);
+	return ret;
+}
+
 int task_snapshot(pid_t pid, pid_t tid, struct task_files *f,
 		  struct proc_maps *maps, const struct task_sched *before,
 		  void *stack, size_t stack_max, char *kbuf, size_t kmax,
 		  const struct task_place *known, struct task_snap *out)
 {
 	struct task_place here;
-	char sys[SYS_TEXT];
 	struct task_sched after;
+	bool asleep;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	ret = read_file(pid, tid, "syscall", &f->sys, sys, sizeof(sys), NULL);
+	ret = task_read_syscall(pid, tid, f, &asleep, &out->sysno,
+				&out->regs);
 	if (ret)
 		return ret;
-	if (tracee_syscall_parse(sys, &out->sysno, &out->regs)) {
+	if (!asleep) {
 		out->where = TASK_RUNNING;
 		return 0;
 	}

@@ -91,6 +91,12 @@ static inline bool task_sched_equal(const struct task_sched *a,
 int task_still_asleep(pid_t pid, pid_t tid, struct task_files *f,
 		      bool *asleep);
 
+/* The syscall file alone: *asleep false where it says "running" (on a
+ * CPU, or runnable); else *sysno (-1 outside a system call) and the
+ * registers it shows: sp, pc and the call's arguments. */
+int task_read_syscall(pid_t pid, pid_t tid, struct task_files *f,
+		      bool *asleep, long *sysno, struct unwind_regs *regs);
+
 /* The state letter of stat: 'R', 'S', 'D', ... */
 int task_read_state(pid_t pid, pid_t tid, struct task_files *f,
 		    char *state);

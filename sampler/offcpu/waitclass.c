@@ -175,12 +175,20 @@ enum wait_class waitclass_of(struct waitclass *w, long sysno,
 			     const struct unwind_regs *regs,
 			     const uint64_t *pcs, int n)
 {
+	enum wait_class c;
 	bool pi;
 
 	if (!futex_wait(sysno, regs, &pi))
 		return WAIT_OTHER;
 	if (pi)
 		return WAIT_LOCK;
+	c = waitclass_of_frames(w, pcs, n);
+	return c == WAIT_OTHER ? WAIT_SYNC : c;
+}
+
+enum wait_class waitclass_of_frames(struct waitclass *w, const uint64_t *pcs,
+				    int n)
+{
 	for (int i = 0; i < n; i++) {
 		struct map_entry *e = maps_find(w->maps, pcs[i]);
 		const struct obj_ranges *o;
@@ -194,5 +202,5 @@ enum wait_class waitclass_of(struct waitclass *w, long sysno,
 					    pcs[i] - e->bias))
 				return c;
 	}
-	return WAIT_SYNC;
+	return WAIT_OTHER;
 }

@@ -49,4 +49,13 @@ enum wait_class waitclass_of(struct waitclass *w, long sysno,
 			     const struct unwind_regs *regs,
 			     const uint64_t *pcs, int n);
 
+/*
+ * The class the frames alone give, for a sleep whose system call is not
+ * known: the first frame inside a function of either list decides (a
+ * thread asleep inside pthread_mutex_lock can only be in a futex wait);
+ * under none, WAIT_OTHER.
+ */
+enum wait_class waitclass_of_frames(struct waitclass *w, const uint64_t *pcs,
+				    int n);
+
 #endif

@@ -29,6 +29,7 @@
  */
 #define STACK_BYTES 8192
 #define RING_PAGES_MAX 512
+#define RESCANS 5		/* thread list re-reads while opening */
 
 /* perf's x86 register indices, in the order a sample lists them. */
 static const enum unwind_reg perf_reg_order[] = {
@@ -223,18 +224,16 @@ static int make_pollfds(struct perf_rec *r)
 	return 0;
 }
 
-static int rec_new(unsigned hz, bool kernel_frames, struct perf_rec **out)
+static int rec_new(size_t pages, bool kernel_frames, struct perf_rec **out)
 {
 	struct perf_rec *r;
 
-	if (!hz)
-		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
 	r->want_chain = kernel_frames;
 	r->ncpu = get_nprocs_conf();
-	r->ring_pages = RING_PAGES_MAX;
+	r->ring_pages = pages;
 	r->rings = calloc(r->ncpu, sizeof(*r->rings));
 	if (!r->rings) {
 		free(r);
@@ -273,7 +272,9 @@ int perf_open_pids(const pid_t *pids, size_t n, unsigned hz,
 	size_t opened = 0;
 	int ret;
 
-	ret = rec_new(hz, kernel_frames, &r);
+	if (!hz)
+		return -EINVAL;
+	ret = rec_new(RING_PAGES_MAX, kernel_frames, &r);
 	if (ret)
 		return ret;
 	for (size_t i = 0; i < n; i++) {
@@ -296,11 +297,113 @@ int perf_open_system(unsigned hz, bool kernel_frames, struct perf_rec **out)
 	struct perf_rec *r;
 	int ret;
 
-	ret = rec_new(hz, kernel_frames, &r);
+	if (!hz)
+		return -EINVAL;
+	ret = rec_new(RING_PAGES_MAX, kernel_frames, &r);
 	if (ret)
 		return ret;
 	ret = open_first(r, hz, -1, &attr);
 	return rec_ready(r, ret, out);
+}
+
+static bool has_tid(const pid_t *tids, size_t n, pid_t tid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (tids[i] == tid)
+			return true;
+	return false;
+}
+
+/*
+ * Events of attr for every thread of pid; again for the threads a thread
+ * made before its own events were there to be inherited, until a reading
+ * of the list finds none new.
+ */
+static int open_rescanning(struct perf_rec *r, pid_t pid,
+			   struct perf_event_attr *attr)
+{
+	pid_t *done = NULL, *tids;
+	size_t ndone = 0, n;
+	int ret = 0;
+
+	for (int round = 0; round < RESCANS && !ret; round++) {
+		size_t before = ndone;
+		pid_t *v;
+
+		ret = proc_tasks(pid, &tids, &n);
+		if (ret)
+			break;
+		v = realloc(done, (ndone + n) * sizeof(*v) + 1);
+		if (!v) {
+			free(tids);
+			ret = -ENOMEM;
+			break;
+		}
+		done = v;
+		for (size_t i = 0; i < n && !ret; i++) {
+			if (has_tid(done, ndone, tids[i]))
+				continue;
+			ret = open_thread(r, attr, tids[i]);
+			if (!ret)
+				done[ndone++] = tids[i];
+			else if (ret == -ESRCH)	/* it ended meanwhile */
+				ret = 0;
+		}
+		free(tids);
+		if (ndone == before)
+			break;
+	}
+	free(done);
+	if (ret == -ENOENT || (!ret && !ndone))
+		ret = -ESRCH;
+	return ret;
+}
+
+int perf_open_events(pid_t pid, const struct perf_event_attr *attr,
+		     size_t ring_pages, struct perf_rec **out)
+{
+	struct perf_event_attr a = *attr;
+	struct perf_rec *r;
+	int ret;
+
+	ret = rec_new(ring_pages, false, &r);
+	if (ret)
+		return ret;
+	ret = open_rescanning(r, pid, &a);
+	return rec_ready(r, ret, out);
+}
+
+struct records_ctx {
+	perf_record_cb cb;
+	void *arg;
+	int cpu;
+};
+
+static void read_record(const struct perf_event_header *h, const void *body,
+			size_t len, void *arg)
+{
+	const struct records_ctx *c = arg;
+
+	c->cb(c->cpu, h, body, len, c->arg);
+}
+
+int perf_poll_records(struct perf_rec *r, int timeout_ms, perf_record_cb cb,
+		      void *arg)
+{
+	struct records_ctx c = { .cb = cb, .arg = arg };
+
+	if (poll(r->pfds, r->npfds, timeout_ms) < 0 && errno != EINTR)
+		return -errno;
+	for (c.cpu = 0; c.cpu < r->ncpu; c.cpu++)
+		if (r->rings[c.cpu].fd >= 0)
+			perf_ring_drain_records(&r->rings[c.cpu], read_record,
+						&c, &r->lost);
+	return 0;
+}
+
+int perf_ncpu(const struct perf_rec *r)
+{
+	return r->ncpu;
 }
 
 /* Parse a PERF_RECORD_SAMPLE body laid out by init_attr's sample_type. */

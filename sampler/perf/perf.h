@@ -74,6 +74,32 @@ int perf_open_system(unsigned hz, bool kernel_frames, struct perf_rec **out);
 bool perf_kernel_frames(const struct perf_rec *r);
 
 /*
+ * Other events than cpu-clock (the off-CPU kinds' context switches): a
+ * copy of *attr on every thread of pid, one per (thread, cpu), the
+ * events of a cpu writing into its one ring of ring_pages data pages (a
+ * power of two, halved while the locked-memory limit refuses); threads a
+ * thread made before its events were there to be inherited are found by
+ * reading the list again. attr says what is inherited and recorded.
+ */
+struct perf_event_attr;
+struct perf_event_header;
+
+int perf_open_events(pid_t pid, const struct perf_event_attr *attr,
+		     size_t ring_pages, struct perf_rec **out);
+
+/* Every record of the rings (samples, switches, forks...), with the cpu
+ * whose ring it was in; body as perf_ring_drain_records() gives it. */
+typedef void (*perf_record_cb)(int cpu, const struct perf_event_header *h,
+			       const void *body, size_t len, void *arg);
+
+int perf_poll_records(struct perf_rec *r, int timeout_ms, perf_record_cb cb,
+		      void *arg);
+
+/* The number of rings (cpus, online or not): the cpus perf_record_cb may
+ * name are below it. */
+int perf_ncpu(const struct perf_rec *r);
+
+/*
  * Wait up to timeout_ms for data, then hand every complete sample to cb.
  * Returns 0, or a negative errno on a fatal error.
  */

@@ -38,8 +38,8 @@ int perf_ring_map(int fd, size_t *pages, struct perf_ring *out)
 	return -ENOBUFS;
 }
 
-void perf_ring_drain(struct perf_ring *g, perf_ring_sample_cb cb, void *arg,
-		     uint64_t *lost)
+void perf_ring_drain_records(struct perf_ring *g, perf_ring_record_cb cb,
+			     void *arg, uint64_t *lost)
 {
 	struct perf_event_mmap_page *pg = g->base;
 	const uint8_t *data;
@@ -68,20 +68,44 @@ void perf_ring_drain(struct perf_ring *g, perf_ring_sample_cb cb, void *arg,
 			memcpy(g->bounce + first, data, hdr.size - first);
 			rec = g->bounce;
 		}
-		if (hdr.type == PERF_RECORD_SAMPLE) {
-			cb(rec + sizeof(hdr), hdr.size - sizeof(hdr), arg);
-		} else if (hdr.type == PERF_RECORD_LOST &&
-			   hdr.size >= sizeof(hdr) + 16) {
+		if (hdr.type == PERF_RECORD_LOST) {
 			uint64_t n;	/* after the u64 id */
 
-			memcpy(&n, rec + sizeof(hdr) + 8, sizeof(n));
-			*lost += n;
+			if (hdr.size >= sizeof(hdr) + 16) {
+				memcpy(&n, rec + sizeof(hdr) + 8, sizeof(n));
+				*lost += n;
+			}
+		} else {
+			cb(&hdr, rec + sizeof(hdr), hdr.size - sizeof(hdr),
+			   arg);
 		}
 		tail += hdr.size;
 	}
 	/* Release: our reads of the records are done before the kernel may
 	 * write over them. */
 	__atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+struct samples_only {
+	perf_ring_sample_cb cb;
+	void *arg;
+};
+
+static void sample_only(const struct perf_event_header *h, const void *body,
+			size_t len, void *arg)
+{
+	const struct samples_only *c = arg;
+
+	if (h->type == PERF_RECORD_SAMPLE)
+		c->cb(body, len, c->arg);
+}
+
+void perf_ring_drain(struct perf_ring *g, perf_ring_sample_cb cb, void *arg,
+		     uint64_t *lost)
+{
+	struct samples_only c = { .cb = cb, .arg = arg };
+
+	perf_ring_drain_records(g, sample_only, &c, lost);
 }
 
 void perf_ring_unmap(struct perf_ring *g)

@@ -97,6 +97,16 @@ typedef void (*perf_ring_sample_cb)(const void *body, size_t len,
 void perf_ring_drain(struct perf_ring *g, perf_ring_sample_cb cb, void *arg,
 		     uint64_t *lost);
 
+/* Any record: its header, and its body (after the header) of len bytes,
+ * as perf_ring_sample_cb's body. */
+typedef void (*perf_ring_record_cb)(const struct perf_event_header *h,
+				    const void *body, size_t len, void *arg);
+
+/* perf_ring_drain() for every type of record but PERF_RECORD_LOST (whose
+ * counts go to *lost): switches, forks and exits besides samples. */
+void perf_ring_drain_records(struct perf_ring *g, perf_ring_record_cb cb,
+			     void *arg, uint64_t *lost);
+
 /* Unmap and free the bounce buffer; g is then as PERF_RING_INIT. The fd
  * is not closed. An unmapped ring: nothing. */
 void perf_ring_unmap(struct perf_ring *g);

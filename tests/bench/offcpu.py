@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """What the off-CPU kinds cost: a 100-thread target (sleepwork: each
 thread does a fixed piece of work, then sleeps) read as
-wall_Ns?hz=99 (and block), against an unprofiled twin; and the daemon's
-CPU per thread-sample (a look at one thread at one tick) beside its CPU
-per sample of a cpu profile of the same target in the same run. Writes
-offcpu-results.md.
+wall_Ns?hz=99 (and block), by each method (offcpu=procfs, offcpu=sched),
+against an unprofiled twin; and the daemon's CPU per thread-sample (a
+look at one thread at one tick, procfs) or per event (a switch out of a
+thread and its switch back in, sched) beside its CPU per sample of a cpu
+profile of the same target in the same run. Writes offcpu-results.md.
 
     tests/bench/offcpu.py [--build DIR] [--out DIR] [--seconds S]
                           [--rounds N] [--readme]
@@ -16,7 +17,9 @@ script on the other CPU; the figure is the profiled one's work per
 second of its own CPU time over the other's, over the same span. The
 unprofiled pair is the noise. Threads looked at by /proc are never
 stopped, so what the target can lose is what perf's cpu-clock samples
-cost it (wall) and what the daemon's reads take from the kernel.
+cost it (wall) and what the daemon's reads take from the kernel; under
+sched, what the kernel's record and stack copy at each switch out and
+the switching of the events with the threads cost it.
 """
 
 import argparse
@@ -41,6 +44,10 @@ WORKLOADS = [
      [str(THREADS), '100000', '50000']),
 ]
 KINDS = ['wall', 'block']
+# (row, kind, method): the reads of each round, each method's daemon
+READS = [(f'{k} {m}', k, m) for m in ('procfs', 'sched') for k in KINDS]
+# what a session line counts the daemon's work in, by method
+PER = {'procfs': 'looks', 'sched': 'switches', 'cpu': 'samples'}
 
 
 def start(args, argv):
@@ -60,14 +67,15 @@ def field(line, key):
     return int(m.group(1)) if m else 0
 
 
-def profiled(args, d, t, kind):
-    """(speed ratio, daemon µs per thread-sample or per CPU sample)."""
+def profiled(args, d, t, kind, method):
+    """(speed ratio, daemon µs per thread-sample, event or CPU sample)."""
     name = f'{kind}_{args.seconds}s?hz=99.pb.gz'
     c0 = cpu_seconds(d.proc.pid)
     a, b = heap.pair_rates(t[0], t[1], lambda: d.read(t[0].pid, name))
     spent = cpu_seconds(d.proc.pid) - c0
     line = session_line(d, kind)
-    per = field(line, 'samples' if kind == 'cpu' else 'looks')
+    assert kind == 'cpu' or f'method={method} ' in line, line
+    per = field(line, PER[method])
     return a / b, (spent * 1e6 / per if per else None), line
 
 
@@ -92,10 +100,12 @@ def cpu_sample_cost(args, d):
 
 
 def run(args, argv):
-    res = {k: [] for k in ['unprofiled'] + KINDS + ['cpu']}
-    us = {k: [] for k in KINDS + ['cpu']}
+    rows = [row for row, _, _ in READS] + ['cpu']
+    res = {k: [] for k in ['unprofiled'] + rows}
+    us = {k: [] for k in rows}
     lines = {}
-    d = heap.Daemon(args.build, 'offcpu=procfs')
+    ds = {m: heap.Daemon(args.build, f'offcpu={m}')
+          for m in ('procfs', 'sched')}
     try:
         for r in range(args.rounds):
             t = start(args, argv)
@@ -104,22 +114,24 @@ def run(args, argv):
                 a, b = heap.pair_rates(t[0], t[1],
                                        lambda: time.sleep(args.seconds))
                 res['unprofiled'].append(a / b)
-                for kind in KINDS + ['cpu']:
-                    ratio, per, line = profiled(args, d, t, kind)
-                    res[kind].append(ratio)
+                for row, kind, m in READS + [('cpu', 'cpu', 'cpu')]:
+                    d = ds['procfs' if m == 'cpu' else m]
+                    ratio, per, line = profiled(args, d, t, kind, m)
+                    res[row].append(ratio)
                     if per and kind != 'cpu':
-                        us[kind].append(per)
-                    lines[kind] = line
+                        us[row].append(per)
+                    lines[row] = line
                 print(f'round {r + 1}: ' + ', '.join(
                     f'{k} {v[-1]:.3f}' for k, v in res.items()), flush=True)
             finally:
                 for x in t:
                     x.stop()
-            per = cpu_sample_cost(args, d)
+            per = cpu_sample_cost(args, ds['procfs'])
             if per:
                 us['cpu'].append(per)
     finally:
-        fusermount(d)
+        for d in ds.values():
+            fusermount(d)
     return res, us, lines
 
 
@@ -135,31 +147,35 @@ def report(results, args):
              f'fresh targets taking turns on one CPU, only one profiled '
              f'(the daemon on the other CPU), the profiled one\'s work per '
              f'second of its own CPU time over the other\'s (min-max '
-             f'after it). A thread-sample is one look at one thread at one '
-             f'tick (hz=99), its cost the daemon\'s CPU over the read '
-             f'divided by the looks; a CPU sample\'s, the daemon\'s CPU '
+             f'after it). procfs: a thread-sample is one look at one '
+             f'thread at one tick (hz=99), its cost the daemon\'s CPU over '
+             f'the read divided by the looks; sched: an event is a switch '
+             f'of a thread out of its CPU and back, its cost the daemon\'s '
+             f'CPU divided by the switches out; a CPU sample\'s, the '
+             f'daemon\'s CPU '
              f'over a cpu profile at 99 Hz of workers 16 (busy threads, '
              f'its second session: warm) divided by its samples, in the '
              f'same run (cpu rows: a cpu '
              f'profile of sleepwork itself, whose threads each run less '
              f'than a period in the window, has almost no sample).', '',
-             '| workload | read | speed vs twin (median, min-max) | '
-             'daemon CPU per thread-sample / CPU sample |',
-             '| --- | --- | --- | --- |']
+             '| workload | read | method | speed vs twin (median, min-max) '
+             '| daemon CPU per thread-sample, event / CPU sample |',
+             '| --- | --- | --- | --- | --- |']
     for workload, (res, us, _) in results:
         for k, v in res.items():
             m = statistics.median(v)
             per = (f'{statistics.median(us[k]):.1f} µs'
                    if us.get(k) else '-')
+            kind, _, method = k.partition(' ')
             what = 'unprofiled (noise)' if k == 'unprofiled' else \
-                f'{k}_{args.seconds}s?hz=99'
-            lines.append(f'| {workload} | {what} | {m:.3f} '
-                         f'({(m - 1) * 100:+.1f}%), {min(v):.3f}-'
+                f'{kind}_{args.seconds}s?hz=99'
+            lines.append(f'| {workload} | {what} | {method or "-"} | '
+                         f'{m:.3f} ({(m - 1) * 100:+.1f}%), {min(v):.3f}-'
                          f'{max(v):.3f} | {per} |')
     lines += ['', 'Session lines of the last round:', '']
     for workload, (_, _, sl) in results:
-        for k in KINDS + ['cpu']:
-            lines.append(f'    {sl.get(k, "")[:230]}')
+        for row, _, _ in READS + [('cpu', 'cpu', 'cpu')]:
+            lines.append(f'    {sl.get(row, "")[:300]}')
     text = '\n'.join(lines) + '\n'
     with open(os.path.join(args.out, 'offcpu-results.md'), 'w') as f:
         f.write(text)

@@ -4,13 +4,10 @@ where the agent cannot be loaded (a static binary) or with -o
 heap=uprobe, every allocator call of a window is counted through uprobes
 and uretprobes; a breaker ends the window early when the probes would
 slow the target by more than a few percent; without root, EPERM."""
-import ctypes
 import errno
 import os
-import pwd
 import re
 import subprocess
-import tempfile
 import time
 
 import pytest
@@ -21,7 +18,6 @@ from test_heap import (Reader, assert_exact, check_header, paired_speed,
                        pin_together, site_values, workload)
 
 UPROBE_EVENTS = '/sys/kernel/tracing/uprobe_events'
-MS_NOSUID, MS_NODEV = 2, 4
 
 
 def read_uprobe_window(proffs, t, name):
@@ -214,49 +210,10 @@ def test_breaker_ends_the_window_and_removes_the_probes(proffs, target,
     assert 1e-6 < cpu / hits < 50e-6
 
 
-class UserDaemon(util.Daemon):
-    """A proffs run by another user. /dev/fuse is root's alone here
-    (0600), so the test mounts for it, as mount.fuse3's drop_privileges
-    does: /dev/fuse opened and mounted by root, owned by uid, and the
-    daemon started as uid on /dev/fd/N. Only uid can use the mount (no
-    allow_other)."""
-
-    def __init__(self, tmpdir, uid, options=()):
-        gid = pwd.getpwuid(uid).pw_gid
-        self.mnt = tempfile.mkdtemp(prefix='proffs-mnt-')
-        os.chmod(self.mnt, 0o755)
-        self.log_path = os.path.join(tmpdir, 'daemon.log')
-        self.log = open(self.log_path, 'w')
-        self.allowed, self.stopped = [], False
-        fd = os.open('/dev/fuse', os.O_RDWR)
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            data = (f'fd={fd},rootmode=40000,user_id={uid},'
-                    f'group_id={gid}').encode()
-            if libc.mount(b'proffs', self.mnt.encode(), b'fuse.proffs',
-                          MS_NOSUID | MS_NODEV, data):
-                err = ctypes.get_errno()
-                pytest.fail(f'mount: {os.strerror(err)}')
-            self.cmd = ['setpriv', f'--reuid={uid}', f'--regid={gid}',
-                        '--clear-groups', '--', util.DAEMON, '-f',
-                        f'/dev/fd/{fd}']
-            for o in options:
-                self.cmd += ['-o', o]
-            self.proc = subprocess.Popen(self.cmd, stdout=self.log,
-                                         stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL,
-                                         pass_fds=(fd,))
-        finally:
-            os.close(fd)
-        if not self.wait_log(r'fs: mounted on', timeout=30):
-            self.cleanup()
-            pytest.fail('daemon did not start:\n' + self.log_text())
-
-
 def user_daemon(tmp_path, name, options):
     d = tmp_path / name
     d.mkdir()
-    return UserDaemon(str(d), NOBODY, options)
+    return util.UserDaemon(str(d), NOBODY, options)
 
 
 def test_uprobes_without_root_are_eperm(tmp_path, target):

@@ -2,9 +2,12 @@
 """Off-CPU kinds through the mount (issue 18): wall, block and mutex of
 tests/targets/waits, whose threads measure their own waits into a file
 the test reads before and after the window: the truth of exactly the
-window profiled. Every profile goes through go tool pprof
-(util.validate_pprof); no thread of the target may be stopped or traced
-meanwhile (its /proc status, polled through the window)."""
+window profiled. Both methods, offcpu=procfs (/proc) and offcpu=sched
+(scheduler events, as root), are held to it; sched's waits also to the
+target's log of each wait, over the profile's own window. Every profile
+goes through go tool pprof (util.validate_pprof); no thread of the
+target may be stopped or traced meanwhile (its /proc status, polled
+through the window)."""
 
 import errno
 import os
@@ -27,7 +30,26 @@ TRUTH_FIELDS = ('spin_ns', 'sleep_ns', 'hold_ns', 'rest_ns',
                 'lock_wait_ns', 'lock_waits', 'cond_wait_ns', 'cond_waits',
                 'waiter_rest_ns')
 WAITS_THREADS = ('waits', 'sleeper', 'holder', 'waiter', 'condwaiter')
-METHODS = [pytest.param(('offcpu=procfs',), id='procfs')]
+METHODS = [pytest.param(('offcpu=procfs',), id='procfs'),
+           pytest.param(('offcpu=sched',), id='sched')]
+SCHED = [pytest.param(('offcpu=sched',), id='sched')]
+# The first comment of a profile, by the method that took it.
+METHOD_COMMENTS = {
+    'procfs': 'proffs: off-CPU time from /proc, no thread stopped',
+    'sched': 'proffs: off-CPU time from scheduler events, no thread '
+             'stopped',
+}
+LOG_WAITS = 4096    # struct truth's logs of each wait (waits.c)
+
+
+def method_of(proffs):
+    """The method a test's daemon was told to use."""
+    return 'sched' if 'offcpu=sched' in proffs.cmd else 'procfs'
+
+
+def assert_method(p, method):
+    assert p.comments and p.comments[0].startswith(METHOD_COMMENTS[method]), \
+        p.comments
 
 
 def read_truth(path):
@@ -112,11 +134,12 @@ def test_wall_shares_and_sum_match_the_truth(proffs, target, tmp_path):
     t = target('waits', truth_path)
     got, truth, span = profile_waits(proffs, t.pid, ['wall_5s.pb.gz'],
                                      truth_path)
-    p = validate_pprof(save(got['wall_5s.pb.gz'], 'wall.pb.gz'))
+    p = validate_pprof(save(got['wall_5s.pb.gz'],
+                            f'wall-{method_of(proffs)}.pb.gz'))
     assert p.sample_types == ['samples/count', 'wall/nanoseconds']
     assert p.period_type == 'wall nanoseconds'
     assert p.period == 10**9 // 99
-    assert any('no thread stopped' in c for c in p.comments), p.comments
+    assert_method(p, method_of(proffs))
     assert {s.labels.get('thread_name') for s in p.samples} == \
         set(WAITS_THREADS)
     assert {s.labels['state'] for s in p.samples} <= \
@@ -181,9 +204,11 @@ def test_block_and_mutex_shares_match_the_truth(proffs, target, tmp_path):
 
     paths = {}
     for kind in ('block', 'mutex'):
-        paths[kind] = save(got[f'{kind}_5s.pb.gz'], f'{kind}.pb.gz')
+        paths[kind] = save(got[f'{kind}_5s.pb.gz'],
+                           f'{kind}-{method_of(proffs)}.pb.gz')
         p = validate_pprof(paths[kind])
         assert p.sample_types == ['contentions/count', 'delay/nanoseconds']
+        assert_method(p, method_of(proffs))
         for s in p.samples:
             for f in ('sleeper_sleep', 'sleeper_spin', 'holder_rest',
                       'waiter_rest', 'main_idle'):
@@ -219,6 +244,156 @@ def test_block_and_mutex_shares_match_the_truth(proffs, target, tmp_path):
                 0.15 * truth['cond_waits'] + 2, (waits, truth)
 
 
+def read_logs(path):
+    """The waits the target logged, (start, end) CLOCK_MONOTONIC ns:
+    (the waiter's mutex waits, the condition waiter's waits)."""
+    with open(path, 'rb') as f:
+        data = f.read()
+    counts = struct.unpack_from('9Q', data)
+    logs = struct.unpack_from(f'{4 * LOG_WAITS}Q', data, 72)
+    out = []
+    for k, n in ((0, counts[5]), (1, counts[7])):
+        first = max(0, n - LOG_WAITS)
+        out.append([(logs[2 * (k * LOG_WAITS + i % LOG_WAITS)],
+                     logs[2 * (k * LOG_WAITS + i % LOG_WAITS) + 1])
+                    for i in range(first, n)])
+    return out
+
+
+# A wait ends for the kernel as the waiter is put back on a CPU, for the
+# target when it has read the clock after the call: the latter may come
+# this much later on a busy machine.
+EDGE_NS = 2 * 10**6
+
+
+def waits_in(spans, start, end):
+    """Of the waits (start, end) logged: (those that certainly ended in
+    the window [start, end], those whose switch back in may be on either
+    side of an edge, their time in the window)."""
+    sure = edge = 0
+    inside = 0
+    for a, b in spans:
+        inside += max(0, min(b, end) - max(a, start))
+        if start + EDGE_NS < b <= end:
+            sure += 1
+        elif start < b <= start + EDGE_NS or end < b <= end + EDGE_NS:
+            edge += 1
+    return sure, edge, inside
+
+
+def mono_window(path):
+    """A profile's window in CLOCK_MONOTONIC ns: its time is the
+    daemon's CLOCK_REALTIME as the window began."""
+    t0, duration = util.profile_window(path)
+    offset = min(time.clock_gettime_ns(time.CLOCK_REALTIME) -
+                 time.monotonic_ns() for _ in range(5))
+    return t0 - offset, t0 - offset + duration
+
+
+@pytest.mark.parametrize('proffs_options', SCHED, indirect=True)
+def test_sched_counts_every_wait_once_and_its_exact_delay(proffs, target,
+                                                          tmp_path):
+    """offcpu=sched, as root: the contentions of the waiter's mutex
+    waits and of the condition waiter's waits are the waits the target
+    logged as ending in the profile's window, one each (a wait that ended
+    within 2 ms of an edge may be either side of it); their delays are
+    the logged waits' time in the window within 2%."""
+    truth_path = str(tmp_path / 'truth')
+    t = target('waits', truth_path)
+    got, _, _ = profile_waits(proffs, t.pid,
+                              ['block_5s.pb.gz', 'mutex_5s.pb.gz'],
+                              truth_path)
+    lock_log, cond_log = read_logs(truth_path)
+    for kind in ('block', 'mutex'):
+        path = save(got[f'{kind}_5s.pb.gz'], f'{kind}-sched-exact.pb.gz')
+        p = validate_pprof(path)
+        assert_method(p, 'sched')
+        start, end = mono_window(path)
+        assert abs((end - start) - 5 * 10**9) <= 0.01 * 5 * 10**9
+        checks = [('waiter_lock', lock_log)]
+        if kind == 'block':
+            checks.append(('cond_park', cond_log))
+        for func, log in checks:
+            sure, edge, inside = waits_in(log, start, end)
+            assert sure > 50, (func, sure, len(log))
+            _, mine = by_thread(p, {'waiter_lock': 'waiter',
+                                    'cond_park': 'condwaiter'}[func],
+                                'contentions/count')
+            n = sum(s.values[0] for s in mine if func in s.frames)
+            delay = sum(s.values[1] for s in mine if func in s.frames)
+            print(f'{kind} {func}: {n} waits (log: {sure} + {edge} at '
+                  f'an edge), {delay / 1e9:.4f} s (log {inside / 1e9:.4f})')
+            assert sure <= n <= sure + edge, (kind, func, n, sure, edge)
+            assert abs(delay - inside) <= 0.02 * inside, \
+                (kind, func, delay, inside)
+
+
+def test_auto_traces_the_scheduler_as_root(proffs, target):
+    """offcpu=auto (the default), as root: scheduler events, no word of
+    /proc in the log."""
+    t = target('waits')
+    p = validate_pprof(save(proffs.read(t.pid, 'block_1s.pb.gz'),
+                            'block-auto-root.pb.gz'))
+    assert_method(p, 'sched')
+    assert not proffs.log_lines(r'offcpu: .*refuse'), proffs.log_text()
+    assert proffs.log_lines(r'session \d+ done: pid=%d kind=block .*'
+                            r'method=sched ' % t.pid)
+
+
+def read_as_nobody(d, pid, name):
+    r = subprocess.run(['setpriv', f'--reuid={util.NOBODY}',
+                        f'--regid={util.NOBODY}', '--clear-groups', '--',
+                        'cat', d.path(pid, name)],
+                       capture_output=True, timeout=60)
+    return r.returncode, r.stdout, r.stderr.decode()
+
+
+def test_unprivileged_daemon_falls_back_to_procfs(tmp_path, target):
+    """A daemon that is not root (nor CAP_PERFMON, perf_event_paranoid
+    above 1) may not trace the scheduler: offcpu=auto reads /proc, with
+    one log line that says so, and the profile's comment says /proc;
+    offcpu=sched refuses the read (EACCES), with one log line."""
+    with open('/proc/sys/kernel/perf_event_paranoid') as f:
+        assert int(f.read()) >= 2, 'perf_event_paranoid lets anyone trace'
+    t = target('waits', user=util.NOBODY)
+    for options in ((), ('offcpu=sched',)):
+        sub = tmp_path / (options[0].replace('=', '-') if options
+                          else 'auto')
+        sub.mkdir()
+        d = util.UserDaemon(str(sub), util.NOBODY, options)
+        try:
+            code, data, err = read_as_nobody(d, t.pid, 'wall_2s.pb.gz')
+            if not options:
+                assert code == 0, err
+                p = validate_pprof(save(data, 'wall-nobody.pb.gz'))
+                assert_method(p, 'procfs')
+                total = p.total('wall/nanoseconds')
+                want = len(WAITS_THREADS) * p.duration_ns
+                assert abs(total - want) <= 0.02 * want
+                lines = d.log_lines(r'offcpu: pid %d: scheduler events '
+                                    r'refused \(Permission denied\): '
+                                    r'off-CPU time from /proc' % t.pid)
+            else:
+                assert code != 0 and \
+                    os.strerror(errno.EACCES) in err, err
+                lines = d.log_lines(r'offcpu: pid %d: offcpu=sched: the '
+                                    r'kernel refuses scheduler events '
+                                    r'\(Permission denied\)' % t.pid)
+                # A failure is never served from the cache: cat's fstat
+                # may start a session of its own once the open's failed.
+                # Each refused session says so once.
+                failed = d.log_lines(r'session \d+ failed: pid=%d kind=wall '
+                                     r'.*result=EACCES' % t.pid)
+                assert 1 <= len(failed) <= 2, d.log_text()
+            want_lines = len(failed) if options else 1
+            assert len(lines) == want_lines, d.log_text()
+        except BaseException:
+            d.cleanup()
+            print(d.log_text())
+            raise
+        d.unmount()
+
+
 @pytest.mark.parametrize('proffs_options', METHODS, indirect=True)
 def test_offcpu_formats_share_one_session(proffs, target):
     """Every format of a kind, read together: one session, the same
@@ -230,8 +405,9 @@ def test_offcpu_formats_share_one_session(proffs, target):
     out = util.read_together(proffs, t.pid, names)
     assert len(proffs.log_lines(r'session \d+ start: pid=%d kind=mutex'
                                 % t.pid)) == 1
-    gz = save(out['mutex_2s.pb.gz'], 'mutex-formats.pb.gz')
-    raw = save(out['mutex_2s.pb'], 'mutex-formats.pb')
+    method = method_of(proffs)
+    gz = save(out['mutex_2s.pb.gz'], f'mutex-formats-{method}.pb.gz')
+    raw = save(out['mutex_2s.pb'], f'mutex-formats-{method}.pb')
     p = validate_pprof(gz)
     assert validate_pprof(raw).total('delay/nanoseconds') == \
         p.total('delay/nanoseconds')
@@ -362,7 +538,7 @@ def test_wall_off_cpu_time_agrees_with_bpftrace(proffs, target, tracefs,
     elapsed = int(re.search(r'elapsed_us (\d+)', out).group(1)) * 1000
     theirs = {int(m.group(1)): int(m.group(2))
               for m in re.finditer(r'@off\[(\d+)\]: (\d+)', out)}
-    p = validate_pprof(save(data, 'wall-bpftrace.pb.gz'))
+    p = validate_pprof(save(data, f'wall-bpftrace-{method_of(proffs)}.pb.gz'))
     i = p.index('wall/nanoseconds')
     names = {}
     for tid in os.listdir(f'/proc/{t.pid}/task'):

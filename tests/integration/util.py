@@ -9,10 +9,13 @@ PROFFS_TEST_OUT to keep the profiles the tests read somewhere else than
 import calendar
 import colorsys
 import contextlib
+import ctypes
 import errno
+import gzip
 import hashlib
 import html
 import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -483,6 +486,38 @@ def _duration_from_top(p, top):
     return int(ns)
 
 
+def _varint(data, pos):
+    v = shift = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        v |= (b & 0x7f) << shift
+        shift += 7
+        if not b & 0x80:
+            return v, pos
+
+
+def profile_window(path):
+    """(time_nanos, duration_nanos) of a pprof file exactly, from its
+    protobuf fields 9 and 10: -raw prints the duration to four digits."""
+    with open(path, 'rb') as f:
+        data = f.read()
+    if data[:2] == b'\x1f\x8b':
+        data = gzip.decompress(data)
+    pos, fields = 0, {}
+    while pos < len(data):
+        key, pos = _varint(data, pos)
+        wire = key & 7
+        if wire == 0:
+            fields[key >> 3], pos = _varint(data, pos)
+        elif wire == 2:
+            n, pos = _varint(data, pos)
+            pos += n
+        else:
+            pos += {1: 8, 5: 4}[wire]
+    return fields.get(9, 0), fields.get(10, 0)
+
+
 def validate_pprof(path):
     """Every profile a test reads goes through pprof's -top, -traces and
     -raw: each must succeed, print something and not complain. Returns the
@@ -745,3 +780,45 @@ def as_user(uid, *cmd):
     return subprocess.run(['setpriv', f'--reuid={uid}', f'--regid={uid}',
                            '--clear-groups', '--'] + list(cmd),
                           capture_output=True, text=True, timeout=60)
+
+
+MS_NOSUID, MS_NODEV = 2, 4
+
+
+class UserDaemon(Daemon):
+    """A proffs run by another user. /dev/fuse is root's alone here
+    (0600), so the test mounts for it, as mount.fuse3's drop_privileges
+    does: /dev/fuse opened and mounted by root, owned by uid, and the
+    daemon started as uid on /dev/fd/N. Only uid can use the mount (no
+    allow_other)."""
+
+    def __init__(self, tmpdir, uid, options=()):
+        gid = pwd.getpwuid(uid).pw_gid
+        self.mnt = tempfile.mkdtemp(prefix='proffs-mnt-')
+        os.chmod(self.mnt, 0o755)
+        self.log_path = os.path.join(tmpdir, 'daemon.log')
+        self.log = open(self.log_path, 'w')
+        self.allowed, self.stopped = [], False
+        fd = os.open('/dev/fuse', os.O_RDWR)
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            data = (f'fd={fd},rootmode=40000,user_id={uid},'
+                    f'group_id={gid}').encode()
+            if libc.mount(b'proffs', self.mnt.encode(), b'fuse.proffs',
+                          MS_NOSUID | MS_NODEV, data):
+                err = ctypes.get_errno()
+                pytest.fail(f'mount: {os.strerror(err)}')
+            self.cmd = ['setpriv', f'--reuid={uid}', f'--regid={gid}',
+                        '--clear-groups', '--', DAEMON, '-f',
+                        f'/dev/fd/{fd}']
+            for o in options:
+                self.cmd += ['-o', o]
+            self.proc = subprocess.Popen(self.cmd, stdout=self.log,
+                                         stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL,
+                                         pass_fds=(fd,))
+        finally:
+            os.close(fd)
+        if not self.wait_log(r'fs: mounted on', timeout=30):
+            self.cleanup()
+            pytest.fail('daemon did not start:\n' + self.log_text())

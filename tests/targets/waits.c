@@ -32,13 +32,25 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Nine counters, in this order, as the tests read them. */
+#define LOG_WAITS 4096
+
+/* One wait counted in lock_waits or cond_waits: from its call to its
+ * return. */
+struct wait_span {
+	_Atomic uint64_t start_ns, end_ns;
+};
+
+/* Nine counters, in this order, as the tests read them; then the last
+ * LOG_WAITS waits counted of the waiter and of the condwaiter, the i-th
+ * at i % LOG_WAITS (written before the count goes up): a test takes the
+ * waits of exactly the window a profile says it took. */
 struct truth {
 	_Atomic uint64_t spin_ns, sleep_ns;	/* sleeper */
 	_Atomic uint64_t hold_ns, rest_ns;	/* holder */
 	_Atomic uint64_t lock_wait_ns, lock_waits;	/* waiter */
 	_Atomic uint64_t cond_wait_ns, cond_waits;	/* condwaiter */
 	_Atomic uint64_t waiter_rest_ns;	/* waiter, outside the lock */
+	struct wait_span lock_log[LOG_WAITS], cond_log[LOG_WAITS];
 };
 
 static struct truth local, *truth = &local;
@@ -47,6 +59,17 @@ static pthread_mutex_t cond_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static unsigned long generation;	/* under cond_mutex */
 static _Atomic int started;
+
+/* The wait [t, u] is the next one of *count, in log. */
+static void count_wait(_Atomic uint64_t *count, struct wait_span *log,
+		       uint64_t t, uint64_t u)
+{
+	struct wait_span *w = &log[atomic_load(count) % LOG_WAITS];
+
+	atomic_store(&w->start_ns, t);
+	atomic_store(&w->end_ns, u);
+	atomic_fetch_add(count, 1);
+}
 
 static uint64_t now_ns(void)
 {
@@ -144,14 +167,14 @@ static void *holder(void *arg)
 
 __attribute__((noinline)) void waiter_lock(void)
 {
-	uint64_t t = now_ns(), waited;
+	uint64_t t = now_ns(), u;
 
 	pthread_mutex_lock(&mutex);
-	waited = now_ns() - t;
+	u = now_ns();
 	pthread_mutex_unlock(&mutex);
-	atomic_fetch_add(&truth->lock_wait_ns, waited);
-	if (waited > 1000000)
-		atomic_fetch_add(&truth->lock_waits, 1);
+	atomic_fetch_add(&truth->lock_wait_ns, u - t);
+	if (u - t > 1000000)
+		count_wait(&truth->lock_waits, truth->lock_log, t, u);
 }
 
 __attribute__((noinline)) void waiter_rest(void)
@@ -177,7 +200,7 @@ static void *waiter(void *arg)
 __attribute__((noinline)) void cond_park(void)
 {
 	unsigned long seen;
-	uint64_t t;
+	uint64_t t, u;
 
 	pthread_mutex_lock(&cond_mutex);
 	seen = generation;
@@ -185,8 +208,9 @@ __attribute__((noinline)) void cond_park(void)
 	while (generation == seen)
 		pthread_cond_wait(&cond, &cond_mutex);
 	pthread_mutex_unlock(&cond_mutex);
-	atomic_fetch_add(&truth->cond_wait_ns, now_ns() - t);
-	atomic_fetch_add(&truth->cond_waits, 1);
+	u = now_ns();
+	atomic_fetch_add(&truth->cond_wait_ns, u - t);
+	count_wait(&truth->cond_waits, truth->cond_log, t, u);
 }
 
 static void *condwaiter(void *arg)
