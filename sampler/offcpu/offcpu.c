@@ -628,16 +628,20 @@ static int setup(struct oc_run *run)
 }
 
 /*
- * Scheduler events where the daemon may trace them (auto, sched); where
- * it may not, auto says so once and reads /proc, sched fails. Then the
- * window starts, its time and length those of the profile.
+ * Scheduler events where the daemon may trace them (sched; auto for block
+ * and mutex); where it may not, auto says so once and reads /proc, sched
+ * fails. auto samples wall from /proc even as root: a sampled share is
+ * what wall asks, and every context switch costs a 100-thread target 3-7%
+ * where sampling stays within 1% (docs/offcpu.md). Then the window
+ * starts, its time and length those of the profile.
  */
 static int choose_method(struct oc_run *run, int64_t *t0)
 {
 	const struct offcpu_opts *o = run->o;
 	int ret = 0;
 
-	if (o->method != OFFCPU_PROCFS)
+	if (o->method == OFFCPU_SCHED ||
+	    (o->method == OFFCPU_AUTO && o->kind != OFFCPU_WALL))
 		ret = oc_sched_open(run);
 	if ((ret == -EACCES || ret == -EPERM) && o->method == OFFCPU_AUTO) {
 		pr_info("offcpu: pid %d: scheduler events refused (%s): "

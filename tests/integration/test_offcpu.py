@@ -329,15 +329,22 @@ def test_sched_counts_every_wait_once_and_its_exact_delay(proffs, target,
 
 
 def test_auto_traces_the_scheduler_as_root(proffs, target):
-    """offcpu=auto (the default), as root: scheduler events, no word of
-    /proc in the log."""
+    """offcpu=auto (the default), as root: block and mutex from
+    scheduler events, no word of /proc in the log; wall sampled from /proc
+    (every switch traced costs the target more than sampling does)."""
     t = target('waits')
-    p = validate_pprof(save(proffs.read(t.pid, 'block_1s.pb.gz'),
-                            'block-auto-root.pb.gz'))
-    assert_method(p, 'sched')
+    for kind in ('block', 'mutex'):
+        p = validate_pprof(save(proffs.read(t.pid, f'{kind}_1s.pb.gz'),
+                                f'{kind}-auto-root.pb.gz'))
+        assert_method(p, 'sched')
+        assert proffs.log_lines(r'session \d+ done: pid=%d kind=%s .*'
+                                r'method=sched ' % (t.pid, kind))
+    p = validate_pprof(save(proffs.read(t.pid, 'wall_1s.pb.gz'),
+                            'wall-auto-root.pb.gz'))
+    assert_method(p, 'procfs')
+    assert proffs.log_lines(r'session \d+ done: pid=%d kind=wall .*'
+                            r'method=procfs ' % t.pid)
     assert not proffs.log_lines(r'offcpu: .*refuse'), proffs.log_text()
-    assert proffs.log_lines(r'session \d+ done: pid=%d kind=block .*'
-                            r'method=sched ' % t.pid)
 
 
 def read_as_nobody(d, pid, name):
@@ -350,9 +357,10 @@ def read_as_nobody(d, pid, name):
 
 def test_unprivileged_daemon_falls_back_to_procfs(tmp_path, target):
     """A daemon that is not root (nor CAP_PERFMON, perf_event_paranoid
-    above 1) may not trace the scheduler: offcpu=auto reads /proc, with
-    one log line that says so, and the profile's comment says /proc;
-    offcpu=sched refuses the read (EACCES), with one log line."""
+    above 1) may not trace the scheduler: offcpu=auto reads /proc (for
+    block, where root would trace, with one log line that says so), and
+    the profile's comment says /proc; offcpu=sched refuses the read
+    (EACCES), with one log line."""
     with open('/proc/sys/kernel/perf_event_paranoid') as f:
         assert int(f.read()) >= 2, 'perf_event_paranoid lets anyone trace'
     t = target('waits', user=util.NOBODY)
@@ -370,6 +378,10 @@ def test_unprivileged_daemon_falls_back_to_procfs(tmp_path, target):
                 total = p.total('wall/nanoseconds')
                 want = len(WAITS_THREADS) * p.duration_ns
                 assert abs(total - want) <= 0.02 * want
+                code, data, err = read_as_nobody(d, t.pid, 'block_2s.pb.gz')
+                assert code == 0, err
+                assert_method(validate_pprof(save(data, 'block-nobody.pb.gz')),
+                              'procfs')
                 lines = d.log_lines(r'offcpu: pid %d: scheduler events '
                                     r'refused \(Permission denied\): '
                                     r'off-CPU time from /proc' % t.pid)
