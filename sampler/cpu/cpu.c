@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cpu.h"
 #include "kallsyms.h"
 #include "kframes.h"
@@ -61,14 +62,6 @@ struct cpu_run {
 	uint64_t overflow_loc;		/* 0 until max_stacks is reached */
 	int err;			/* first error of a callback */
 };
-
-static uint64_t clock_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 /* The thread's label strings, read from /proc the first time it shows. */
 static int thread_labels(struct cpu_run *run, uint32_t pid, uint32_t tid,

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "heap.h"
 #include "heap_budget.h"
 #include "heap_counts.h"
@@ -84,14 +85,6 @@ struct heap_agents {
 	pthread_mutex_t counts_lock;	/* a leaf: taken under ag->lock */
 	struct heap_agent_counts counts;	/* protected by counts_lock */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static int64_t wall_ns(void)
 {

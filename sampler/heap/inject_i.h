@@ -13,6 +13,8 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "clock.h"
+
 #define STOP_WAIT_NS 100000000ull	/* for every thread to stop */
 #define CALL_WAIT_NS 10000000000ull	/* for a call to come back */
 #define NDEFER 32			/* signals held back per thread */
@@ -55,14 +57,6 @@ struct injector {
 	int (*fn)(struct injector *, void *);
 	void *fn_arg;
 };
-
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static inline void nap(long ns)
 {

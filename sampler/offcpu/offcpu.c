@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "cpu.h"
 #include "kstack.h"
 #include "log.h"
@@ -55,14 +56,6 @@ static const char *const kind_names[] = {
 	[OFFCPU_WALL] = "wall", [OFFCPU_BLOCK] = "block",
 	[OFFCPU_MUTEX] = "mutex",
 };
-
-static uint64_t clock_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 uint64_t oc_mono_ns(void)
 {

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "perf.h"
 #include "perf_ring.h"
 #include "perf_switch.h"
@@ -71,14 +72,6 @@ struct perf_switch {
 	perf_switch_out_cb cb;		/* during a poll */
 	void *cb_arg;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static void init_attr(struct perf_event_attr *a, bool inherit_thread)
 {

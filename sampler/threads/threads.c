@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "kframes.h"
 #include "log.h"
 #include "maps.h"
@@ -72,14 +73,6 @@ struct dump {
 	uint64_t first_stop_ns, last_release_ns;
 	int ret;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static const struct {
 	char letter;

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "jitmap.h"
 #include "log.h"
 #include "proc.h"
@@ -56,14 +57,6 @@ struct jitmap {
 	uint32_t seq;
 	struct name_block *blocks;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 int jitmap_new(pid_t pid, struct jitmap **out)
 {

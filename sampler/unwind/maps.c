@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "dso.h"
 #include "log.h"
 #include "maps.h"
@@ -25,14 +26,6 @@ struct proc_maps {
 	char *alias_seen;	/* maps_set_alias() */
 	char *alias_open;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static void entries_free(struct map_entry *v, size_t n)
 {

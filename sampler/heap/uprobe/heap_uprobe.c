@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "dso.h"
 #include "heap_breaker.h"
 #include "heap_model.h"
@@ -64,14 +65,6 @@ struct run {
 	uint64_t model_errors;
 	struct proc_maps *maps;	/* the model's */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 /* The process's CPU time: its CPU clock (ns, every thread, the ended
  * ones too), else /proc/PID/stat's utime + stime (clock ticks); 0 when

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "perf.h"
 #include "perf_ring.h"
 #include "proc.h"
@@ -80,14 +81,6 @@ struct uprobe_rec {
 	uint64_t records, lost;
 	int head_src;		/* of the record peeked */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static int grow(void **v, size_t *cap, size_t need, size_t elem)
 {
