@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "heap_model.h"
 #include "maps.h"
 #include "proc.h"
@@ -174,19 +175,7 @@ void heap_model_reset(struct heap_model *m)
 
 static int grow(void **v, size_t *cap, size_t need, size_t elem)
 {
-	size_t ncap = *cap ? *cap : 64;
-	void *nv;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need)
-		ncap *= 2;
-	nv = realloc(*v, ncap * elem);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = ncap;
-	return 0;
+	return grow_array(v, cap, need, elem, 64);
 }
 
 static bool same_bucket(const struct heap_model *m, const struct bucket *b,

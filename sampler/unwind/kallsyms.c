@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "kallsyms.h"
 #include "log.h"
 
@@ -63,21 +64,9 @@ void kallsyms_free(struct kallsyms *k)
 	free(k);
 }
 
-static int grow(void **v, size_t *cap, size_t need, size_t size)
+static int grow(void **v, size_t *cap, size_t need, size_t elem)
 {
-	size_t ncap = *cap ? *cap : 4096;
-	void *nv;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need)
-		ncap *= 2;
-	nv = realloc(*v, ncap * size);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = ncap;
-	return 0;
+	return grow_array(v, cap, need, elem, 4096);
 }
 
 /* One "ADDR TYPE NAME[\t[MODULE]]" line: text symbols only. */

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "clock.h"
 #include "perf.h"
 #include "perf_ring.h"
@@ -84,19 +85,7 @@ struct uprobe_rec {
 
 static int grow(void **v, size_t *cap, size_t need, size_t elem)
 {
-	size_t ncap = *cap ? *cap : 64;
-	void *nv;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need)
-		ncap *= 2;
-	nv = realloc(*v, ncap * elem);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = ncap;
-	return 0;
+	return grow_array(v, cap, need, elem, 64);
 }
 
 static uint64_t sample_type(const struct uprobe_rec_event *e)
