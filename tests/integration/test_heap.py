@@ -503,6 +503,15 @@ def paired_speed(t, c, seconds=2.0):
     return rt / rc
 
 
+def settled_speed(t, c, windows=3):
+    """paired_speed over several windows, the median: a vCPU the host
+    takes away for a few hundred ms is charged to whichever target was
+    running and moves one window by tens of percent (seen once in CI
+    under load, 0.43 for a target with libc's malloc again); a target
+    the agent still slows is slow in every window."""
+    return sorted(paired_speed(t, c) for _ in range(windows))[windows // 2]
+
+
 def task_holds(pid):
     """Threads of pid that are stopped (state t or T) or traced, as
     {tid: (state, TracerPid)}."""
@@ -568,7 +577,7 @@ def test_agent_disarms_when_the_daemon_dies(tmp_path, target):
         # Disarmed: the target's own GOT entries are libc's again (an
         # agent still armed at a low rate would be fast, yet hooked).
         assert hooked(t) == (False, False), 'the agent is still armed'
-        after = paired_speed(t, c)
+        after = settled_speed(t, c)
         assert after > 0.8, (after, slowed)
         r.join(5)
     finally:
@@ -595,7 +604,7 @@ def test_idle_agent_disarms_and_arms_again(proffs, target):
     assert proffs.wait_log('letting the agent disarm', timeout=10)
     time.sleep(4)
     assert hooked(t) == (False, False), 'the agent is still armed'
-    speed = paired_speed(t, c)
+    speed = settled_speed(t, c)
     assert speed > 0.8, speed
     # The next read arms it again: hooked while it samples.
     r = Reader(proffs.path(t.pid, 'heap?rate=1&seconds=2.pb.gz'))

@@ -14,7 +14,7 @@ import pytest
 
 import util
 from util import NOBODY, as_user
-from test_heap import (Reader, assert_exact, check_header, paired_speed,
+from test_heap import (Reader, assert_exact, check_header, settled_speed,
                        pin_together, site_values, workload)
 
 UPROBE_EVENTS = '/sys/kernel/tracing/uprobe_events'
@@ -178,7 +178,7 @@ def test_breaker_ends_the_window_and_removes_the_probes(proffs, target,
     t = target('mallocs', 1)
     c = target('mallocs', 1)    # never profiled: the speed to compare
     pin_together(t, c)
-    base = paired_speed(t, c)
+    base = settled_speed(t, c)
     start = time.monotonic()
     data = proffs.read(t.pid, 'heap_20s.pb.gz')
     took = time.monotonic() - start
@@ -196,7 +196,7 @@ def test_breaker_ends_the_window_and_removes_the_probes(proffs, target,
                             % t.pid)
     assert not our_uprobe_events()
     # against a pair's own noise: this VM's speed drifts between seconds
-    after = paired_speed(t, c)
+    after = settled_speed(t, c)
     assert after > 0.8 * base, (after, base)
     # What a hit cost the target: its CPU time over the hits, the real
     # work (a few ns an operation) included.
