@@ -329,7 +329,7 @@ static int profile(struct http_ctx *x, const struct http_route *rt)
 	int ret;
 
 	t.kernel = access_kernel(0, x->who.uid,
-				 rt->req.kind == PROFFS_KIND_GOROUTINE);
+				 name_kind_sleeping(rt->req.kind));
 	if (rt->tgt.kind == TARGET_ALL)
 		t.uid = x->who.uid == 0 ? REG_ANY_UID : x->who.uid;
 	else if ((ret = target_pid(x, rt, &t.pid, &why)))

@@ -80,6 +80,19 @@ static const char *const kind_names[PROFFS_KIND__COUNT] = {
 	[PROFFS_KIND_MEMSTATS] = "memstats",
 };
 
+/* Kinds whose stacks may show kernel frames, and from which threads:
+ * those on a CPU (perf's callchains) or those asleep (their kernel
+ * stacks, which the kernel shows root alone). */
+enum kernel_frames { KF_NONE, KF_RUNNING, KF_SLEEPING };
+
+static const enum kernel_frames kind_kernel[PROFFS_KIND__COUNT] = {
+	[PROFFS_KIND_CPU] = KF_RUNNING,
+	[PROFFS_KIND_GOROUTINE] = KF_SLEEPING,
+	[PROFFS_KIND_WALL] = KF_SLEEPING,
+	[PROFFS_KIND_BLOCK] = KF_SLEEPING,
+	[PROFFS_KIND_MUTEX] = KF_SLEEPING,
+};
+
 /* What parsing has seen so far, beyond the request itself. */
 struct parse_state {
 	struct proffs_request *req;
@@ -435,4 +448,16 @@ const char *name_kind_str(enum proffs_kind kind)
 const char *name_format_str(enum proffs_format fmt)
 {
 	return (unsigned)fmt < PROFFS_FMT__COUNT ? formats[fmt] : "?";
+}
+
+bool name_kind_kernel(enum proffs_kind kind)
+{
+	return (unsigned)kind < PROFFS_KIND__COUNT &&
+	       kind_kernel[kind] != KF_NONE;
+}
+
+bool name_kind_sleeping(enum proffs_kind kind)
+{
+	return (unsigned)kind < PROFFS_KIND__COUNT &&
+	       kind_kernel[kind] == KF_SLEEPING;
 }

@@ -114,7 +114,7 @@ static int reg_target_of(fuse_req_t req, const struct node_info *n,
 
 	memset(t, 0, sizeof(*t));
 	t->kernel = access_kernel(ctx->pid, ctx->uid,
-				  n->req.kind == PROFFS_KIND_GOROUTINE);
+				  name_kind_sleeping(n->req.kind));
 	if (n->tgt.kind == TARGET_ALL) {
 		t->uid = access_privileged(ctx->pid, ctx->uid) ? REG_ANY_UID
 							       : ctx->uid;

@@ -132,8 +132,7 @@ static void key_of(const struct reg_target *t,
 		req->kind == PROFFS_KIND_MUTEX ? req->hz : 0;
 	k->rate = req->kind == PROFFS_KIND_HEAP ||
 		  req->kind == PROFFS_KIND_ALLOCS ? req->rate : 0;
-	k->kernel = (req->kind == PROFFS_KIND_CPU ||
-		     req->kind == PROFFS_KIND_GOROUTINE) && req->kernel &&
+	k->kernel = name_kind_kernel(req->kind) && req->kernel &&
 		    t->kernel;
 }
 

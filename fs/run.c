@@ -69,6 +69,7 @@ static int run_offcpu(const struct run_ctx *c, struct profile **out,
 		.pid = c->pid, .kind = kinds[c->req->kind],
 		.method = c->offcpu, .hz = c->req->hz,
 		.window_ms = c->req->window_ms, .cache = c->dsos,
+		.ksyms = c->req->kernel ? c->ksyms : NULL,
 		.stop = c->stop, .max_stacks = c->max_stacks,
 	};
 	struct offcpu_stats st;

@@ -188,6 +188,51 @@ static void test_frames(void)
 	free(path);
 }
 
+/* The scheduler's and the lock functions, by their section markers,
+ * which are aliases of functions (and lose to them as names). */
+static void test_sched_functions(void)
+{
+	char *path = write_file("ffffffff81000000 T _stext\n"
+				"ffffffff81010000 T futex_wait_queue\n"
+				"ffffffff81020000 T __sched_text_start\n"
+				"ffffffff81020000 t __schedule\n"
+				"ffffffff81020800 T schedule\n"
+				"ffffffff81021000 T __sched_text_end\n"
+				"ffffffff81021000 T __lock_text_start\n"
+				"ffffffff81021000 T _raw_spin_lock\n"
+				"ffffffff81022000 T __lock_text_end\n"
+				"ffffffff81022000 T do_futex\n");
+	struct kallsyms *k;
+	uint64_t start;
+
+	MUST(kallsyms_new(path, &k));
+	CHECK(!kallsyms_in_sched(k, 0xffffffff81020010ull),
+	      "in the scheduler before it was read");
+	CHECK(kallsyms_ready(k), "not ready");
+	CHECK(!strcmp(name_at(k, 0xffffffff81020900ull, &start),
+		      "schedule"), "%s",
+	      name_at(k, 0xffffffff81020900ull, &start));
+	CHECK(kallsyms_in_sched(k, 0xffffffff81020000ull), "__schedule");
+	CHECK(kallsyms_in_sched(k, 0xffffffff81020900ull), "schedule");
+	CHECK(kallsyms_in_sched(k, 0xffffffff81021004ull), "_raw_spin_lock");
+	CHECK(!kallsyms_in_sched(k, 0xffffffff81010020ull),
+	      "futex_wait_queue");
+	CHECK(!kallsyms_in_sched(k, 0xffffffff81022000ull), "do_futex");
+	kallsyms_free(k);
+	unlink(path);
+	free(path);
+	/* no markers: nothing is the scheduler's */
+	path = write_file("ffffffff81000000 T _stext\n"
+			  "ffffffff81020000 t __schedule\n");
+	MUST(kallsyms_new(path, &k));
+	CHECK(kallsyms_ready(k), "not ready");
+	CHECK(!kallsyms_in_sched(k, 0xffffffff81020000ull),
+	      "in the scheduler without markers");
+	kallsyms_free(k);
+	unlink(path);
+	free(path);
+}
+
 /* The machine's own table, when this reader may see it. */
 static void test_this_kernel(void)
 {
@@ -223,6 +268,7 @@ int main(void)
 	test_lookups();
 	test_hidden_and_missing();
 	test_frames();
+	test_sched_functions();
 	test_this_kernel();
 	return failures ? 1 : 0;
 }

@@ -28,9 +28,11 @@
  * out among wall's cpu-clock samples).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kallsyms.h"
 #include "octhreads.h"
 #include "offcpu_i.h"
 #include "perf.h"
@@ -58,6 +60,8 @@ struct oc_sched {
 	struct perf_switch *w;
 	struct calls calls;
 	uint64_t pcs[MAX_FRAMES];
+	uint64_t kpcs[OC_MAX_KFRAMES];
+	struct kallsyms *ksyms;		/* NULL: no kernel frames */
 };
 
 /* ---- system calls by pc ---- */
@@ -195,6 +199,22 @@ static uint32_t stack_hash(const void *stack, size_t len)
 	return (uint32_t)(h ^ h >> 32);
 }
 
+/*
+ * The kernel frames of a sleep, innermost first, without the scheduler's
+ * and the lock functions: the frames /proc/PID/task/TID/stack shows
+ * (procfs), where the callchain taken in the scheduler starts inside it.
+ */
+static uint32_t kernel_frames(const struct oc_sched *sc,
+			      const struct perf_sample *s, uint64_t *kpcs)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < s->nkernel && n < OC_MAX_KFRAMES; i++)
+		if (!kallsyms_in_sched(sc->ksyms, s->kernel[i]))
+			kpcs[n++] = s->kernel[i];
+	return n;
+}
+
 /* The token of a switch out: the place, and the stack's hash above it. */
 static uint64_t token(uint32_t place, uint32_t hash)
 {
@@ -207,10 +227,10 @@ static uint64_t on_out(uint32_t tid, bool preempted,
 	struct oc_run *run = arg;
 	struct oc_sched *sc = run->sched;
 	struct oc_thread *th;
+	struct oc_place want = { .pcs = sc->pcs, .kpcs = sc->kpcs };
 	uint32_t place = NO_PLACE, hash = 0;
-	bool in_call, short_copy;
+	bool short_copy;
 	size_t used = 0;
-	long sysno;
 	int n = 0, ret;
 
 	if (run->err)
@@ -227,17 +247,20 @@ static uint64_t on_out(uint32_t tid, bool preempted,
 		unwind_last_stack_use(run->unw, &used, &short_copy);
 		hash = stack_hash(s->stack, used);
 	}
+	want.npcs = n;
 	/* A preemption is charged where the thread ran: its stack alone. */
-	in_call = s && !preempted &&
-		  s->regs.r[UREG_RAX] == (uint64_t)-ENOSYS;
-	sysno = in_call ? call_of(run, th, &s->regs) : -1;
-	ret = octhread_place(th, sc->pcs, n, in_call,
-			     in_call ? s->regs.r[UREG_RIP] : 0, sysno, &place);
+	want.in_call = s && !preempted &&
+		       s->regs.r[UREG_RAX] == (uint64_t)-ENOSYS;
+	want.pc = want.in_call ? s->regs.r[UREG_RIP] : 0;
+	want.sysno = want.in_call ? call_of(run, th, &s->regs) : -1;
+	if (s && !preempted && sc->ksyms)
+		want.nkpcs = kernel_frames(sc, s, sc->kpcs);
+	ret = octhread_place(th, &want, &place);
 	if (ret) {
 		run->err = ret;
 		return NO_PLACE;
 	}
-	th->places[place].arg1 = in_call ? s->regs.r[UREG_RSI] : 0;
+	th->places[place].arg1 = want.in_call ? s->regs.r[UREG_RSI] : 0;
 	return token(place, hash);
 }
 
@@ -408,7 +431,10 @@ int oc_sched_open(struct oc_run *run)
 	if (!ret)
 		ret = looks(run, true);
 	if (!ret)
-		ret = perf_switch_open(run->o->pid, &sc->w);
+		ret = perf_switch_open(run->o->pid, run->o->ksyms &&
+				       kallsyms_ready(run->o->ksyms), &sc->w);
+	if (!ret && perf_switch_kernel_frames(sc->w))
+		sc->ksyms = run->o->ksyms;
 	if (ret) {	/* /proc alone, then: as if never looked at */
 		for (size_t i = 0; i < n; i++)
 			octhreads_at(run->threads, i)->have_stack = false;
@@ -489,15 +515,32 @@ static enum wait_class place_class(struct oc_run *run,
 	return waitclass_of(run->wc, sysno, &regs, pl->pcs, pl->npcs);
 }
 
+/* A kernel return address as a "[k] name" frame, as procfs names them
+ * (the function of its call: the byte before). */
+static int kernel_loc(struct oc_run *run, uint64_t ret_addr, uint64_t *loc)
+{
+	const char *name = kallsyms_name(run->sched->ksyms, ret_addr - 1,
+					 &(uint64_t){ 0 });
+	char hex[24];
+
+	if (!name) {
+		snprintf(hex, sizeof(hex), "0x%llx",
+			 (unsigned long long)ret_addr);
+		name = hex;
+	}
+	return pseudoloc(run->ps, "[k] ", name, loc);
+}
+
 static int place_samples(struct oc_run *run, const struct oc_thread *th,
 			 const struct oc_place *pl)
 {
 	enum wait_class need = run->o->kind == OFFCPU_MUTEX ? WAIT_LOCK :
 			       WAIT_SYNC;
 	bool wall = run->o->kind == OFFCPU_WALL;
-	uint64_t locs[MAX_FRAMES + 1];
+	/* leaf first: kernel frames, the call, the user stack */
+	uint64_t locs[OC_MAX_KFRAMES + 1 + MAX_FRAMES + 1];
+	uint32_t call = pl->nkpcs, k = call + 1;
 	long sysno = -1;
-	uint32_t k = 1;
 	int ret = 0;
 
 	if (pl->in_call) {	/* a call learnt later names it now */
@@ -511,16 +554,24 @@ static int place_samples(struct oc_run *run, const struct oc_thread *th,
 	for (uint32_t i = 0; i < pl->npcs && !ret; i++)
 		ret = symbolizer_location(run->sym, pl->pcs[i], &locs[k++]);
 	if (!ret && wall && pl->preempts)
-		ret = oc_add(run, th, locs + 1, k - 1, "running",
+		ret = oc_add(run, th, locs + call + 1, k - call - 1, "running",
 			     pl->preempts, pl->preempt_ns);
 	if (ret || !pl->sleeps ||
 	    (!wall && place_class(run, pl, sysno) < need))
 		return ret;
-	ret = oc_syscall_loc(run, sysno, 'S', &locs[0]);
+	for (uint32_t i = 0; i < pl->nkpcs && !ret; i++)
+		ret = kernel_loc(run, pl->kpcs[i], &locs[i]);
+	if (!ret)
+		ret = oc_syscall_loc(run, sysno, 'S', &locs[call]);
 	if (ret)
 		return ret;
-	return oc_add(run, th, locs[0] ? locs : locs + 1, locs[0] ? k : k - 1,
-		      "sleeping", wall ? pl->sleeps : pl->waits, pl->off_ns);
+	if (!locs[call]) {	/* no frame for the call */
+		memmove(&locs[call], &locs[call + 1],
+			(k - call - 1) * sizeof(*locs));
+		k--;
+	}
+	return oc_add(run, th, locs, k, "sleeping",
+		      wall ? pl->sleeps : pl->waits, pl->off_ns);
 }
 
 /* The first interval of a thread off the CPU as the window started. */

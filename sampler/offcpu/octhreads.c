@@ -192,17 +192,27 @@ int octhread_set_stack(struct oc_thread *th, const uint64_t *locs,
 	return 0;
 }
 
-int octhread_place(struct oc_thread *th, const uint64_t *pcs, uint32_t n,
-		   bool in_call, uint64_t pc, long sysno, uint32_t *index)
+static bool same_place(const struct oc_place *a, const struct oc_place *b)
 {
-	uint64_t h = hash_locs(pcs, n) ^ (in_call ? pc : 0);
-	struct oc_place *pl;
+	return a->hash == b->hash && a->npcs == b->npcs &&
+	       a->nkpcs == b->nkpcs && a->in_call == b->in_call &&
+	       a->pc == b->pc && a->sysno == b->sysno &&
+	       (!a->npcs ||
+		!memcmp(a->pcs, b->pcs, a->npcs * sizeof(*a->pcs))) &&
+	       (!a->nkpcs ||
+		!memcmp(a->kpcs, b->kpcs, a->nkpcs * sizeof(*a->kpcs)));
+}
 
+int octhread_place(struct oc_thread *th, const struct oc_place *want,
+		   uint32_t *index)
+{
+	struct oc_place key = *want, *pl;
+
+	key.hash = hash_locs(want->pcs, want->npcs) ^
+		   hash_locs(want->kpcs, want->nkpcs) * 31 ^
+		   (want->in_call ? want->pc : 0);
 	for (uint32_t k = 0; k < th->nplaces; k++) {
-		pl = &th->places[k];
-		if (pl->hash == h && pl->npcs == n && pl->in_call == in_call &&
-		    pl->pc == pc && pl->sysno == sysno &&
-		    !memcmp(pl->pcs, pcs, n * sizeof(*pcs))) {
+		if (same_place(&th->places[k], &key)) {
 			*index = k;
 			return 0;
 		}
@@ -211,11 +221,17 @@ int octhread_place(struct oc_thread *th, const uint64_t *pcs, uint32_t n,
 		 sizeof(*pl)))
 		return -ENOMEM;
 	pl = &th->places[th->nplaces];
-	*pl = (struct oc_place){ .hash = h, .npcs = n, .in_call = in_call,
-				 .pc = pc, .sysno = sysno };
-	pl->pcs = copy_of(pcs, n);
+	*pl = (struct oc_place){ .hash = key.hash, .npcs = key.npcs,
+				 .nkpcs = key.nkpcs, .in_call = key.in_call,
+				 .pc = key.pc, .sysno = key.sysno };
+	pl->pcs = malloc((key.npcs + key.nkpcs) * sizeof(*pl->pcs) + 1);
 	if (!pl->pcs)
 		return -ENOMEM;
+	if (key.npcs)
+		memcpy(pl->pcs, key.pcs, key.npcs * sizeof(*pl->pcs));
+	pl->kpcs = pl->pcs + key.npcs;
+	if (key.nkpcs)
+		memcpy(pl->kpcs, key.kpcs, key.nkpcs * sizeof(*pl->kpcs));
 	*index = th->nplaces++;
 	return 0;
 }

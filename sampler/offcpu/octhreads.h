@@ -44,8 +44,10 @@ struct oc_stack {
 
 struct oc_place {
 	uint64_t hash;
-	uint32_t npcs;
+	uint32_t npcs, nkpcs;
 	uint64_t *pcs;		/* user frames, leaf first */
+	uint64_t *kpcs;		/* kernel return addresses, innermost
+				 * first (in pcs' allocation) */
 	bool in_call;		/* in a system call as it left */
 	long sysno;		/* or OC_SYSNO_UNKNOWN, or -1 */
 	uint64_t pc, arg1;	/* the call's user pc, second argument */
@@ -121,10 +123,11 @@ struct oc_thread *octhreads_at(struct oc_threads *t, size_t i);
 /* Make locs[0..n) th's current stack, found or added in its table. */
 int octhread_set_stack(struct oc_thread *th, const uint64_t *locs,
 		       uint32_t n);
-/* Make pcs[0..n) one of th's places (as it left the CPU in a call at
- * user pc with sysno), found or added; *index is its index. */
-int octhread_place(struct oc_thread *th, const uint64_t *pcs, uint32_t n,
-		   bool in_call, uint64_t pc, long sysno, uint32_t *index);
+/* Make the place want describes (its frames, in_call, pc, sysno; the
+ * rest ignored) one of th's places, found or added with copies of its
+ * frames; *index is its index. */
+int octhread_place(struct oc_thread *th, const struct oc_place *want,
+		   uint32_t *index);
 
 /* th's entry for locs[0..n), or NULL. */
 struct oc_stack *octhread_find_stack(const struct oc_thread *th,

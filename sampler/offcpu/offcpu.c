@@ -353,7 +353,8 @@ static int look(struct oc_run *run, struct oc_thread *th)
 	}
 	th->have_stack = false;
 	ret = task_snapshot(run->o->pid, th->tid, &th->files, run->maps, &cur,
-			    run->stack, th->copy_size, run->ktext, KSTACK_TEXT,
+			    run->stack, th->copy_size, run->ktext,
+			    run->ktext ? KSTACK_TEXT : 0,
 			    th->have_place ? &th->place : NULL, &snap);
 	if (ret) {
 		thread_gone(th);
@@ -376,8 +377,8 @@ int oc_look_first(struct oc_run *run, struct oc_thread *th, bool *off,
 	*pc = 0;
 	if (task_read_sched(run->o->pid, th->tid, &th->files, &th->last) ||
 	    task_snapshot(run->o->pid, th->tid, &th->files, run->maps,
-			  &th->last, run->stack, th->copy_size, NULL, 0, NULL,
-			  &snap))
+			  &th->last, run->stack, th->copy_size, run->ktext,
+			  run->ktext ? KSTACK_TEXT : 0, NULL, &snap))
 		return 0;	/* gone: its records say the rest */
 	if (snap.where != TASK_BLOCKED && snap.where != TASK_RUNNABLE)
 		return 0;
@@ -607,8 +608,9 @@ static int setup(struct oc_run *run)
 	if (ret)
 		return ret;
 	run->stack = malloc(STACK_MAX);
-	run->ktext = malloc(KSTACK_TEXT);
-	if (!run->stack || !run->ktext)
+	/* kernel frames only for a caller the kernel would show them */
+	run->ktext = run->o->ksyms ? malloc(KSTACK_TEXT) : NULL;
+	if (!run->stack || (run->o->ksyms && !run->ktext))
 		return -ENOMEM;
 	ret = discover(run, &alive);
 	if (!ret && !alive)

@@ -7,8 +7,10 @@
  *   wall   every thread for the whole window: samples/count and
  *          wall/nanoseconds; a stack off the CPU ends in a "[syscall]
  *          NAME" frame, under it its kernel frames "[k] name" where the
- *          daemon may read them. The values of a thread add up to the
- *          time it lived in the window.
+ *          daemon may see them (procfs: /proc/PID/task/TID/stack; sched:
+ *          the kernel callchain at the switch out, with the scheduler's
+ *          and lock functions left out as that file leaves them). The
+ *          values of a thread add up to the time it lived in the window.
  *   block  time asleep on synchronization (waitclass.h), by the
  *          waiter's stack, until the waiter runs again: Go's
  *          contentions/count and delay/nanoseconds (default delay).
@@ -45,6 +47,7 @@
 #include <sys/types.h>
 
 struct dso_cache;
+struct kallsyms;
 struct profile;
 
 enum offcpu_kind {
@@ -54,9 +57,10 @@ enum offcpu_kind {
 };
 
 enum offcpu_method {
-	OFFCPU_AUTO,	/* the best allowed: for now always procfs */
+	OFFCPU_AUTO,	/* sched for block and mutex where allowed, else
+			 * procfs (offcpu.c, choose_method()) */
 	OFFCPU_PROCFS,	/* /proc and process_vm_readv only */
-	OFFCPU_SCHED,	/* scheduler events: not yet, -EOPNOTSUPP */
+	OFFCPU_SCHED,	/* scheduler events: -EACCES/-EPERM if refused */
 };
 
 struct offcpu_opts {
@@ -66,6 +70,9 @@ struct offcpu_opts {
 	uint32_t hz;		/* looks per second per thread */
 	uint64_t window_ms;
 	struct dso_cache *cache;	/* shared across sessions */
+	/* Shared; NULL: no kernel frames (kernel=0, or a caller the kernel
+	 * would not show them), in either method. */
+	struct kallsyms *ksyms;
 	uint32_t max_stacks;	/* 0: no bound (see cpu.h) */
 	const _Atomic bool *stop;	/* may be NULL */
 };

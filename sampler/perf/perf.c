@@ -406,6 +406,31 @@ int perf_ncpu(const struct perf_rec *r)
 	return r->ncpu;
 }
 
+/* A PERF_SAMPLE_CALLCHAIN at *pp into s->kernel: its kernel part, as
+ * exclude_callchain_user leaves it. */
+static bool parse_chain(const uint8_t **pp, const uint8_t *end,
+			struct perf_sample *s)
+{
+	const uint8_t *p = *pp;
+	uint64_t nr, kip;
+
+	if (end - p < (ptrdiff_t)sizeof(nr))
+		return false;
+	memcpy(&nr, p, sizeof(nr));
+	p += sizeof(nr);
+	if (nr > (uint64_t)(end - p) / sizeof(kip))
+		return false;
+	for (uint64_t i = 0; i < nr; i++, p += sizeof(kip)) {
+		memcpy(&kip, p, sizeof(kip));
+		/* PERF_CONTEXT_KERNEL and its kind are markers */
+		if (kip < (uint64_t)PERF_CONTEXT_MAX &&
+		    s->nkernel < PERF_KERNEL_FRAMES)
+			s->kernel[s->nkernel++] = kip;
+	}
+	*pp = p;
+	return true;
+}
+
 /* Parse a PERF_RECORD_SAMPLE body laid out by init_attr's sample_type. */
 static bool parse_sample(const uint8_t *p, const uint8_t *end, bool chain,
 			 struct perf_sample *s)
@@ -426,20 +451,8 @@ static bool parse_sample(const uint8_t *p, const uint8_t *end, bool chain,
 	TAKE(s->time);
 	TAKE(s->period);
 	s->nkernel = 0;
-	if (chain) {
-		uint64_t nr, kip;
-
-		TAKE(nr);
-		if (nr > (uint64_t)(end - p) / sizeof(kip))
-			return false;
-		for (uint64_t i = 0; i < nr; i++) {
-			TAKE(kip);
-			/* PERF_CONTEXT_KERNEL and its kind are markers */
-			if (kip < (uint64_t)PERF_CONTEXT_MAX &&
-			    s->nkernel < PERF_KERNEL_FRAMES)
-				s->kernel[s->nkernel++] = kip;
-		}
-	}
+	if (chain && !parse_chain(&p, end, s))
+		return false;
 	TAKE(abi);
 	if (abi == PERF_SAMPLE_REGS_ABI_NONE)
 		return false;	/* no user context (kernel thread) */
@@ -529,7 +542,8 @@ int perf_parse_sample(uint64_t sample_type, const void *body, size_t len,
 	const uint64_t known = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP |
 			       PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
 			       PERF_SAMPLE_ID | PERF_SAMPLE_PERIOD |
-			       PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+			       PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER |
+			       PERF_SAMPLE_STACK_USER;
 	const uint8_t *p = body, *end = p + len;
 	uint64_t skip, size;
 
@@ -557,6 +571,8 @@ int perf_parse_sample(uint64_t sample_type, const void *body, size_t len,
 		TAKE(*id);
 	if (sample_type & PERF_SAMPLE_PERIOD)
 		TAKE(s->period);
+	if ((sample_type & PERF_SAMPLE_CALLCHAIN) && !parse_chain(&p, end, s))
+		return -EINVAL;
 	if (sample_type & PERF_SAMPLE_REGS_USER) {
 		uint64_t abi;
 

@@ -117,11 +117,12 @@ void perf_close(struct perf_rec *r);
  * For events opened elsewhere (the uprobe fallback, heap_uprobe.h) that
  * want the same registers: the sample_regs_user mask perf_parse_sample()
  * expects, and the parser. sample_type may hold PERF_SAMPLE_IDENTIFIER,
- * IP, TID, TIME, ID, PERIOD, REGS_USER (with this mask) and STACK_USER,
- * nothing else; the body is a PERF_RECORD_SAMPLE's, after its header.
- * Fields the type lacks are zero; *id is the event's id (IDENTIFIER or
- * ID: an inherited event reports its parent's). s->stack points into
- * body; no kernel frames. -EINVAL for a short record or another bit,
+ * IP, TID, TIME, ID, PERIOD, CALLCHAIN (its kernel part, as with
+ * exclude_callchain_user, into s->kernel), REGS_USER (with this mask)
+ * and STACK_USER, nothing else; the body is a PERF_RECORD_SAMPLE's,
+ * after its header. Fields the type lacks are zero; *id is the event's
+ * id (IDENTIFIER or ID: an inherited event reports its parent's).
+ * s->stack points into body. -EINVAL for a short record or another bit,
  * -ENODATA for a sample without user registers.
  */
 uint64_t perf_user_regs_mask(void);

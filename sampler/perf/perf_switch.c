@@ -41,7 +41,8 @@
 #define SAMPLE_TYPE (PERF_SAMPLE_TID | PERF_SAMPLE_TIME | \
 		     PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)
 
-/* What sample_id_all puts after every other record, for SAMPLE_TYPE. */
+/* What sample_id_all puts after every other record, for SAMPLE_TYPE
+ * (CALLCHAIN adds nothing to it). */
 struct id_trailer {
 	uint32_t pid, tid;
 	uint64_t time;
@@ -67,13 +68,15 @@ struct perf_switch {
 	struct slot *slots;		/* ncpu */
 	uint64_t *last_time;		/* ncpu: queued so far */
 	struct timeq *q;		/* a source per cpu */
+	uint64_t sample_type;		/* SAMPLE_TYPE, maybe CALLCHAIN */
 	uint64_t read_ns, safe_ns;	/* see perf_switch_poll() */
 	uint64_t outs, dropped;
 	perf_switch_out_cb cb;		/* during a poll */
 	void *cb_arg;
 };
 
-static void init_attr(struct perf_event_attr *a, bool inherit_thread)
+static void init_attr(struct perf_event_attr *a, bool inherit_thread,
+		      bool chain)
 {
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
@@ -81,6 +84,13 @@ static void init_attr(struct perf_event_attr *a, bool inherit_thread)
 	a->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
 	a->sample_period = 1;	/* every switch out */
 	a->sample_type = SAMPLE_TYPE;
+	/* Where in the kernel it sleeps: unwound by the kernel (ORC) at
+	 * the switch, as perf -g does; the user part is ours. */
+	if (chain) {
+		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+		a->exclude_callchain_user = 1;
+		a->sample_max_stack = PERF_KERNEL_FRAMES;
+	}
 	a->sample_regs_user = perf_user_regs_mask();
 	a->sample_stack_user = STACK_BYTES;
 	a->context_switch = 1;
@@ -104,7 +114,7 @@ int perf_switch_probe(pid_t pid)
 	struct perf_event_attr attr;
 	int fd;
 
-	init_attr(&attr, false);
+	init_attr(&attr, false, false);
 	attr.inherit = 0;
 	fd = perf_ring_event_open(&attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
@@ -113,10 +123,33 @@ int perf_switch_probe(pid_t pid)
 	return 0;
 }
 
-int perf_switch_open(pid_t pid, struct perf_switch **out)
+/*
+ * The most the kernel allows, first: the callchain (refused where
+ * perf_event_max_stack is below ours, EOVERFLOW), inherit_thread (EINVAL
+ * before 5.13).
+ */
+static int open_events(struct perf_switch *w, bool chain, size_t pages)
+{
+	struct perf_event_attr attr;
+	int ret = -EINVAL;
+
+	for (int c = chain; c >= 0; c--) {
+		for (int it = 1; it >= 0; it--) {
+			init_attr(&attr, it, c);
+			ret = perf_open_events(w->pid, &attr, pages, &w->rec);
+			if (ret != -EINVAL)
+				break;
+		}
+		if (ret != -EOVERFLOW && ret != -EINVAL)
+			break;
+	}
+	w->sample_type = attr.sample_type;
+	return ret;
+}
+
+int perf_switch_open(pid_t pid, bool kernel_frames, struct perf_switch **out)
 {
 	size_t pages = PERF_RING_PAGES_MIN, ncpu = get_nprocs_conf();
-	struct perf_event_attr attr;
 	struct perf_switch *w;
 	int ret;
 
@@ -126,12 +159,7 @@ int perf_switch_open(pid_t pid, struct perf_switch **out)
 	w->pid = pid;
 	while (pages * 2 <= RING_BUDGET_PAGES / ncpu && pages < RING_PAGES_MAX)
 		pages *= 2;
-	init_attr(&attr, true);
-	ret = perf_open_events(pid, &attr, pages, &w->rec);
-	if (ret == -EINVAL) {	/* no inherit_thread: before 5.13 */
-		init_attr(&attr, false);
-		ret = perf_open_events(pid, &attr, pages, &w->rec);
-	}
+	ret = open_events(w, kernel_frames, pages);
 	if (!ret) {
 		w->ncpu = perf_ncpu(w->rec);
 		w->slots = calloc(w->ncpu, sizeof(*w->slots));
@@ -148,6 +176,11 @@ int perf_switch_open(pid_t pid, struct perf_switch **out)
 	w->read_ns = w->safe_ns = now_ns();
 	*out = w;
 	return 0;
+}
+
+bool perf_switch_kernel_frames(const struct perf_switch *w)
+{
+	return w->sample_type & PERF_SAMPLE_CALLCHAIN;
 }
 
 void perf_switch_close(struct perf_switch *w)
@@ -185,7 +218,7 @@ static void take_sample(struct perf_switch *w, int cpu, const void *body,
 	uint64_t id;
 
 	sl->full = false;
-	if (perf_parse_sample(SAMPLE_TYPE, body, len, &sl->s, &id) ||
+	if (perf_parse_sample(w->sample_type, body, len, &sl->s, &id) ||
 	    sl->s.pid != (uint32_t)w->pid)
 		return;
 	if (sl->s.stack_len > sizeof(sl->stack))

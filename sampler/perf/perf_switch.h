@@ -65,7 +65,13 @@ typedef uint64_t (*perf_switch_out_cb)(uint32_t tid, bool preempted,
  * the errno of perf_switch_open() (-EACCES, -EPERM, -ESRCH), quickly. */
 int perf_switch_probe(pid_t pid);
 
-int perf_switch_open(pid_t pid, struct perf_switch **out);
+/* With kernel_frames, each sample also carries the kernel part of the
+ * callchain at the switch (s->kernel: where in the kernel the thread went
+ * to sleep) when the kernel allows it; perf_switch_kernel_frames() says
+ * whether it did. */
+int perf_switch_open(pid_t pid, bool kernel_frames, struct perf_switch **out);
+
+bool perf_switch_kernel_frames(const struct perf_switch *w);
 
 /* Stop the events and free; NULL is a no-op. */
 void perf_switch_close(struct perf_switch *w);

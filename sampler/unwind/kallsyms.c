@@ -35,6 +35,9 @@ struct kallsyms {
 	size_t n, cap;
 	char *names;
 	size_t names_len, names_cap;
+	/* [start, end) of the scheduler's and the lock functions, from
+	 * their section markers; 0, 0 when the file has none. */
+	uint64_t sched[2], locks[2];
 };
 
 int kallsyms_new(const char *path, struct kallsyms **out)
@@ -69,6 +72,23 @@ static int grow(void **v, size_t *cap, size_t need, size_t elem)
 	return grow_array(v, cap, need, elem, 4096);
 }
 
+/* Section markers are aliases of the functions they bound, which
+ * settle() would drop: their addresses are taken as they are read. */
+static void mark(struct kallsyms *k, const char *name, size_t len,
+		 uint64_t addr)
+{
+	static const char *const marks[] = {
+		"__sched_text_start", "__sched_text_end",
+		"__lock_text_start", "__lock_text_end",
+	};
+	uint64_t *to[] = { &k->sched[0], &k->sched[1], &k->locks[0],
+			   &k->locks[1] };
+
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+		if (strlen(marks[i]) == len && !memcmp(marks[i], name, len))
+			*to[i] = addr;
+}
+
 /* One "ADDR TYPE NAME[\t[MODULE]]" line: text symbols only. */
 static int add_line(struct kallsyms *k, const char *line)
 {
@@ -84,6 +104,7 @@ static int add_line(struct kallsyms *k, const char *line)
 	len = strcspn(name, " \t\n");
 	if (!len || len > 1024)
 		return 0;
+	mark(k, name, len, addr);
 	if (grow((void **)&k->syms, &k->cap, k->n + 1, sizeof(*k->syms)) ||
 	    grow((void **)&k->names, &k->names_cap, k->names_len + len + 1,
 		 1))
@@ -217,4 +238,12 @@ const char *kallsyms_name(const struct kallsyms *k, uint64_t addr,
 	}
 	*start = k->syms[lo].addr;
 	return k->names + k->syms[lo].name;
+}
+
+bool kallsyms_in_sched(const struct kallsyms *k, uint64_t addr)
+{
+	if (atomic_load_explicit(&k->state, memory_order_acquire) <= 0)
+		return false;
+	return (addr >= k->sched[0] && addr < k->sched[1]) ||
+	       (addr >= k->locks[0] && addr < k->locks[1]);
 }

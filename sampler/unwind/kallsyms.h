@@ -44,4 +44,14 @@ bool kallsyms_ready(struct kallsyms *k);
 const char *kallsyms_name(const struct kallsyms *k, uint64_t addr,
 			  uint64_t *start);
 
+/*
+ * Whether addr is in a scheduler or lock function (__sched_text_start to
+ * _end, __lock_text_start to _end): what the kernel's own stack traces of
+ * a sleeping thread leave out (in_sched_functions(), as
+ * /proc/PID/task/TID/stack shows them), so that a callchain taken in the
+ * scheduler can show the same frames. False when the table is not ready
+ * or has no such markers.
+ */
+bool kallsyms_in_sched(const struct kallsyms *k, uint64_t addr);
+
 #endif

@@ -23,6 +23,7 @@ import pytest
 
 import browser
 import util
+from test_kernel import is_kernel, proc_kstack, tid_named
 from util import expect_errno, pprof, save, validate_pprof
 
 # struct truth of tests/targets/waits.c: nine uint64_t
@@ -436,6 +437,89 @@ def test_offcpu_formats_share_one_session(proffs, target):
     titles = util.svg_titles(text)
     assert titles['title'].startswith(f'mutex profile of pid {t.pid}')
     assert titles['sub'].startswith('delay (nanoseconds)'), titles
+
+
+def kernel_truth(pid, name, word, timeout=10):
+    """The kernel stack /proc/PID/task/TID/stack shows for thread name
+    asleep in a call whose frames hold word: innermost first."""
+    tid = tid_named(pid, name)
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        names = proc_kstack(pid, tid)
+        if any(word in n for n in names):
+            return names
+        time.sleep(0.002)
+    pytest.fail(f'{name} never seen asleep in {word}')
+
+
+def kernel_part(frames):
+    """The [k] frames a stack starts with, then the frame under them."""
+    n = 0
+    while n < len(frames) and is_kernel(frames[n]):
+        n += 1
+    return frames[:n], frames[n] if n < len(frames) else None
+
+
+@pytest.mark.parametrize('proffs_options', METHODS, indirect=True)
+def test_kernel_frames_under_the_call(proffs, target):
+    """As root, a wait's stack has, above its [syscall] frame, the kernel
+    frames the thread sleeps in, as /proc/PID/task/TID/stack shows them:
+    procfs reads that file, sched names the kernel's callchain at the
+    switch out (the scheduler's functions left out as the file leaves
+    them). block: the waiter's mutex waits carry the futex path; wall:
+    the sleeper's sleeps the nanosleep path. kernel=0: none."""
+    t = target('waits')
+    truth = {'waiter': kernel_truth(t.pid, 'waiter', 'futex'),
+             'sleeper': kernel_truth(t.pid, 'sleeper', 'nanosleep')}
+    method = method_of(proffs)
+    got = util.read_together(proffs, t.pid, [
+        'block_2s.pb.gz', 'wall_2s.pb.gz', 'block_2s?kernel=0.pb.gz'])
+    for name, fn, call, want_kind in (
+            ('block_2s.pb.gz', 'waiter_lock', '[syscall] futex', 'waiter'),
+            ('wall_2s.pb.gz', 'sleeper_sleep', '[syscall] clock_nanosleep',
+             'sleeper')):
+        p = validate_pprof(save(got[name], f'kernel-{method}-{name}'))
+        assert_method(p, method)
+        i = p.index('wall/nanoseconds' if name.startswith('wall')
+                    else 'delay/nanoseconds')
+        want = ['[k] ' + n for n in truth[want_kind]]
+        mine = [s for s in p.samples if fn in s.frames and call in s.frames]
+        total = sum(s.values[i] for s in mine)
+        assert total > 0, [s.frames for s in p.samples]
+        exact = sum(s.values[i] for s in mine
+                    if kernel_part(s.frames) == (want, call))
+        assert exact >= 0.95 * total, \
+            (want, [(kernel_part(s.frames), s.values[i]) for s in mine])
+    p = validate_pprof(save(got['block_2s?kernel=0.pb.gz'],
+                            f'kernel0-{method}-block.pb.gz'))
+    assert any('waiter_lock' in s.frames for s in p.samples)
+    assert not [s.frames for s in p.samples
+                if any(is_kernel(f) for f in s.frames)]
+
+
+@pytest.mark.parametrize('proffs_options', [('allow_other',)],
+                         indirect=True)
+def test_kernel_frames_only_for_whom_the_kernel_would(proffs, target):
+    """Kernel stacks of sleeping threads are root's (the kernel shows
+    /proc/PID/task/TID/stack to root alone): nobody's reads of its own
+    process have no [k] frame in wall, block or mutex, where root's
+    reads of the same process have them."""
+    t = target('waits', user=util.NOBODY)
+    kinds = ('wall', 'block', 'mutex')
+    for who in ('nobody', 'root'):
+        for kind in kinds:
+            name = f'{kind}_1s.pb.gz'
+            if who == 'nobody':
+                rc, out, err = read_as_nobody(proffs, t.pid, name)
+                assert rc == 0, err
+            else:
+                out = proffs.read(t.pid, name)
+            p = validate_pprof(save(out, f'kernel-{who}-{name}'))
+            assert p.samples, (who, kind)
+            with_kernel = [s.frames for s in p.samples
+                           if any(is_kernel(f) for f in s.frames)]
+            assert bool(with_kernel) == (who == 'root'), \
+                (who, kind, with_kernel, [s.frames for s in p.samples])
 
 
 @pytest.mark.parametrize('proffs_options', METHODS, indirect=True)
