@@ -558,8 +558,13 @@ def test_offcpu_errors(proffs, target):
 # switch in - its sleep and its wait for a CPU after the wake-up, what
 # wall shows in the states sleeping, disk and runnable. Preemptions are
 # left out: wall counts a preempted thread's wait with its running stack.
+# It ends itself EXIT_MS after its start, about when the profile's window
+# does (a SIGINT that came while it still attached was lost once, and its
+# span was then 30 s longer than the profile's), and its span ends there,
+# not after its probes are taken down.
 BPF_OFFCPU = r'''
 BEGIN { @t0 = nsecs; printf("started\n"); }
+interval:ms:EXIT_MS { @t1 = nsecs; exit(); }
 tracepoint:sched:sched_switch
 /pid == $1 && args->prev_state != 0/
 { @start[args->prev_pid] = nsecs; }
@@ -569,8 +574,8 @@ tracepoint:sched:sched_switch
 	@off[args->next_pid] = sum(nsecs - @start[args->next_pid]);
 	delete(@start[args->next_pid]);
 }
-END { printf("elapsed_us %d\n", (nsecs - @t0) / 1000); clear(@start);
-      clear(@t0); }
+END { printf("elapsed_us %d\n", (@t1 - @t0) / 1000); clear(@start);
+      clear(@t0); clear(@t1); }
 '''
 
 
@@ -598,9 +603,13 @@ def tracefs():
 
 
 def stop_bpftrace(bt):
-    """SIGINT, which bpftrace answers by printing its maps; again if it
-    has not ended after 30 s (a signal while it still attaches is lost),
-    then SIGKILL: it never outlives the test. (stdout, stderr)."""
+    """Wait for bpftrace to end by its script's exit() (printing its
+    maps); else SIGINT, twice, then SIGKILL: it never outlives the test.
+    (stdout, stderr)."""
+    try:
+        return bt.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        pass
     for sig in (signal.SIGINT, signal.SIGINT, signal.SIGKILL):
         bt.send_signal(sig)
         try:
@@ -619,7 +628,8 @@ def test_wall_off_cpu_time_agrees_with_bpftrace(proffs, target, tracefs,
     assert shutil.which('bpftrace'), 'bpftrace is not installed'
     t = target('waits')
     script = tmp_path / 'offcpu.bt'
-    script.write_text(BPF_OFFCPU)
+    # the window (5 s) and the time a read takes to start it
+    script.write_text(BPF_OFFCPU.replace('EXIT_MS', '5150'))
     bt = subprocess.Popen(['bpftrace', str(script), str(t.pid)],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True)
@@ -632,6 +642,7 @@ def test_wall_off_cpu_time_agrees_with_bpftrace(proffs, target, tracefs,
     finally:
         out, err = stop_bpftrace(bt)
     elapsed = int(re.search(r'elapsed_us (\d+)', out).group(1)) * 1000
+    assert 4.5e9 <= elapsed <= 7e9, f'bpftrace ran {elapsed / 1e9:.1f} s'
     theirs = {int(m.group(1)): int(m.group(2))
               for m in re.finditer(r'@off\[(\d+)\]: (\d+)', out)}
     p = validate_pprof(save(data, f'wall-bpftrace-{method_of(proffs)}.pb.gz'))
