@@ -626,8 +626,8 @@ static int setup(struct oc_run *run)
  * Scheduler events where the daemon may trace them (sched; auto for block
  * and mutex); where it may not, auto says so once and reads /proc, sched
  * fails. auto samples wall from /proc even as root: a sampled share is
- * what wall asks, and every context switch costs a 100-thread target 3-7%
- * where sampling stays within 1% (docs/offcpu.md). Then the window
+ * what wall asks, and tracing every switch cost a 100-thread target 0-15%
+ * where sampling stays within noise (docs/offcpu.md). Then the window
  * starts, its time and length those of the profile.
  */
 static int choose_method(struct oc_run *run, int64_t *t0)

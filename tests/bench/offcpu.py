@@ -44,8 +44,12 @@ WORKLOADS = [
      [str(THREADS), '100000', '50000']),
 ]
 KINDS = ['wall', 'block']
-# (row, kind, method): the reads of each round, each method's daemon
-READS = [(f'{k} {m}', k, m) for m in ('procfs', 'sched') for k in KINDS]
+# (row, kind, method, query): the reads of each round, each method's
+# daemon; sched's block once more without kernel frames, what the
+# kernel's unwinding at each switch out costs
+READS = [(f'{k} {m}', k, m, '') for m in ('procfs', 'sched')
+         for k in KINDS] + [('block sched kernel=0', 'block', 'sched',
+                             '&kernel=0')]
 # what a session line counts the daemon's work in, by method
 PER = {'procfs': 'looks', 'sched': 'switches', 'cpu': 'samples'}
 
@@ -67,9 +71,9 @@ def field(line, key):
     return int(m.group(1)) if m else 0
 
 
-def profiled(args, d, t, kind, method):
+def profiled(args, d, t, kind, method, query=''):
     """(speed ratio, daemon µs per thread-sample, event or CPU sample)."""
-    name = f'{kind}_{args.seconds}s?hz=99.pb.gz'
+    name = f'{kind}_{args.seconds}s?hz=99{query}.pb.gz'
     c0 = cpu_seconds(d.proc.pid)
     a, b = heap.pair_rates(t[0], t[1], lambda: d.read(t[0].pid, name))
     spent = cpu_seconds(d.proc.pid) - c0
@@ -100,7 +104,7 @@ def cpu_sample_cost(args, d):
 
 
 def run(args, argv):
-    rows = [row for row, _, _ in READS] + ['cpu']
+    rows = [row for row, _, _, _ in READS] + ['cpu']
     res = {k: [] for k in ['unprofiled'] + rows}
     us = {k: [] for k in rows}
     lines = {}
@@ -114,9 +118,9 @@ def run(args, argv):
                 a, b = heap.pair_rates(t[0], t[1],
                                        lambda: time.sleep(args.seconds))
                 res['unprofiled'].append(a / b)
-                for row, kind, m in READS + [('cpu', 'cpu', 'cpu')]:
+                for row, kind, m, q in READS + [('cpu', 'cpu', 'cpu', '')]:
                     d = ds['procfs' if m == 'cpu' else m]
-                    ratio, per, line = profiled(args, d, t, kind, m)
+                    ratio, per, line = profiled(args, d, t, kind, m, q)
                     res[row].append(ratio)
                     if per and kind != 'cpu':
                         us[row].append(per)
@@ -167,14 +171,16 @@ def report(results, args):
             per = (f'{statistics.median(us[k]):.1f} µs'
                    if us.get(k) else '-')
             kind, _, method = k.partition(' ')
+            method, _, query = method.partition(' ')
             what = 'unprofiled (noise)' if k == 'unprofiled' else \
-                f'{kind}_{args.seconds}s?hz=99'
+                f'{kind}_{args.seconds}s?hz=99' + (f'&{query}' if query
+                                                   else '')
             lines.append(f'| {workload} | {what} | {method or "-"} | '
                          f'{m:.3f} ({(m - 1) * 100:+.1f}%), {min(v):.3f}-'
                          f'{max(v):.3f} | {per} |')
     lines += ['', 'Session lines of the last round:', '']
     for workload, (_, _, sl) in results:
-        for row, _, _ in READS + [('cpu', 'cpu', 'cpu')]:
+        for row, _, _, _ in READS + [('cpu', 'cpu', 'cpu', '')]:
             lines.append(f'    {sl.get(row, "")[:300]}')
     text = '\n'.join(lines) + '\n'
     with open(os.path.join(args.out, 'offcpu-results.md'), 'w') as f:
