@@ -519,8 +519,9 @@ static enum wait_class place_class(struct oc_run *run,
  * (the function of its call: the byte before). */
 static int kernel_loc(struct oc_run *run, uint64_t ret_addr, uint64_t *loc)
 {
+	uint64_t start;
 	const char *name = kallsyms_name(run->sched->ksyms, ret_addr - 1,
-					 &(uint64_t){ 0 });
+					 &start);
 	char hex[24];
 
 	if (!name) {
