@@ -85,12 +85,12 @@ bool name_param_known(const char *key, size_t len);
 
 /* Canonical strings, for logs and titles: "cpu", "pb.gz", ... */
 const char *name_kind_str(enum proffs_kind kind);
+const char *name_format_str(enum proffs_format fmt);
 
 /* Whether profiles of kind may show kernel frames ("[k] name"), and
  * whether those are the kernel stacks of sleeping threads (which the
  * kernel shows root alone: access_kernel()'s sleeping). */
 bool name_kind_kernel(enum proffs_kind kind);
 bool name_kind_sleeping(enum proffs_kind kind);
-const char *name_format_str(enum proffs_format fmt);
 
 #endif
