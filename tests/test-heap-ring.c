@@ -32,6 +32,15 @@ uint64_t agent_now_ns(void)
 	return 0;
 }
 
+static int ring_failed;
+static enum ph_why failed_why;
+
+void agent_ring_failed(enum ph_why why)
+{
+	ring_failed++;
+	failed_why = why;
+}
+
 struct expect {
 	uint64_t next;		/* sequence number of the next record */
 	uint64_t got;

@@ -40,6 +40,8 @@ static uint64_t ring_bytes(void)
 struct ph_thread agent_threads[PH_THREADS];
 
 bool ph_prefetchw;
+/* sh->ring_size, kept here: the shared copy is the daemon's to break */
+static uint64_t ring_size;
 
 struct ph_shared *ring_create(void)
 {
@@ -71,6 +73,7 @@ struct ph_shared *ring_create(void)
 	sh->version = PH_VERSION;
 	sh->header_size = PH_HEADER_SIZE;
 	sh->ring_size = ring;
+	ring_size = ring;
 	sh->threads = (uintptr_t)agent_threads;
 	sh->pid = getpid();
 	sh->stack_bytes = PH_STACK_BYTES;
@@ -124,7 +127,8 @@ static bool spend_budget(uint64_t now)
  * budget allows; never more than WAIT_NS for one record. False when the
  * record must be dropped.
  */
-static bool wait_room(enum ph_wait wait, uint64_t *since)
+static bool wait_room(enum ph_wait wait, uint64_t *since, uint64_t tail,
+		      uint64_t *tail0)
 {
 	struct timespec nap = { 0, NAP_NS };
 	uint64_t now;
@@ -132,10 +136,18 @@ static bool wait_room(enum ph_wait wait, uint64_t *since)
 	if (wait == PH_NO_WAIT || !daemon_alive())
 		return false;
 	now = agent_now_ns();
-	if (!*since)
+	if (!*since) {
 		*since = now;
-	if (now - *since > WAIT_NS ||
-	    (wait == PH_WAIT_BUDGET && !spend_budget(now)))
+		*tail0 = tail;
+	}
+	if (now - *since > WAIT_NS) {
+		/* A second of a live daemon's, and not one record read: it
+		 * reads no more, whatever its heartbeat says. */
+		if (tail == *tail0)
+			agent_ring_failed(PH_WHY_STUCK);
+		return false;
+	}
+	if (wait == PH_WAIT_BUDGET && !spend_budget(now))
 		return false;
 	nanosleep(&nap, NULL);
 	return true;
@@ -144,7 +156,7 @@ static bool wait_room(enum ph_wait wait, uint64_t *since)
 void *ring_reserve(struct ph_shared *sh, uint32_t len, enum ph_wait wait,
 		   uint64_t *pos)
 {
-	uint64_t size = sh->ring_size, h, off, pad, tail, since = 0;
+	uint64_t size = ring_size, h, off, pad, tail, since = 0, tail0 = 0;
 	uint8_t *data = ring_data(sh);
 
 	h = atomic_load_explicit(&sh->head, memory_order_relaxed);
@@ -153,8 +165,20 @@ void *ring_reserve(struct ph_shared *sh, uint32_t len, enum ph_wait wait,
 		/* A record never wraps: pad to the end, start at 0. */
 		pad = off + len > size ? size - off : 0;
 		tail = atomic_load_explicit(&sh->tail, memory_order_acquire);
+		/* The daemon reads only what was written: tail <= head at
+		 * any time (head read after tail), on a record's bounds.
+		 * Else the ring is broken, and waiting for room would wait
+		 * for ever. */
+		if (tail > atomic_load_explicit(&sh->head,
+						memory_order_acquire) ||
+		    (tail & (PH_ALIGN - 1))) {
+			agent_ring_failed(PH_WHY_RING);
+			atomic_fetch_add_explicit(&sh->lost, 1,
+						  memory_order_relaxed);
+			return NULL;
+		}
 		if (h + pad + len - tail > size) {
-			if (!wait_room(wait, &since)) {
+			if (!wait_room(wait, &since, tail, &tail0)) {
 				atomic_fetch_add_explicit(&sh->lost, 1,
 							  memory_order_relaxed);
 				return NULL;
@@ -183,7 +207,7 @@ void *ring_reserve(struct ph_shared *sh, uint32_t len, enum ph_wait wait,
  */
 void ring_prefetch(struct ph_shared *sh, uint32_t len)
 {
-	uint64_t size = sh->ring_size;
+	uint64_t size = ring_size;
 	uint64_t off = atomic_load_explicit(&sh->head, memory_order_relaxed) &
 		       (size - 1);
 	uint8_t *next = ring_data(sh) + (off + len > size ? 0 : off);
