@@ -18,6 +18,7 @@ struct run_result {
 	char detail[384];	/* "samples=... lost=..." */
 	uint64_t window_ms;	/* 0 for a snapshot */
 	uint64_t samples, lost;
+	char harm[240];		/* the target was harmed (issue 25): how */
 };
 
 /* A whole-host profile's filter: the processes its uid may profile. */
@@ -140,6 +141,8 @@ static int run_heap(const struct run_ctx *c, struct profile **out,
 		 (unsigned long long)st.lost,
 		 st.armed_now ? " armed_now" : "",
 		 st.uprobe ? " uprobe" : "", st.tripped ? " breaker" : "");
+	if (st.harmed)
+		snprintf(r->harm, sizeof(r->harm), "%s", st.harm);
 	return ret;
 }
 
@@ -182,7 +185,12 @@ static void log_outcome(const struct run_ctx *c, const struct run_result *r,
 {
 	const char *kind = name_kind_str(c->req->kind);
 
-	if (!ret)
+	if (!ret && r->harm[0])
+		pr_err("session %u done: pid=%d kind=%s window_ms=%llu %s "
+		       "elapsed_ms=%llu result=harmed: %s", c->id, (int)c->pid,
+		       kind, (unsigned long long)r->window_ms, r->detail,
+		       (unsigned long long)ms, r->harm);
+	else if (!ret)
 		pr_info("session %u done: pid=%d kind=%s window_ms=%llu %s "
 			"elapsed_ms=%llu result=ok", c->id, (int)c->pid, kind,
 			(unsigned long long)r->window_ms, r->detail,
@@ -207,7 +215,7 @@ static void log_outcome(const struct run_ctx *c, const struct run_result *r,
 int run_session(const struct run_ctx *c, struct profile **out,
 		struct run_outcome *outcome)
 {
-	struct run_result r = { .detail = "" };
+	struct run_result r = { .detail = "", .harm = "" };
 	uint64_t t0 = mono_ms();
 	int ret;
 

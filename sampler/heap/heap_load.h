@@ -16,13 +16,16 @@
  * Errors: those of inject_run(); -ENOTSUP when the process has no dlopen
  * (a static binary) or no agent to arm; -ENOEXEC when its dlopen refused
  * the agent (logged with the loader's system call that failed); -EIO when
- * the agent did not arm (armed(arg) said so); setup's own errors.
+ * the agent did not arm (why_not(arg) said so), -ENOTSUP when it never
+ * will here (no malloc, or one that leads back into it: logged);
+ * setup's own errors.
  */
 #ifndef PROFFS_HEAP_LOAD_H
 #define PROFFS_HEAP_LOAD_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct inject_stats;
@@ -35,7 +38,9 @@ struct heap_load_opts {
 	size_t agent_len;
 	bool arm_only;			/* the agent is there: arm it */
 	int (*setup)(void *arg);
-	bool (*armed)(void *arg);	/* after the arm call: did it? */
+	/* after the load or arm call: 0 when the agent armed, else why
+	 * not (enum ph_why; UINT32_MAX: unknown) */
+	uint32_t (*why_not)(void *arg);
 	void *arg;
 };
 
