@@ -403,13 +403,36 @@ static void add_hook(const char *name, void **realp, void *hook)
 	}
 }
 
+/*
+ * Does hook i's real function lead back to it? Followed through its jumps
+ * it may enter another hook (an operator delete that jumps to free@plt):
+ * then on through that one's real function. A hook met twice, or agent
+ * code that is no hook's entry, or code that cannot be read, is a loop.
+ */
+static bool loops(size_t i)
+{
+	uint64_t seen = 1ull << i;
+	uintptr_t at = real_chase(*hook_real[i], self_lo, self_hi);
+	size_t j;
+
+	while (at) {
+		for (j = 0; j < nhooks && (uintptr_t)hooks[j].hook != at; j++)
+			;
+		if (j == nhooks || (seen & (1ull << j)))
+			return true;
+		seen |= 1ull << j;
+		at = real_chase(*hook_real[j], self_lo, self_hi);
+	}
+	return false;
+}
+
 /* Does every hook's real function still lead out of the agent? Checked
  * after GOT entries changed: an entry a real function jumps through may
  * be one of them. */
 static bool reals_safe(void)
 {
 	for (size_t i = 0; i < nhooks; i++)
-		if (real_leads_back(*hook_real[i], self_lo, self_hi))
+		if (loops(i))
 			return false;
 	return true;
 }
@@ -674,6 +697,7 @@ static inline uint64_t guard_enter(struct ph_budget *t)
 
 	t->left = 0;
 	t->in_hook++;
+	t->chained = 0;
 	return left;
 }
 
@@ -691,8 +715,9 @@ static inline void guard_exit(struct ph_budget *t, uint64_t left)
  * A hook entered on a thread inside a hook: counted, and the caller goes
  * on to the real function. Entered from the agent's own code (ret, the
  * caller's return address) with nothing but jumps between, a real
- * function leads back into a hook: disarm, which puts the GOT entries
- * back, so that the real function called next leads out.
+ * function led into a hook: fine once or twice (operator new jumping to
+ * malloc), a loop if more often than there are hooks: disarm, which puts
+ * the GOT entries back, so that the real function called next leads out.
  */
 __attribute__((noinline, cold)) static void reentered(const void *ret,
 						     bool alloc)
@@ -707,7 +732,8 @@ __attribute__((noinline, cold)) static void reentered(const void *ret,
 	else if (alloc)
 		atomic_fetch_add_explicit(&sh->folded_mallocs, 1,
 					  memory_order_relaxed);
-	if ((uintptr_t)ret >= self_lo && (uintptr_t)ret < self_hi)
+	if ((uintptr_t)ret >= self_lo && (uintptr_t)ret < self_hi &&
+	    ++t->chained > nhooks)
 		disarm(PH_WHY_LOOP);
 }
 

@@ -84,9 +84,11 @@ PH_HIDDEN void *resolve_real(const char *name, const void *self);
 /* The span of the object holding self, from its first mapping to the
  * end of its last. */
 PH_HIDDEN void resolve_self(const void *self, uintptr_t *lo, uintptr_t *hi);
-/* Does the code at fn, followed through its jumps (PLT stubs, GOT
- * entries as they are now), reach [lo, hi)? True, too, when it cannot
- * be read or the chain is too long. */
+/* Where the code at fn, followed through its jumps (PLT stubs, GOT
+ * entries as they are now), enters [lo, hi); 0 when it never does, 1
+ * when it cannot be read or the chain is too long. */
+PH_HIDDEN uintptr_t real_chase(const void *fn, uintptr_t lo, uintptr_t hi);
+/* real_chase() != 0: anything but code of its own, outside [lo, hi). */
 PH_HIDDEN bool real_leads_back(const void *fn, uintptr_t lo, uintptr_t hi);
 
 /* ---- live.c ---- */

@@ -158,7 +158,8 @@ struct ph_budget {
 	uint64_t parked;	/* folded: the budget (left stays 0, so
 				 * every call takes the slow path) */
 	uint32_t slot;		/* its entry in the list + 1; 0: none */
-	uint32_t pad;
+	uint32_t chained;	/* hooks entered by jumps from a hook's call
+				 * of a real function (agent.c's guard) */
 };
 
 struct ph_thread {

@@ -20,10 +20,11 @@
  * agent are skipped. An IFUNC is resolved by calling its resolver, as
  * the loader does on x86-64.
  *
- * Then real_leads_back() follows the first instructions of a function
- * found (jmp rel, jmp *mem through a GOT entry, with endbr64 and bnd
- * prefixes), as the CPU would, and says whether that chain reaches the
- * agent's code. The agent checks every hook's real function with it
+ * Then real_chase() follows the first instructions of a function found
+ * (jmp rel, jmp *mem through a GOT entry, with endbr64 and bnd prefixes),
+ * as the CPU would, and says where that chain enters the agent's code, if
+ * it does (a jemalloc operator delete that is `jmp free@plt` enters the
+ * free hook: a chain, not a loop - agent.c tells them apart). The agent checks every hook's real function with it
  * before it redirects anything and again after every redirect (a GOT
  * entry an earlier look saw as the allocator's may point at a hook now).
  * Memory is read with process_vm_readv, so a bad pointer fails the
@@ -302,16 +303,23 @@ static uintptr_t jump_target(uintptr_t p)
 	return 0;
 }
 
-bool real_leads_back(const void *fn, uintptr_t lo, uintptr_t hi)
+uintptr_t real_chase(const void *fn, uintptr_t lo, uintptr_t hi)
 {
 	uintptr_t p = (uintptr_t)fn;
 
 	for (int i = 0; i < CHASE_STEPS; i++) {
-		if (p < 2 || (p >= lo && p < hi))
-			return true;
+		if (p < 2)
+			return 1;
+		if (p >= lo && p < hi)
+			return p;
 		p = jump_target(p);
 		if (!p)
-			return false;	/* real code: it does not jump on */
+			return 0;	/* real code: it does not jump on */
 	}
-	return true;	/* a chain this long is no allocator's */
+	return 1;	/* a chain this long is no allocator's */
+}
+
+bool real_leads_back(const void *fn, uintptr_t lo, uintptr_t hi)
+{
+	return real_chase(fn, lo, hi) != 0;
 }
