@@ -30,7 +30,6 @@
  * but jumps between (a loop) disarms. A broken or stuck ring disarms
  * too. ph_shared.why says why the agent disarmed or refused.
  */
-#include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
