@@ -244,7 +244,15 @@ static void test_agent_gives_up(void)
 		n++;
 	CHECK(atomic_load(&sh->head) == sh->ring_size, "not full");
 	ticking = true;
-	CHECK(!ring_reserve(sh, 64, PH_WAIT, &pos), "a full ring, waited");
+	/* A daemon that does not beat is late: records are dropped. */
+	for (int i = 0; i < 5; i++)
+		CHECK(!ring_reserve(sh, 64, PH_WAIT, &pos), "a full ring");
+	CHECK(ring_failed == 0, "%d, why %d", ring_failed, failed_why);
+	/* One that beats on and reads nothing for 3 s: stuck. */
+	for (int i = 0; i < 5 && !ring_failed; i++) {
+		atomic_fetch_add(&sh->heartbeat, 10);
+		CHECK(!ring_reserve(sh, 64, PH_WAIT, &pos), "a full ring");
+	}
 	ticking = false;
 	CHECK(ring_failed == 1 && failed_why == PH_WHY_STUCK, "%d, why %d",
 	      ring_failed, failed_why);

@@ -74,6 +74,7 @@ struct agent {
 	struct heap_watch *watch;	/* after a load: harmed? */
 	uint64_t loaded_ns;
 	char harm[240];			/* how, once it was */
+	uint32_t disarms;		/* the agent's own, logged */
 	pthread_t consumer;
 	_Atomic bool quit;
 };
@@ -316,6 +317,7 @@ static int configure(void *arg)
 		ag->sh = heap_ring_shared(ag->ring);
 	}
 	ag->rate = 0;
+	ag->disarms = atomic_load(&ag->sh->disarms);
 	/* A preloaded agent's losses since the start count: we report on
 	 * everything since then. */
 	ag->lost_at_start = atomic_load(&ag->sh->daemon_pid) ?
@@ -600,6 +602,11 @@ static bool tend_locked(struct agent *ag, uint64_t now)
 	uint64_t idle = (uint64_t)ag->a->o.idle_s * 1000000000ull;
 
 	watch_locked(ag);
+	if (atomic_load(&ag->sh->disarms) != ag->disarms) {
+		ag->disarms = atomic_load(&ag->sh->disarms);
+		pr_notice("heap: pid %d: the agent disarmed itself: %s",
+			  (int)ag->pid, heap_load_why(atomic_load(&ag->sh->why)));
+	}
 	if (!proc_alive(ag->pid) || !heap_ring_attached(ag->ring) ||
 	    heap_ring_broken(ag->ring))
 		return true;

@@ -191,7 +191,7 @@ struct run_ctx {
 	struct target_fns f;
 };
 
-static const char *why_str(uint32_t why)
+const char *heap_load_why(uint32_t why)
 {
 	switch (why) {
 	case PH_WHY_LEASE: return "its lease ran out";
@@ -213,7 +213,7 @@ static int check_armed(const struct heap_load_opts *o)
 	if (!why)
 		return 0;
 	pr_warn("heap: pid %d: the agent refused to arm: %s", (int)o->pid,
-		why_str(why));
+		heap_load_why(why));
 	return why == PH_WHY_NO_REAL || why == PH_WHY_LOOP ? -ENOTSUP : -EIO;
 }
 

@@ -46,4 +46,8 @@ struct heap_load_opts {
 
 int heap_load(const struct heap_load_opts *o, struct inject_stats *st);
 
+/* Why an agent disarmed itself or refused to arm, in words (enum
+ * ph_why). */
+const char *heap_load_why(uint32_t why);
+
 #endif

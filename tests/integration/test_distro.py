@@ -148,3 +148,43 @@ def test_debian_node_keeps_running(tmp_path):
     script = tmp_path / 'loop.js'
     script.write_text(JS_LOOP)
     check_unharmed(tmp_path, ['/usr/bin/node', str(script)], 'node')
+
+
+CRASH = r'''
+import os, resource, signal, time
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+print('ready', flush=True)
+while 'proffs-heap' not in open('/proc/self/maps').read():
+    time.sleep(0.01)
+time.sleep(0.3)
+os.kill(os.getpid(), signal.SIGSEGV)
+'''
+
+
+def test_a_target_that_crashes_after_a_load_is_an_error(proffs, expect_log,
+                                                        tmp_path):
+    """A process that dies of SIGSEGV right after the agent was loaded
+    (here by its own hand: the daemon cannot tell) is never result=ok:
+    an error naming the pid, agent_harmed in status, and the profile's
+    comment says so."""
+    script = tmp_path / 'crash.py'
+    script.write_text(CRASH)
+    proc = subprocess.Popen(['/usr/bin/python3', str(script)],
+                            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        assert proc.stdout.readline().strip() == b'ready'
+        expect_log(rf'pid[ =]{proc.pid}\b.*(harmed|SIGSEGV)')
+        data = proffs.read(proc.pid, 'heap?seconds=2.pb.gz')
+        assert proc.wait(5) == -11
+        p = util.validate_pprof(util.save(data, 'crashed.pb.gz'))
+        assert [c for c in p.comments if 'ERROR' in c and 'SIGSEGV' in c], \
+            p.comments
+        assert proffs.log_lines(rf'error: heap: pid {proc.pid}: harmed by '
+                                r'the heap agent: it died of SIGSEGV')
+        assert proffs.log_lines(rf'pid={proc.pid} .*result=harmed')
+        status = proffs.read('', 'status').decode()
+        assert 'agent_harmed: 1' in status, status
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()

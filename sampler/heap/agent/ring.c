@@ -127,8 +127,36 @@ static bool spend_budget(uint64_t now)
  * budget allows; never more than WAIT_NS for one record. False when the
  * record must be dropped.
  */
-static bool wait_room(enum ph_wait wait, uint64_t *since, uint64_t tail,
-		      uint64_t *tail0)
+/*
+ * A wait for room timed out. A daemon that beats on (STUCK_BEATS times
+ * or more) while the tail stays where it was for STUCK_NS reads no more:
+ * the ring is stuck, and every record would wait a second. One that
+ * beats no more is late, or gone (the lease ends it); so is one whose
+ * tail waits on a record a thread reserved and has not yet written. The
+ * first time a tail is seen stuck is kept across waits and threads
+ * (racily: it only has to be about right).
+ */
+#define STUCK_NS (3 * WAIT_NS)
+#define STUCK_BEATS 10
+
+static _Atomic uint64_t stuck_tail = UINT64_MAX, stuck_since, stuck_beat;
+
+static void timed_out(struct ph_shared *sh, uint64_t tail, uint64_t now)
+{
+	uint64_t hb = atomic_load_explicit(&sh->heartbeat,
+					   memory_order_relaxed);
+
+	if (atomic_exchange(&stuck_tail, tail) != tail) {
+		atomic_store(&stuck_since, now);
+		atomic_store(&stuck_beat, hb);
+	} else if (now - atomic_load(&stuck_since) >= STUCK_NS &&
+		   hb - atomic_load(&stuck_beat) >= STUCK_BEATS) {
+		agent_ring_failed(PH_WHY_STUCK);
+	}
+}
+
+static bool wait_room(struct ph_shared *sh, enum ph_wait wait,
+		      uint64_t *since, uint64_t tail)
 {
 	struct timespec nap = { 0, NAP_NS };
 	uint64_t now;
@@ -136,15 +164,10 @@ static bool wait_room(enum ph_wait wait, uint64_t *since, uint64_t tail,
 	if (wait == PH_NO_WAIT || !daemon_alive())
 		return false;
 	now = agent_now_ns();
-	if (!*since) {
+	if (!*since)
 		*since = now;
-		*tail0 = tail;
-	}
 	if (now - *since > WAIT_NS) {
-		/* A second of a live daemon's, and not one record read: it
-		 * reads no more, whatever its heartbeat says. */
-		if (tail == *tail0)
-			agent_ring_failed(PH_WHY_STUCK);
+		timed_out(sh, tail, now);
 		return false;
 	}
 	if (wait == PH_WAIT_BUDGET && !spend_budget(now))
@@ -156,7 +179,7 @@ static bool wait_room(enum ph_wait wait, uint64_t *since, uint64_t tail,
 void *ring_reserve(struct ph_shared *sh, uint32_t len, enum ph_wait wait,
 		   uint64_t *pos)
 {
-	uint64_t size = ring_size, h, off, pad, tail, since = 0, tail0 = 0;
+	uint64_t size = ring_size, h, off, pad, tail, since = 0;
 	uint8_t *data = ring_data(sh);
 
 	h = atomic_load_explicit(&sh->head, memory_order_relaxed);
@@ -178,7 +201,7 @@ void *ring_reserve(struct ph_shared *sh, uint32_t len, enum ph_wait wait,
 			return NULL;
 		}
 		if (h + pad + len - tail > size) {
-			if (!wait_room(wait, &since, tail, &tail0)) {
+			if (!wait_room(sh, wait, &since, tail)) {
 				atomic_fetch_add_explicit(&sh->lost, 1,
 							  memory_order_relaxed);
 				return NULL;
