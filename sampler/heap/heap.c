@@ -72,7 +72,6 @@ struct agent {
 	bool wanted;			/* heartbeat still going */
 	uint64_t alloc_errors;
 	struct heap_watch *watch;	/* after a load: harmed? */
-	uint64_t loaded_ns;
 	char harm[240];			/* how, once it was */
 	uint32_t disarms;		/* the agent's own, logged */
 	pthread_t consumer;
@@ -371,36 +370,17 @@ static uint64_t records(const struct agent *ag)
 	return atomic_load(&ag->sh->samples) + atomic_load(&ag->sh->frees);
 }
 
-/*
- * After a load: was the process harmed (heap_watch.h)? An error, loudly:
+/* After a load: was the process harmed (heap_watch.h)? An error, loudly:
  * logged, counted, and in the comments of the profiles made since.
- * Called with agent.lock held.
- */
+ * Called with agent.lock held. */
 static void watch_locked(struct agent *ag)
 {
-	enum heap_watch_verdict v;
-	double s = (now_ns() - ag->loaded_ns) / 1e9;
-	char why[160];
-
-	if (!ag->watch)
+	if (!ag->watch || !heap_watch_check(&ag->watch, records(ag), ag->harm,
+					    sizeof(ag->harm)))
 		return;
-	v = heap_watch_poll(ag->watch, records(ag), why, sizeof(why));
-	if (v == HEAP_WATCH_FINE)
-		return;
-	if (v == HEAP_WATCH_HARMED) {
-		snprintf(ag->harm, sizeof(ag->harm), "%s, %.2f s after the "
-			 "agent was loaded", why, s);
-		pr_err("heap: pid %d: harmed by the heap agent: %s",
-		       (int)ag->pid, ag->harm);
-		pthread_mutex_lock(&ag->a->counts_lock);
-		ag->a->counts.harmed++;
-		pthread_mutex_unlock(&ag->a->counts_lock);
-	} else if (v == HEAP_WATCH_EXITED) {
-		pr_notice("heap: pid %d: %s, %.2f s after the agent was "
-			  "loaded", (int)ag->pid, why, s);
-	}
-	heap_watch_free(ag->watch);
-	ag->watch = NULL;
+	pthread_mutex_lock(&ag->a->counts_lock);
+	ag->a->counts.harmed++;
+	pthread_mutex_unlock(&ag->a->counts_lock);
 }
 
 void heap_agents_counts(struct heap_agents *a, struct heap_agent_counts *c)
@@ -435,7 +415,6 @@ static int load_or_arm(struct agent *ag, bool arm_only, bool *armed_now)
 	*armed_now = true;
 	heap_watch_free(ag->watch);
 	ag->watch = NULL;
-	ag->loaded_ns = now_ns();
 	ret = heap_watch_start(ag->pid, records(ag), &ag->watch);
 	if (ret && ret != -ESRCH)
 		pr_notice("heap: pid %d: not watched after the load: %s",

@@ -18,6 +18,7 @@
 
 #include "clock.h"
 #include "heap_watch.h"
+#include "log.h"
 #include "perf.h"
 #include "proc.h"
 
@@ -29,7 +30,7 @@
 struct heap_watch {
 	pid_t pid;
 	uint64_t lo, hi;	/* the agent's code */
-	uint64_t end_ns;
+	uint64_t start_ns, end_ns;
 	uint64_t records0;	/* the agent's records when counting began */
 	struct perf_rec *perf;	/* NULL: perf refused */
 	unsigned samples, in_agent;
@@ -110,7 +111,8 @@ int heap_watch_start(pid_t pid, uint64_t records, struct heap_watch **out)
 		return -ENOMEM;
 	w->pid = pid;
 	w->records0 = records;
-	w->end_ns = now_ns() + HEAP_WATCH_MS * 1000000ull;
+	w->start_ns = now_ns();
+	w->end_ns = w->start_ns + HEAP_WATCH_MS * 1000000ull;
 	ret = heap_watch_agent_span(pid, &w->lo, &w->hi);
 	if (ret == -ESRCH) {
 		free(w);
@@ -239,4 +241,27 @@ void heap_watch_free(struct heap_watch *w)
 		return;
 	perf_close(w->perf);
 	free(w);
+}
+
+bool heap_watch_check(struct heap_watch **w, uint64_t records, char *harm,
+		      size_t len)
+{
+	enum heap_watch_verdict v;
+	double s = (now_ns() - (*w)->start_ns) / 1e9;
+	char why[160];
+	pid_t pid = (*w)->pid;
+
+	v = heap_watch_poll(*w, records, why, sizeof(why));
+	if (v == HEAP_WATCH_FINE)
+		return false;
+	heap_watch_free(*w);
+	*w = NULL;
+	if (v == HEAP_WATCH_EXITED)
+		pr_notice("heap: pid %d: %s, %.2f s after the agent was "
+			  "loaded", (int)pid, why, s);
+	if (v != HEAP_WATCH_HARMED)
+		return false;
+	snprintf(harm, len, "%s, %.2f s after the agent was loaded", why, s);
+	pr_err("heap: pid %d: harmed by the heap agent: %s", (int)pid, harm);
+	return true;
 }

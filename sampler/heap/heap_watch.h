@@ -51,6 +51,14 @@ enum heap_watch_verdict heap_watch_poll(struct heap_watch *w,
 /* NULL is a no-op. */
 void heap_watch_free(struct heap_watch *w);
 
+/*
+ * heap_watch_poll() for its owner, who needs nothing more: once the
+ * watch has decided, log it (harmed: an error naming the pid), copy how
+ * into harm (when harmed) and free *w. True when it was harmed.
+ */
+bool heap_watch_check(struct heap_watch **w, uint64_t records, char *harm,
+		      size_t len);
+
 /* The rules, apart for the tests: a wait status that says the process
  * crashed; samples that say its threads spin in the agent. */
 bool heap_watch_crashed(int status);
