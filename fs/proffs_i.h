@@ -76,4 +76,10 @@ int proffs_check_request(const struct proffs *fs,
 			 const struct proffs_request *req, int parse_ret,
 			 const char **why);
 
+/* Its first half: the name's values and the daemon's limits (max_window,
+ * max_hz), without what the kind needs of this host. */
+int proffs_check_limits(const struct proffs *fs,
+			const struct proffs_request *req, int parse_ret,
+			const char **why);
+
 #endif

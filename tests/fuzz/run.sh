@@ -41,15 +41,15 @@ harness_args()
 {
 	case "$1" in
 	name)
-		srcs="fs/name.c"
-		incs="-Ifs $sinc"
+		srcs="fs/name.c fs/kinds.c"
+		incs="-Ifs -Irender $sinc -DKINDS_NO_OPS"
 		libs=""
 		max_len=300 ;;
 	http)
 		# target.c's resolving half reads /proc: linked, never called
-		srcs="fs/http_parse.c fs/name.c fs/target.c fs/access.c
-		      sampler/proc.c"
-		incs="-Ifs $sinc"
+		srcs="fs/http_parse.c fs/name.c fs/kinds.c fs/target.c
+		      fs/access.c sampler/proc.c"
+		incs="-Ifs -Irender $sinc -DKINDS_NO_OPS"
 		libs=""
 		max_len=2048 ;;
 	pprof)
