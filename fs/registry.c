@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "kinds.h"
 #include "log.h"
 #include "output.h"
@@ -104,14 +105,6 @@ struct registry {
 	struct registry_stats stats;	/* protected by lock */
 };
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Requests of the same key share a session: the kind's row says which
  * parameters change what is measured (kinds.h). */
 static void key_of(const struct reg_target *t,
@@ -179,7 +172,7 @@ static void unlist_locked(struct registry *r, struct session *s)
 /* Drop finished results nobody holds that are older than cache_ms. */
 static void expire_locked(struct registry *r)
 {
-	uint64_t now = mono_ms();
+	uint64_t now = now_ms();
 	struct session *s, *next;
 
 	for (s = r->list; s; s = next) {
@@ -199,7 +192,7 @@ static void expire_locked(struct registry *r)
 static struct session *find_locked(struct registry *r,
 				   const struct session_key *k, bool for_size)
 {
-	uint64_t now = mono_ms();
+	uint64_t now = now_ms();
 
 	for (struct session *s = r->list; s; s = s->next) {
 		if (memcmp(&s->key, k, sizeof(*k)) || atomic_load(&s->stop))
@@ -401,7 +394,7 @@ static void finish(struct session *s, int err, struct profile *prof,
 	pthread_mutex_lock(&r->lock);
 	s->done = true;
 	s->err = err;
-	s->done_ms = mono_ms();
+	s->done_ms = now_ms();
 	r->nrunning--;
 	count_outcome_locked(r, s, err, out);
 	if (err)	/* never serve a failure from the cache */

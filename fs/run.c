@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "access.h"
+#include "clock.h"
 #include "cpu.h"
 #include "heap.h"
 #include "kinds.h"
@@ -151,14 +152,6 @@ int run_memstats(const struct run_ctx *c, struct profile **out,
 	return ret;
 }
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void log_outcome(const struct run_ctx *c, const struct run_result *r,
 			int ret, uint64_t ms)
 {
@@ -191,13 +184,13 @@ int run_session(const struct run_ctx *c, struct profile **out,
 {
 	const struct kind_ops *k = kinds_row(c->req->kind);
 	struct run_result r = { .detail = "" };
-	uint64_t t0 = mono_ms();
+	uint64_t t0 = now_ms();
 	int ret;
 
 	r.window_ms = kinds_window_ms(c->req);
 	ret = k && k->run ? k->run(c, out, &r) : -ENOENT;
 	*outcome = (struct run_outcome){ .samples = r.samples, .lost = r.lost,
-					 .elapsed_ms = mono_ms() - t0 };
+					 .elapsed_ms = now_ms() - t0 };
 	log_outcome(c, &r, ret, outcome->elapsed_ms);
 	return ret;
 }

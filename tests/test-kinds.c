@@ -24,7 +24,8 @@ static void test_rows(void)
 		CHECK(!strcmp(row->words[0].word, row->name),
 		      "%s: first word %s", row->name, row->words[0].word);
 		CHECK(row->run, "%s: no run function", row->name);
-		CHECK(row->busy && *row->busy, "%s: no -EBUSY words", row->name);
+		CHECK(row->busy && *row->busy, "%s: no -EBUSY words",
+		      row->name);
 		for (int j = 0; j < k; j++)
 			CHECK(strcmp(kinds_row(j)->name, row->name),
 			      "%s twice", row->name);
