@@ -59,13 +59,15 @@ harness_args()
 		libs="-lprotobuf-c -lz"
 		max_len=65536 ;;
 	dso)
-		srcs="sampler/unwind/dso.c sampler/unwind/demangle.c
+		srcs="sampler/unwind/dso.c sampler/unwind/dso_dwarf.c
+		      sampler/unwind/dso_sym.c sampler/unwind/demangle.c
 		      sampler/unwind/cu_index.c sampler/log.c"
 		incs="$sinc"
 		libs="-ldw -lelf -liberty"
 		max_len=65536 ;;
 	cfi)
 		srcs="sampler/unwind/cfi.c sampler/unwind/dso.c
+		      sampler/unwind/dso_dwarf.c sampler/unwind/dso_sym.c
 		      sampler/unwind/demangle.c sampler/unwind/cu_index.c
 		      sampler/log.c"
 		incs="$sinc"
