@@ -39,7 +39,8 @@ static bool dwarf_has_section(Dwarf *dw, const char *want)
 	char z[64];
 
 	snprintf(z, sizeof(z), ".z%s", want + 1);
-	return elf && (dso_elf_has_section(elf, want) || dso_elf_has_section(elf, z));
+	return elf && (dso_elf_has_section(elf, want) ||
+		       dso_elf_has_section(elf, z));
 }
 
 static void dso_dw_init(struct dso *d)
