@@ -59,9 +59,8 @@ static int sample_index(const struct profile *p,
 	return i < 0 ? -EINVAL : i;
 }
 
-int output_txt(const struct profile *p,
-		      const struct proffs_request *req, uint8_t **buf,
-		      size_t *len)
+int output_txt(const struct profile *p, const struct proffs_request *req,
+	       uint8_t **buf, size_t *len)
 {
 	int si = sample_index(p, req);
 
@@ -71,18 +70,16 @@ int output_txt(const struct profile *p,
 }
 
 /* heap.txt and allocs.txt: the top table; ?debug=1 Go's legacy text. */
-int output_heap_txt(const struct profile *p,
-			   const struct proffs_request *req, uint8_t **buf,
-			   size_t *len)
+int output_heap_txt(const struct profile *p, const struct proffs_request *req,
+		    uint8_t **buf, size_t *len)
 {
 	if (req->debug >= 1)
 		return heap_text_render(p, (char **)buf, len);
 	return output_txt(p, req, buf, len);
 }
 
-int output_folded(const struct profile *p,
-			 const struct proffs_request *req, uint8_t **buf,
-			 size_t *len)
+int output_folded(const struct profile *p, const struct proffs_request *req,
+		  uint8_t **buf, size_t *len)
 {
 	int si = sample_index(p, req);
 
@@ -118,9 +115,8 @@ static void flame_titles(const struct profile *p, int si, char *title,
 		 h->duration_nanos / 1e9, when, total);
 }
 
-int output_svg(const struct profile *p,
-		      const struct proffs_request *req, uint8_t **buf,
-		      size_t *len)
+int output_svg(const struct profile *p, const struct proffs_request *req,
+	       uint8_t **buf, size_t *len)
 {
 	char title[512], sub[256];
 	struct flame_opts o = { .sample_index = sample_index(p, req) };
@@ -140,8 +136,8 @@ int output_svg(const struct profile *p,
 /* goroutine.txt: Go's debug=1 (grouped, the default) or debug=2 (every
  * thread). */
 int output_threads_txt(const struct profile *p,
-			      const struct proffs_request *req,
-			      uint8_t **buf, size_t *len)
+		       const struct proffs_request *req, uint8_t **buf,
+		       size_t *len)
 {
 	return threads_text_render(p, req->debug ? req->debug : 1,
 				   (char **)buf, len);
@@ -149,8 +145,8 @@ int output_threads_txt(const struct profile *p,
 
 /* memstats.txt: Go's runtime.MemStats block alone. */
 int output_memstats_txt(const struct profile *p,
-			       const struct proffs_request *req,
-			       uint8_t **buf, size_t *len)
+			const struct proffs_request *req, uint8_t **buf,
+			size_t *len)
 {
 	(void)req;
 	return heap_text_memstats(p, (char **)buf, len);

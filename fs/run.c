@@ -24,8 +24,7 @@ static bool allowed(pid_t pid, void *arg)
 	return c->uid == (uid_t)-1 || !access_check(0, c->uid, pid);
 }
 
-int run_cpu(const struct run_ctx *c, struct profile **out,
-		   struct run_result *r)
+int run_cpu(const struct run_ctx *c, struct profile **out, struct run_result *r)
 {
 	char title[64];
 	struct cpu_opts o = {
@@ -53,7 +52,7 @@ int run_cpu(const struct run_ctx *c, struct profile **out,
 }
 
 int run_offcpu(const struct run_ctx *c, struct profile **out,
-		      struct run_result *r)
+	       struct run_result *r)
 {
 	static const enum offcpu_kind kinds[PROFFS_KIND__COUNT] = {
 		[PROFFS_KIND_WALL] = OFFCPU_WALL,
@@ -92,7 +91,7 @@ int run_offcpu(const struct run_ctx *c, struct profile **out,
 }
 
 int run_threads(const struct run_ctx *c, struct profile **out,
-		       struct run_result *r)
+		struct run_result *r)
 {
 	struct threads_opts o = { .pid = c->pid, .cache = c->dsos,
 				  .kernel = c->req->kernel };
@@ -108,7 +107,7 @@ int run_threads(const struct run_ctx *c, struct profile **out,
 }
 
 int run_heap(const struct run_ctx *c, struct profile **out,
-		    struct run_result *r)
+	     struct run_result *r)
 {
 	struct heap_opts o = {
 		.pid = c->pid,
@@ -139,7 +138,7 @@ int run_heap(const struct run_ctx *c, struct profile **out,
 
 /* MemStats: a snapshot, loading the agent when it is not there. */
 int run_memstats(const struct run_ctx *c, struct profile **out,
-			struct run_result *r)
+		 struct run_result *r)
 {
 	struct heap_opts o = { .pid = c->pid, .stop = c->stop };
 	struct heap_stats st;
