@@ -23,6 +23,10 @@
  *   4. its row in kinds.c: words, time, key, frames, run, renderers.
  *   A new format is a PROFFS_FMT_X in name.h, its word in name.c's format
  *   table, and a renderer (output.h) in the rows that serve it.
+ *   A new query parameter is a field of struct proffs_request and an entry
+ *   of name.c's params table; when it changes what is measured (not only
+ *   how it is rendered), a KIND_KEY_X bit below, set in the rows that take
+ *   it, and its field in registry.c's session key.
  *   Nothing else: a row's kind is listed in /prof/status and /metrics,
  *   parsed, served, checked and cached by the rules below.
  *
