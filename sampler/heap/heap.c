@@ -35,6 +35,7 @@
 #include "proc.h"
 #include "profile.h"
 #include "unwind.h"
+#include "window.h"
 
 #define POLL_MS 10		/* ring drains, when the last found none */
 #define BUSY_POLL_MS 1		/* when it found some: keep up */
@@ -90,14 +91,6 @@ struct heap_agents {
 	pthread_mutex_t counts_lock;	/* a leaf: taken under ag->lock */
 	struct heap_agent_counts counts;	/* protected by counts_lock */
 };
-
-static int64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
 
 /* When the process started; 0 when unknown. */
 static unsigned long long start_time(pid_t pid)
@@ -703,23 +696,19 @@ static void leave(struct agent *ag, uint64_t rate)
 	pthread_mutex_unlock(&ag->lock);
 }
 
-/* Wait out the window; false when the process exited first. */
+/* Wait out the window, from now; w->exited when the process exited
+ * first. */
 static int wait_window(struct agent *ag, const struct heap_opts *o,
-		       uint64_t ms, bool *exited)
+		       struct window *w)
 {
 	struct timespec nap = { 0, WAIT_MS * 1000000l };
-	uint64_t end = now_ns() + ms * 1000000ull;
+	bool on;
+	int ret;
 
-	while (now_ns() < end) {
-		if (o->stop && atomic_load(o->stop))
-			return -ECANCELED;
-		if (!proc_alive(ag->pid)) {
-			*exited = true;
-			return 0;
-		}
+	window_begin(w, now_ns(), ag->pid, o->window_ms, o->stop, 0);
+	while (!(ret = window_on(w, now_ns(), &on)) && on)
 		nanosleep(&nap, NULL);
-	}
-	return 0;
+	return ret;
 }
 
 /* ---- MemStats ---- */
@@ -766,7 +755,7 @@ static int measure(struct agent *ag, const struct heap_opts *o,
 	struct heap_snap *from = NULL, *to = NULL;
 	struct heap_memstats ms = { 0 };
 	uint64_t t0 = now_ns(), lost0, samples0, frees0;
-	bool exited = false;
+	struct window w = { 0 };
 	int ret = 0;
 
 	*out = NULL;
@@ -782,7 +771,7 @@ static int measure(struct agent *ag, const struct heap_opts *o,
 	pthread_mutex_unlock(&ag->lock);
 	info.time_nanos = wall_ns();
 	if (!ret && (o->has_window || armed_now))
-		ret = wait_window(ag, o, o->window_ms, &exited);
+		ret = wait_window(ag, o, &w);
 	if (ret)
 		goto out;
 	pthread_mutex_lock(&ag->lock);
@@ -805,8 +794,8 @@ static int measure(struct agent *ag, const struct heap_opts *o,
 	if (!ret) {
 		struct heap_comment_info ci = {
 			.pid = o->pid, .rate = ag->rate, .lost = st->lost,
-			.samples = st->samples, .exited = exited,
-			.elapsed_ns = now_ns() - t0, .window_ms = o->window_ms,
+			.samples = st->samples, .window = &w,
+			.elapsed_ns = now_ns() - t0,
 			.slots = atomic_load(&ag->sh->slots),
 			.objects = atomic_load(&ag->sh->objects),
 			.harm = ag->harm[0] ? ag->harm : NULL,

@@ -8,6 +8,7 @@
 #include "heap_comments.h"
 #include "log.h"
 #include "profile.h"
+#include "window.h"
 
 /*
  * An empty profile should say why (issue 16: C++ programs on tcmalloc
@@ -59,12 +60,8 @@ int heap_add_comments(struct profile *p, const struct heap_comment_info *c)
 			 100.0 * c->lost / (c->lost + c->samples));
 		ret = profile_add_comment(p, text);
 	}
-	if (!ret && c->exited) {
-		snprintf(text, sizeof(text), "process %d exited after %.2f s "
-			 "of the %.2f s window; this profile is partial",
-			 (int)c->pid, c->elapsed_ns / 1e9, c->window_ms / 1e3);
-		ret = profile_add_comment(p, text);
-	}
+	if (!ret)
+		ret = window_note_exit(c->window, p, c->elapsed_ns);
 	if (!ret)
 		ret = add_empty_comment(p, c);
 	return ret;

@@ -13,13 +13,14 @@
 #include <sys/types.h>
 
 struct profile;
+struct window;
 
 struct heap_comment_info {
 	pid_t pid;
 	uint64_t rate;		/* what the agent sampled at */
 	uint64_t lost, samples;	/* in the profile's span */
-	bool exited;		/* before the window's end */
-	uint64_t elapsed_ns, window_ms;
+	const struct window *window;	/* the one measured (its exit note) */
+	uint64_t elapsed_ns;
 	uint32_t slots, objects;	/* GOT entries hooked, and where */
 	const char *harm;	/* how the agent harmed it, or NULL */
 };
