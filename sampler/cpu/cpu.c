@@ -21,7 +21,12 @@
 #include "unwind.h"
 
 #define MAX_FRAMES 128		/* user frames */
+/* Frames a stack may gain from a runtime's (Python's) frames. */
+#define RUNTIME_FRAMES 128
 #define POLL_MS 100
+/* For a process whose runtime frames are read when its samples are
+ * handled (symbolizer_stack()): the sooner, the closer to the sample. */
+#define RUNTIME_POLL_MS 5
 #define THREAD_SLOTS 4096	/* power of two; more threads share names */
 #define PROC_BUCKETS 256
 /* Processes a whole-host profile unwinds; samples of more are skipped
@@ -55,7 +60,7 @@ struct cpu_run {
 	struct proc_ctx *last;		/* the last sample's, a fast path */
 	struct kframes *kf;		/* NULL: no kernel frames */
 	unsigned nprocs;		/* contexts that unwind (PROC_MAX) */
-	int64_t key_thread, key_thread_name, key_pid, key_comm;
+	int64_t key_thread, key_thread_name, key_pid, key_comm, key_gil;
 	struct thread_slot *threads;	/* THREAD_SLOTS */
 	struct cpu_stats *st;
 	uint32_t max_stacks;
@@ -215,11 +220,13 @@ static int kernel_locations(struct cpu_run *run, const struct perf_sample *s,
 static void on_sample(const struct perf_sample *s, void *arg)
 {
 	struct cpu_run *run = arg;
-	uint64_t pcs[MAX_FRAMES], locs[PERF_KERNEL_FRAMES + MAX_FRAMES];
+	uint64_t pcs[MAX_FRAMES];
+	uint64_t locs[PERF_KERNEL_FRAMES + MAX_FRAMES + RUNTIME_FRAMES];
 	int64_t values[2] = { 1, (int64_t)s->period };
-	struct pf_label labels[4];
+	struct pf_label labels[5];
 	struct proc_ctx *c;
-	int n, nk, nlabels = 2, ret;
+	const char *gil;
+	int n, nk, npcs, nlabels = 2, ret;
 
 	if (run->err || !s->pid ||
 	    (run->o->pid && s->pid != (uint32_t)run->o->pid))
@@ -233,12 +240,11 @@ static void on_sample(const struct perf_sample *s, void *arg)
 	if (ret)
 		goto fail;
 	unwind_stack(c->unw, &s->regs, s->stack, s->stack_len, pcs,
-		     MAX_FRAMES, &n);
-	for (int i = 0; i < n; i++) {
-		ret = symbolizer_location(c->sym, pcs[i], &locs[nk + i]);
-		if (ret)
-			goto fail;
-	}
+		     MAX_FRAMES, &npcs);
+	ret = symbolizer_stack(c->sym, s->tid, pcs, npcs, &locs[nk],
+			       MAX_FRAMES + RUNTIME_FRAMES, &n, &gil);
+	if (ret)
+		goto fail;
 	n += nk;
 	if (run->max_stacks && profile_nsamples(run->p) >= run->max_stacks) {
 		ret = overflow_location(run, &locs[0]);
@@ -252,6 +258,11 @@ static void on_sample(const struct perf_sample *s, void *arg)
 						       .str = c->pid_str };
 		labels[nlabels++] = (struct pf_label){ .key = run->key_comm,
 						       .str = c->comm_str };
+	}
+	if (!ret && gil) {
+		labels[nlabels] = (struct pf_label){ .key = run->key_gil };
+		labels[nlabels].str = profile_intern(run->p, gil);
+		ret = labels[nlabels++].str < 0 ? -ENOMEM : 0;
 	}
 	if (!ret)
 		ret = profile_add_sample(run->p, locs, n, labels, nlabels,
@@ -299,6 +310,7 @@ static int setup_profile(struct cpu_run *run, const struct cpu_opts *o)
 	run->key_thread_name = profile_intern(run->p, "thread_name");
 	run->key_pid = profile_intern(run->p, "pid");
 	run->key_comm = profile_intern(run->p, "comm");
+	run->key_gil = profile_intern(run->p, "gil");
 	if (proc_name_profile(run->p, o->pid, "cpu"))
 		return -ENOMEM;
 	h = profile_header(run->p);
@@ -306,7 +318,8 @@ static int setup_profile(struct cpu_run *run, const struct cpu_opts *o)
 		h->command = profile_intern(run->p, o->all_title ?
 					    o->all_title : "all processes");
 	if (run->key_thread < 0 || run->key_thread_name < 0 ||
-	    run->key_pid < 0 || run->key_comm < 0 || h->command < 0)
+	    run->key_pid < 0 || run->key_comm < 0 || run->key_gil < 0 ||
+	    h->command < 0)
 		return -ENOMEM;
 	run->threads = calloc(THREAD_SLOTS, sizeof(*run->threads));
 	return run->threads ? 0 : -ENOMEM;
@@ -320,7 +333,10 @@ static int sample_window(struct cpu_run *run, struct perf_rec *rec,
 	uint64_t end = start + o->window_ms * 1000000ull;
 	uint64_t looked = 0;	/* at /proc/PID/stat: costly, so every
 				 * POLL_MS, not at every wakeup */
-	int ret = 0;
+	int ret = 0, poll_ms = POLL_MS;
+
+	if (o->pid && run->last && symbolizer_runtime(run->last->sym))
+		poll_ms = RUNTIME_POLL_MS;
 
 	for (;;) {
 		uint64_t now = clock_ns(CLOCK_MONOTONIC);
@@ -340,7 +356,7 @@ static int sample_window(struct cpu_run *run, struct perf_rec *rec,
 			}
 		}
 		timeout = (end - now) / 1000000ull;
-		ret = perf_poll(rec, timeout < POLL_MS ? timeout : POLL_MS,
+		ret = perf_poll(rec, timeout < poll_ms ? timeout : poll_ms,
 				on_sample, run);
 		if (ret || run->err)
 			break;
@@ -449,6 +465,9 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 		ret = note_exit(run.p, o, stats->elapsed_ns);
 	if (!ret && stats->skipped_procs)
 		ret = note_skipped(run.p, stats->skipped_procs);
+	for (size_t b = 0; b < PROC_BUCKETS && !ret; b++)
+		for (c = run.procs[b]; c && !ret; c = c->next)
+			ret = symbolizer_note(c->sym);
 	run_free(&run);
 	/* a /proc file of the process gone: the process is */
 	return profile_deliver(run.p, ret == -ENOENT ? -ESRCH : ret, t0,

@@ -1340,15 +1340,18 @@ static bool sym_named(const char *name, const char *want)
 	return !strncmp(name, want, n) && (!name[n] || name[n] == '@');
 }
 
-int dso_symbol_vaddr(struct dso *d, const char *name, uint64_t *vaddr)
+/* The first defined symbol called name of type type (an IFUNC's address
+ * is its resolver's, not the function's). */
+static int symbol_of_type(struct dso *d, const char *name, int type,
+			  uint64_t *vaddr, uint64_t *size)
 {
 	int ret = -ENOENT, cnt;
 
 	pthread_mutex_lock(&d->lock);
 	dso_dw_init(d);
-	/* Rare (an agent load), so a scan of every symbol, aliases
-	 * included: the sorted table keeps one name per address. An IFUNC's
-	 * address is its resolver's, not the function's. */
+	/* Rare (an agent load, a runtime found), so a scan of every
+	 * symbol, aliases included: the sorted table keeps one name per
+	 * address. */
 	cnt = d->mod ? dwfl_module_getsymtab(d->mod) : 0;
 	for (int i = 1; i < cnt; i++) {
 		GElf_Word shndx;
@@ -1358,15 +1361,28 @@ int dso_symbol_vaddr(struct dso *d, const char *name, uint64_t *vaddr)
 
 		s = dwfl_module_getsym_info(d->mod, i, &sym, &addr, &shndx,
 					    NULL, NULL);
-		if (s && GELF_ST_TYPE(sym.st_info) == STT_FUNC &&
+		if (s && GELF_ST_TYPE(sym.st_info) == type &&
 		    shndx != SHN_UNDEF && sym_named(s, name)) {
 			*vaddr = addr;
+			if (size)
+				*size = sym.st_size;
 			ret = 0;
 			break;
 		}
 	}
 	pthread_mutex_unlock(&d->lock);
 	return ret;
+}
+
+int dso_symbol_vaddr(struct dso *d, const char *name, uint64_t *vaddr)
+{
+	return symbol_of_type(d, name, STT_FUNC, vaddr, NULL);
+}
+
+int dso_object_vaddr(struct dso *d, const char *name, uint64_t *vaddr,
+		     uint64_t *size)
+{
+	return symbol_of_type(d, name, STT_OBJECT, vaddr, size);
 }
 
 static int range_cmp(const void *a, const void *b)

@@ -162,6 +162,11 @@ bool dso_is_go(const struct dso *d);
  */
 int dso_symbol_vaddr(struct dso *d, const char *name, uint64_t *vaddr);
 
+/* The same for a data object (a runtime's global state, a version
+ * constant): its ELF virtual address and size. 0, or -ENOENT. */
+int dso_object_vaddr(struct dso *d, const char *name, uint64_t *vaddr,
+		     uint64_t *size);
+
 /*
  * The address ranges of every function symbol whose name (without its
  * "@VERSION") match() accepts, aliases included: the symbol tables keep

@@ -1,0 +1,733 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* python.c - CPython frames read from outside, merged into native stacks. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "dso.h"
+#include "log.h"
+#include "maps.h"
+#include "proc.h"
+#include "profile.h"
+#include "pyoffsets.h"
+#include "python.h"
+#include "symbolize.h"
+
+#define PAGE 4096ull
+#define PAGE_SLOTS 16		/* pages one stack read may touch, cached */
+#define MAX_PY_FRAMES 256	/* frames read per thread */
+#define MAX_THREADS 4096	/* thread states walked to find one */
+#define MAX_INTERPS 64
+#define TID_SLOTS 256		/* tid -> thread state, direct-mapped */
+#define MAX_STR 512		/* bytes kept of a name or file name */
+#define MAX_LINETABLE 65536
+#define CODE_MAX 65536		/* code objects cached, at most */
+#define READ_TRIES 2
+
+/* What one code object gives its frames; linetable NULL = empty slot. */
+struct py_code {
+	uint64_t addr;		/* 0 = empty */
+	uint64_t name_p, qualname_p, file_p, linetable_p;
+	int32_t firstlineno;
+	char *name, *qualname, *file;
+	uint8_t *linetable;
+	size_t linetable_len;
+	struct { int32_t line; uint64_t loc; } *locs;
+	size_t nlocs, locs_cap;
+};
+
+/* One Python frame as read: its code, line and whether it entered the
+ * evaluation loop. */
+struct py_frame {
+	struct py_code *code;
+	int32_t line;
+	bool entry;
+};
+
+struct pyrt {
+	pid_t pid;
+	struct profile *p;
+	const struct py_offsets *o;	/* NULL: unknown version */
+	unsigned minor;
+	char why[160];			/* why nothing is merged */
+	uint64_t runtime;		/* address of _PyRuntime */
+	uint64_t eval_start, eval_end;	/* _PyEval_EvalFrameDefault */
+	struct dso_range *eval;		/* its ranges (.cold parts too) */
+	size_t neval;
+	uint64_t bias;
+	struct {
+		uint32_t tid;
+		uint64_t tstate;
+	} tids[TID_SLOTS];
+	uint64_t page_addr[PAGE_SLOTS];	/* 0 = empty, per stack read */
+	uint8_t *pages;			/* PAGE_SLOTS * PAGE */
+	unsigned npages_used;
+	struct py_code *codes;		/* open addressing by addr */
+	size_t codes_cap, ncodes;
+	struct py_frame frames[MAX_PY_FRAMES];
+	/* counted, for pyrt_note() */
+	uint64_t merged, changed, mismatch, no_thread, unreadable;
+};
+
+static inline size_t hash64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return (size_t)x;
+}
+
+/* Reading: pages of the target, each read once per stack */
+
+static void pages_reset(struct pyrt *r)
+{
+	memset(r->page_addr, 0, sizeof(r->page_addr));
+	r->npages_used = 0;
+}
+
+static const uint8_t *page_get(struct pyrt *r, uint64_t page)
+{
+	unsigned slot;
+
+	for (unsigned i = 0; i < r->npages_used; i++)
+		if (r->page_addr[i] == page)
+			return r->pages + i * PAGE;
+	/* Full: start over (a stack touching more pages is rare). */
+	if (r->npages_used == PAGE_SLOTS)
+		pages_reset(r);
+	slot = r->npages_used;
+	if (proc_mem_read(r->pid, page, r->pages + slot * PAGE, PAGE))
+		return NULL;
+	r->page_addr[slot] = page;
+	r->npages_used++;
+	return r->pages + slot * PAGE;
+}
+
+/* len bytes at addr, through the page cache. 0 or -EFAULT. */
+static int mem(struct pyrt *r, uint64_t addr, void *buf, size_t len)
+{
+	uint8_t *out = buf;
+
+	if (!addr)
+		return -EFAULT;
+	while (len) {
+		uint64_t page = addr & ~(PAGE - 1), off = addr - page;
+		size_t chunk = PAGE - off < len ? PAGE - off : len;
+		const uint8_t *pg = page_get(r, page);
+
+		if (!pg)
+			return -EFAULT;
+		memcpy(out, pg + off, chunk);
+		out += chunk;
+		addr += chunk;
+		len -= chunk;
+	}
+	return 0;
+}
+
+static int mem_u64(struct pyrt *r, uint64_t addr, uint64_t *v)
+{
+	return mem(r, addr, v, sizeof(*v));
+}
+
+static uint64_t field64(const uint8_t *obj, uint32_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, obj + off, sizeof(v));
+	return v;
+}
+
+static uint32_t field32(const uint8_t *obj, uint32_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, obj + off, sizeof(v));
+	return v;
+}
+
+/* A str object as UTF-8 (compact strings only: what code objects
+ * hold), malloc()ed, cut at MAX_STR bytes. */
+static char *read_str(struct pyrt *r, uint64_t addr)
+{
+	const struct py_offsets *o = r->o;
+	uint8_t hdr[80], data[MAX_STR * 4];
+	uint64_t len;
+	uint32_t state, kind;
+	size_t n = 0;
+	char *s;
+
+	if (mem(r, addr, hdr, o->str_compact_data))
+		return NULL;
+	len = field64(hdr, o->str_length);
+	state = field32(hdr, o->str_state);
+	kind = (state >> 2) & 7;
+	if (!((state >> 5) & 1) || kind < 1 || kind > 4 || kind == 3)
+		return NULL;	/* not compact */
+	if (len > MAX_STR)
+		len = MAX_STR;
+	if (mem(r, addr + ((state >> 6) & 1 ? o->str_ascii_data :
+			   o->str_compact_data), data, len * kind))
+		return NULL;
+	s = malloc(len * 4 + 1);
+	if (!s)
+		return NULL;
+	for (uint64_t i = 0; i < len; i++) {
+		uint32_t c = kind == 1 ? data[i] : kind == 2 ?
+			     ((uint16_t *)(void *)data)[i] :
+			     ((uint32_t *)(void *)data)[i];
+
+		if (c < 0x80) {
+			s[n++] = c;
+		} else if (c < 0x800) {
+			s[n++] = 0xc0 | c >> 6;
+			s[n++] = 0x80 | (c & 0x3f);
+		} else if (c < 0x10000) {
+			s[n++] = 0xe0 | c >> 12;
+			s[n++] = 0x80 | ((c >> 6) & 0x3f);
+			s[n++] = 0x80 | (c & 0x3f);
+		} else {
+			s[n++] = 0xf0 | c >> 18;
+			s[n++] = 0x80 | ((c >> 12) & 0x3f);
+			s[n++] = 0x80 | ((c >> 6) & 0x3f);
+			s[n++] = 0x80 | (c & 0x3f);
+		}
+	}
+	s[n] = '\0';
+	return s;
+}
+
+/* Line tables */
+
+static unsigned varint(const uint8_t *t, size_t len, size_t *i)
+{
+	unsigned v = 0, shift = 0;
+
+	while (*i < len && shift < 32) {
+		uint8_t b = t[(*i)++];
+
+		v |= (unsigned)(b & 63) << shift;
+		shift += 6;
+		if (!(b & 64))
+			break;
+	}
+	return v;
+}
+
+/*
+ * The line of code unit lasti in a 3.11 location table
+ * (Objects/locations.md): entries of a first byte with bit 7 set, bits
+ * 3-6 a code and bits 0-2 the length in code units minus one, followed
+ * by bytes without bit 7. Codes 13 and 14 carry a signed varint line
+ * delta, 10-12 mean a delta of code - 10, 15 no line, the others the
+ * same line. 0 when unknown.
+ */
+static int32_t line_311(const uint8_t *t, size_t len, int32_t first,
+			int64_t lasti)
+{
+	int64_t line = first, pos = 0;
+	size_t i = 0;
+
+	if (lasti < 0)
+		return first;
+	while (i < len) {
+		uint8_t b = t[i++];
+		unsigned code = (b >> 3) & 15;
+		int64_t units = (b & 7) + 1;
+
+		if (code == 13 || code == 14) {
+			unsigned u = varint(t, len, &i);
+
+			line += u & 1 ? -(int64_t)(u >> 1) : (int64_t)(u >> 1);
+		} else if (code >= 10 && code <= 12) {
+			line += code - 10;
+		}
+		if (lasti < pos + units)
+			return code == 15 ? 0 : (int32_t)line;
+		pos += units;
+		while (i < len && !(t[i] & 128))
+			i++;
+	}
+	return 0;
+}
+
+/* Code objects */
+
+static void code_clear(struct py_code *c)
+{
+	free(c->name);
+	free(c->qualname);
+	free(c->file);
+	free(c->linetable);
+	free(c->locs);
+	memset(c, 0, sizeof(*c));
+}
+
+static struct py_code *code_slot(struct pyrt *r, uint64_t addr)
+{
+	for (size_t i = hash64(addr) & (r->codes_cap - 1);;
+	     i = (i + 1) & (r->codes_cap - 1))
+		if (r->codes[i].addr == addr || !r->codes[i].addr)
+			return &r->codes[i];
+}
+
+static int codes_grow(struct pyrt *r)
+{
+	size_t ncap = r->codes_cap ? r->codes_cap * 2 : 256;
+	struct py_code *old = r->codes, *nc;
+	size_t oldcap = r->codes_cap;
+
+	nc = calloc(ncap, sizeof(*nc));
+	if (!nc)
+		return -ENOMEM;
+	r->codes = nc;
+	r->codes_cap = ncap;
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i].addr)
+			*code_slot(r, old[i].addr) = old[i];
+	free(old);
+	return 0;
+}
+
+/* Fill c from the code object at addr whose first co_size bytes are obj. */
+static int code_load(struct pyrt *r, struct py_code *c, uint64_t addr,
+		     const uint8_t *obj)
+{
+	const struct py_offsets *o = r->o;
+	uint64_t lt = field64(obj, o->co_linetable), size;
+
+	c->addr = addr;
+	c->name_p = field64(obj, o->co_name);
+	c->qualname_p = field64(obj, o->co_qualname);
+	c->file_p = field64(obj, o->co_filename);
+	c->linetable_p = lt;
+	c->firstlineno = (int32_t)field32(obj, o->co_firstlineno);
+	c->name = read_str(r, c->name_p);
+	c->qualname = read_str(r, c->qualname_p);
+	c->file = read_str(r, c->file_p);
+	if (!mem_u64(r, lt + o->ob_size, &size) && size <= MAX_LINETABLE) {
+		c->linetable = malloc(size ? size : 1);
+		if (c->linetable && !mem(r, lt + o->bytes_data, c->linetable,
+					 size))
+			c->linetable_len = size;
+	}
+	if (!c->name || !c->file || !c->linetable)
+		return -EFAULT;	/* the slot is cleared by the caller */
+	return 0;
+}
+
+/* The cached code object at addr, checked against what is there now. */
+static int code_get(struct pyrt *r, uint64_t addr, struct py_code **out)
+{
+	const struct py_offsets *o = r->o;
+	uint8_t obj[256];
+	struct py_code *c;
+	int ret;
+
+	if (mem(r, addr, obj, o->co_size))
+		return -EFAULT;
+	c = code_slot(r, addr);
+	if (c->addr && c->name_p == field64(obj, o->co_name) &&
+	    c->qualname_p == field64(obj, o->co_qualname) &&
+	    c->file_p == field64(obj, o->co_filename) &&
+	    c->linetable_p == field64(obj, o->co_linetable) &&
+	    c->firstlineno == (int32_t)field32(obj, o->co_firstlineno)) {
+		*out = c;
+		return 0;
+	}
+	if (!c->addr && r->ncodes >= CODE_MAX)
+		return -ENOSPC;
+	if (!c->addr)
+		r->ncodes++;
+	code_clear(c);
+	ret = code_load(r, c, addr, obj);
+	if (ret) {
+		/* The slot stays taken (a probe chain must not break) by
+		 * an entry no object matches: its name_p is 0. */
+		code_clear(c);
+		c->addr = addr;
+		return ret;
+	}
+	*out = c;
+	if (r->ncodes * 2 >= r->codes_cap) {
+		ret = codes_grow(r);
+		if (ret)
+			return ret;
+		*out = code_slot(r, addr);
+	}
+	return 0;
+}
+
+/* The location of a Python frame, made once per (code, line). */
+static int frame_location(struct pyrt *r, const struct py_frame *f,
+			  uint64_t *loc)
+{
+	struct py_code *c = f->code;
+	const char *base = strrchr(c->file, '/');
+	struct pf_line line = { .line = f->line };
+	char name[MAX_STR * 3];
+	int ret;
+
+	for (size_t i = 0; i < c->nlocs; i++)
+		if (c->locs[i].line == f->line) {
+			*loc = c->locs[i].loc;
+			return 0;
+		}
+	if (c->nlocs == c->locs_cap) {
+		size_t ncap = c->locs_cap ? c->locs_cap * 2 : 4;
+		void *nl = realloc(c->locs, ncap * sizeof(*c->locs));
+
+		if (!nl)
+			return -ENOMEM;
+		c->locs = nl;
+		c->locs_cap = ncap;
+	}
+	snprintf(name, sizeof(name), "%s (%s:%d)",
+		 c->qualname ? c->qualname : c->name, base ? base + 1 : c->file,
+		 (int)f->line);
+	ret = profile_add_function(r->p, name, c->name, c->file,
+				   c->firstlineno, &line.function_id);
+	if (!ret)
+		ret = profile_add_location(r->p, 0, 0, &line, 1, loc);
+	if (ret)
+		return ret;
+	c->locs[c->nlocs].line = f->line;
+	c->locs[c->nlocs++].loc = *loc;
+	return 0;
+}
+
+/* Thread states */
+
+static bool tstate_is(struct pyrt *r, uint64_t ts, pid_t tid)
+{
+	uint64_t v;
+
+	return !mem_u64(r, ts + r->o->ts_native_tid, &v) && v == (uint64_t)tid;
+}
+
+/* The thread state of tid: cached, else found by walking every
+ * interpreter's list. 0 or -ENOENT. */
+static int find_tstate(struct pyrt *r, pid_t tid, uint64_t *out)
+{
+	const struct py_offsets *o = r->o;
+	size_t slot = (uint32_t)tid % TID_SLOTS;
+	uint64_t interp, ts;
+
+	if (r->tids[slot].tid == (uint32_t)tid &&
+	    tstate_is(r, r->tids[slot].tstate, tid)) {
+		*out = r->tids[slot].tstate;
+		return 0;
+	}
+	if (mem_u64(r, r->runtime + o->rt_interp_head, &interp))
+		return -EFAULT;
+	for (int i = 0; interp && i < MAX_INTERPS; i++) {
+		if (mem_u64(r, interp + o->is_threads_head, &ts))
+			return -EFAULT;
+		for (int j = 0; ts && j < MAX_THREADS; j++) {
+			if (tstate_is(r, ts, tid)) {
+				r->tids[slot].tid = tid;
+				r->tids[slot].tstate = ts;
+				*out = ts;
+				return 0;
+			}
+			if (mem_u64(r, ts + o->ts_next, &ts))
+				return -EFAULT;
+		}
+		if (mem_u64(r, interp + o->is_next, &interp))
+			return -EFAULT;
+	}
+	return -ENOENT;
+}
+
+/*
+ * The Python frames of the thread state ts, innermost first: *n of
+ * them, *nentry of which entered the evaluation loop. -EAGAIN when the
+ * chain changed while it was read, -EFAULT when it could not be read.
+ */
+static int read_frames(struct pyrt *r, uint64_t ts, int *n, int *nentry)
+{
+	const struct py_offsets *o = r->o;
+	uint64_t cframe, frame, leaf, leaf_code = 0, now[3];
+	struct iovec local[3], remote[3];
+	uint8_t fr[128];
+	int ret;
+
+	*n = *nentry = 0;
+	if (mem_u64(r, ts + o->ts_cframe, &cframe) ||
+	    mem_u64(r, cframe + o->cf_current_frame, &frame))
+		return -EFAULT;
+	leaf = frame;
+	while (frame && *n < MAX_PY_FRAMES) {
+		struct py_frame *f = &r->frames[*n];
+		uint64_t code, instr;
+
+		if (mem(r, frame, fr, o->fr_size))
+			return -EAGAIN;	/* freed under us */
+		code = field64(fr, o->fr_code);
+		instr = field64(fr, o->fr_instr);
+		if (!leaf_code)
+			leaf_code = code;
+		ret = code_get(r, code, &f->code);
+		if (ret == -ENOMEM)
+			return ret;
+		if (ret)
+			return -EAGAIN;
+		f->line = line_311(f->code->linetable,
+				   f->code->linetable_len,
+				   f->code->firstlineno,
+				   ((int64_t)instr -
+				    (int64_t)(code + o->co_code)) / 2);
+		f->entry = fr[o->fr_is_entry] != 0;
+		*nentry += f->entry;
+		(*n)++;
+		frame = field64(fr, o->fr_previous);
+	}
+	/* Still the same chain? The thread's current cframe and frame, and
+	 * the code its leaf frame runs, read afresh in one call. */
+	local[0] = (struct iovec){ &now[0], 8 };
+	local[1] = (struct iovec){ &now[1], 8 };
+	local[2] = (struct iovec){ &now[2], 8 };
+	remote[0] = (struct iovec){ (void *)(uintptr_t)(ts + o->ts_cframe), 8 };
+	remote[1] = (struct iovec){
+		(void *)(uintptr_t)(cframe + o->cf_current_frame), 8 };
+	remote[2] = (struct iovec){ (void *)(uintptr_t)(leaf + o->fr_code), 8 };
+	if (process_vm_readv(r->pid, local, leaf ? 3 : 2, remote,
+			     leaf ? 3 : 2, 0) != (leaf ? 24 : 16))
+		return -EAGAIN;
+	if (now[0] != cframe || now[1] != leaf || (leaf && now[2] != leaf_code))
+		return -EAGAIN;
+	return 0;
+}
+
+static bool is_eval(const struct pyrt *r, uint64_t pc)
+{
+	return pc >= r->eval_start && pc < r->eval_end &&
+	       dso_ranges_hold(r->eval, r->neval, pc - r->bias);
+}
+
+/* Native locations only. */
+static int native(struct symbolizer *sym, const uint64_t *pcs, int n,
+		  uint64_t *locs, int max, int *nlocs)
+{
+	int ret;
+
+	*nlocs = 0;
+	for (int i = 0; i < n && i < max; i++) {
+		ret = symbolizer_location(sym, pcs[i], &locs[i]);
+		if (ret)
+			return ret;
+		(*nlocs)++;
+	}
+	return 0;
+}
+
+/* The native frames with the Python ones for each evaluation frame. */
+static int merge(struct pyrt *r, struct symbolizer *sym, const uint64_t *pcs,
+		 int n, int nframes, uint64_t *locs, int max, int *nlocs)
+{
+	int k = 0, f = 0, ret;
+
+	for (int i = 0; i < n && k < max; i++) {
+		if (!is_eval(r, pcs[i])) {
+			ret = symbolizer_location(sym, pcs[i], &locs[k++]);
+			if (ret)
+				return ret;
+			continue;
+		}
+		while (f < nframes && k < max) {
+			bool entry = r->frames[f].entry;
+
+			ret = frame_location(r, &r->frames[f++], &locs[k++]);
+			if (ret)
+				return ret;
+			if (entry)
+				break;
+		}
+	}
+	*nlocs = k;
+	return 0;
+}
+
+int pyrt_locations(struct pyrt *r, struct symbolizer *sym, pid_t tid,
+		   const uint64_t *pcs, int n, uint64_t *locs, int max,
+		   int *nlocs, enum pyrt_gil *gil)
+{
+	uint64_t ts, holder;
+	int neval = 0, nframes = 0, nentry = 0, ret = -EAGAIN;
+
+	if (gil)
+		*gil = PYRT_GIL_UNKNOWN;
+	if (r && r->o)
+		for (int i = 0; i < n; i++)
+			neval += is_eval(r, pcs[i]);
+	if (!neval)
+		return native(sym, pcs, n, locs, max, nlocs);
+	pages_reset(r);
+	if (find_tstate(r, tid, &ts)) {
+		r->no_thread++;
+		return native(sym, pcs, n, locs, max, nlocs);
+	}
+	for (int t = 0; t < READ_TRIES && ret == -EAGAIN; t++) {
+		pages_reset(r);
+		ret = read_frames(r, ts, &nframes, &nentry);
+	}
+	if (ret == -ENOMEM)
+		return ret;
+	if (ret) {
+		if (ret == -EAGAIN)
+			r->changed++;
+		else
+			r->unreadable++;
+		return native(sym, pcs, n, locs, max, nlocs);
+	}
+	if (nentry != neval) {
+		r->mismatch++;
+		return native(sym, pcs, n, locs, max, nlocs);
+	}
+	if (gil && !proc_mem_read(r->pid, r->runtime + r->o->rt_gil_holder,
+				  &holder, sizeof(holder)))
+		*gil = holder == ts ? PYRT_GIL_HELD : PYRT_GIL_NOT_HELD;
+	r->merged++;
+	return merge(r, sym, pcs, n, nframes, locs, max, nlocs);
+}
+
+/* Setup */
+
+static bool eval_named(void *arg, const char *name)
+{
+	size_t len = strlen("_PyEval_EvalFrameDefault");
+
+	(void)arg;
+	return !strncmp(name, "_PyEval_EvalFrameDefault", len) &&
+	       (!name[len] || name[len] == '.');
+}
+
+/* Python's minor version: Py_Version (3.11+), else the file's name. */
+static unsigned minor_version(struct dso *d, const char *path)
+{
+	const char *base = strrchr(path, '/'), *v;
+	uint64_t vaddr, size;
+	uint32_t hex;
+	unsigned major, minor;
+
+	if (!dso_object_vaddr(d, "Py_Version", &vaddr, &size) &&
+	    size == sizeof(hex) && !dso_read(d, vaddr, &hex, sizeof(hex)) &&
+	    hex >> 24 == 3)
+		return (hex >> 16) & 0xff;
+	v = strstr(base ? base : path, "python");
+	if (v && sscanf(v, "python%u.%u", &major, &minor) == 2 && major == 3)
+		return minor;
+	return 0;
+}
+
+/* The executable or libpython mapping that defines _PyRuntime. */
+static struct map_entry *find_runtime(struct proc_maps *maps, uint64_t *vaddr)
+{
+	for (size_t i = 0; i < maps_count(maps); i++) {
+		struct map_entry *e = maps_at(maps, i);
+		const char *base;
+		uint64_t size;
+
+		if (!e->exec || !e->path[0])
+			continue;
+		base = strrchr(e->path, '/');
+		base = base ? base + 1 : e->path;
+		if (strncmp(base, "python", 6) && strncmp(base, "libpython", 9))
+			continue;
+		if (e->dso && !dso_object_vaddr(e->dso, "_PyRuntime", vaddr,
+						&size))
+			return e;
+	}
+	return NULL;
+}
+
+int pyrt_open(struct proc_maps *maps, struct profile *p, struct pyrt **out)
+{
+	struct map_entry *e;
+	struct pyrt *r;
+	uint64_t vaddr;
+	int ret;
+
+	*out = NULL;
+	e = find_runtime(maps, &vaddr);
+	if (!e)
+		return 0;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->pid = maps_pid(maps);
+	r->p = p;
+	r->bias = e->bias;
+	r->runtime = vaddr + e->bias;
+	r->minor = minor_version(e->dso, e->path);
+	r->o = pyoffsets_find(r->minor);
+	if (r->o) {
+		ret = dso_symbol_ranges(e->dso, eval_named, NULL, &r->eval,
+					&r->neval);
+		if (ret) {
+			free(r);
+			return ret;
+		}
+		r->pages = malloc(PAGE_SLOTS * PAGE);
+		if (!r->pages || codes_grow(r)) {
+			pyrt_free(r);
+			return -ENOMEM;
+		}
+		if (r->neval) {
+			r->eval_start = r->eval[0].start + r->bias;
+			r->eval_end = r->eval[r->neval - 1].end + r->bias;
+		} else {
+			r->o = NULL;
+			snprintf(r->why, sizeof(r->why), "proffs: Python 3.%u: "
+				 "no _PyEval_EvalFrameDefault symbol in %s; "
+				 "native frames only", r->minor, e->path);
+		}
+	} else {
+		snprintf(r->why, sizeof(r->why), "proffs: Python 3.%u: no "
+			 "known layout of its frames; native frames only",
+			 r->minor);
+	}
+	if (r->why[0])
+		pr_info("python: pid %d: %s", (int)r->pid, r->why + 8);
+	*out = r;
+	return 0;
+}
+
+void pyrt_free(struct pyrt *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->codes_cap; i++)
+		code_clear(&r->codes[i]);
+	free(r->codes);
+	free(r->pages);
+	free(r->eval);
+	free(r);
+}
+
+int pyrt_note(struct pyrt *r)
+{
+	char text[256];
+	uint64_t lost;
+
+	if (!r)
+		return 0;
+	if (r->why[0])
+		return profile_add_comment(r->p, r->why);
+	lost = r->changed + r->mismatch + r->no_thread + r->unreadable;
+	if (!lost)
+		return 0;
+	snprintf(text, sizeof(text), "proffs: Python 3.%u: %llu of %llu "
+		 "stacks keep native frames only (frame chain changed while "
+		 "read: %llu; evaluation frames not matching the chain: "
+		 "%llu; no thread state: %llu; unreadable: %llu)", r->minor,
+		 (unsigned long long)lost,
+		 (unsigned long long)(lost + r->merged),
+		 (unsigned long long)r->changed,
+		 (unsigned long long)r->mismatch,
+		 (unsigned long long)r->no_thread,
+		 (unsigned long long)r->unreadable);
+	return profile_add_comment(r->p, text);
+}
