@@ -46,6 +46,15 @@ struct py_frame {
 	bool entry;
 };
 
+/* A thread's frames read while it was stopped (pyrt_snapshot()). */
+struct py_snap {
+	pid_t tid;
+	int ret;		/* of reading them */
+	int n, nentry;
+	enum pyrt_gil gil;
+	struct py_frame *frames;
+};
+
 struct pyrt {
 	pid_t pid;
 	struct profile *p;
@@ -64,9 +73,12 @@ struct pyrt {
 	uint64_t page_addr[PAGE_SLOTS];	/* 0 = empty, per stack read */
 	uint8_t *pages;			/* PAGE_SLOTS * PAGE */
 	unsigned npages_used;
-	struct py_code *codes;		/* open addressing by addr */
+	struct py_code **codes;		/* open addressing by addr; the
+					 * entries never move */
 	size_t codes_cap, ncodes;
 	struct py_frame frames[MAX_PY_FRAMES];
+	struct py_snap *snaps;		/* read while threads were stopped */
+	size_t nsnaps, snaps_cap;
 	/* counted, for pyrt_note() */
 	uint64_t merged, changed, mismatch, no_thread, unreadable;
 };
@@ -265,18 +277,19 @@ static void code_clear(struct py_code *c)
 	memset(c, 0, sizeof(*c));
 }
 
-static struct py_code *code_slot(struct pyrt *r, uint64_t addr)
+/* The slot for addr: the entry's pointer, NULL when free. */
+static struct py_code **code_slot(struct pyrt *r, uint64_t addr)
 {
 	for (size_t i = hash64(addr) & (r->codes_cap - 1);;
 	     i = (i + 1) & (r->codes_cap - 1))
-		if (r->codes[i].addr == addr || !r->codes[i].addr)
+		if (!r->codes[i] || r->codes[i]->addr == addr)
 			return &r->codes[i];
 }
 
 static int codes_grow(struct pyrt *r)
 {
 	size_t ncap = r->codes_cap ? r->codes_cap * 2 : 256;
-	struct py_code *old = r->codes, *nc;
+	struct py_code **old = r->codes, **nc;
 	size_t oldcap = r->codes_cap;
 
 	nc = calloc(ncap, sizeof(*nc));
@@ -285,8 +298,8 @@ static int codes_grow(struct pyrt *r)
 	r->codes = nc;
 	r->codes_cap = ncap;
 	for (size_t i = 0; i < oldcap; i++)
-		if (old[i].addr)
-			*code_slot(r, old[i].addr) = old[i];
+		if (old[i])
+			*code_slot(r, old[i]->addr) = old[i];
 	free(old);
 	return 0;
 }
@@ -323,12 +336,21 @@ static int code_get(struct pyrt *r, uint64_t addr, struct py_code **out)
 {
 	const struct py_offsets *o = r->o;
 	uint8_t obj[256];
-	struct py_code *c;
+	struct py_code **slot, *c;
 	int ret;
 
 	if (mem(r, addr, obj, o->co_size))
 		return -EFAULT;
-	c = code_slot(r, addr);
+	slot = code_slot(r, addr);
+	if (!*slot) {
+		if (r->ncodes >= CODE_MAX)
+			return -ENOSPC;
+		*slot = calloc(1, sizeof(**slot));
+		if (!*slot)
+			return -ENOMEM;
+		r->ncodes++;
+	}
+	c = *slot;
 	if (c->addr && c->name_p == field64(obj, o->co_name) &&
 	    c->qualname_p == field64(obj, o->co_qualname) &&
 	    c->file_p == field64(obj, o->co_filename) &&
@@ -337,10 +359,6 @@ static int code_get(struct pyrt *r, uint64_t addr, struct py_code **out)
 		*out = c;
 		return 0;
 	}
-	if (!c->addr && r->ncodes >= CODE_MAX)
-		return -ENOSPC;
-	if (!c->addr)
-		r->ncodes++;
 	code_clear(c);
 	ret = code_load(r, c, addr, obj);
 	if (ret) {
@@ -351,13 +369,7 @@ static int code_get(struct pyrt *r, uint64_t addr, struct py_code **out)
 		return ret;
 	}
 	*out = c;
-	if (r->ncodes * 2 >= r->codes_cap) {
-		ret = codes_grow(r);
-		if (ret)
-			return ret;
-		*out = code_slot(r, addr);
-	}
-	return 0;
+	return r->ncodes * 2 >= r->codes_cap ? codes_grow(r) : 0;
 }
 
 /* The location of a Python frame, made once per (code, line). */
@@ -550,12 +562,79 @@ static int merge(struct pyrt *r, struct symbolizer *sym, const uint64_t *pcs,
 	return 0;
 }
 
+/*
+ * Thread tid's frames into r->frames now: 0, -ENOENT (no thread state),
+ * -EAGAIN (changed while read, every try), -EFAULT, -ENOMEM.
+ */
+static int read_thread(struct pyrt *r, pid_t tid, int *nframes, int *nentry,
+		       enum pyrt_gil *gil)
+{
+	uint64_t ts, holder;
+	int ret = -EAGAIN;
+
+	*gil = PYRT_GIL_UNKNOWN;
+	pages_reset(r);
+	if (find_tstate(r, tid, &ts))
+		return -ENOENT;
+	for (int t = 0; t < READ_TRIES && ret == -EAGAIN; t++) {
+		pages_reset(r);
+		ret = read_frames(r, ts, nframes, nentry);
+	}
+	if (!ret && !proc_mem_read(r->pid, r->runtime + r->o->rt_gil_holder,
+				   &holder, sizeof(holder)))
+		*gil = holder == ts ? PYRT_GIL_HELD : PYRT_GIL_NOT_HELD;
+	return ret;
+}
+
+static struct py_snap *snap_of(struct pyrt *r, pid_t tid)
+{
+	for (size_t i = 0; i < r->nsnaps; i++)
+		if (r->snaps[i].tid == tid)
+			return &r->snaps[i];
+	return NULL;
+}
+
+int pyrt_snapshot(struct pyrt *r, pid_t tid)
+{
+	struct py_snap *s;
+
+	if (!r || !r->o)
+		return 0;
+	s = snap_of(r, tid);
+	if (!s) {
+		if (r->nsnaps == r->snaps_cap) {
+			size_t ncap = r->snaps_cap ? r->snaps_cap * 2 : 16;
+			void *ns = realloc(r->snaps, ncap * sizeof(*s));
+
+			if (!ns)
+				return -ENOMEM;
+			r->snaps = ns;
+			r->snaps_cap = ncap;
+		}
+		s = &r->snaps[r->nsnaps++];
+		*s = (struct py_snap){ .tid = tid };
+	}
+	s->ret = read_thread(r, tid, &s->n, &s->nentry, &s->gil);
+	if (s->ret == -ENOMEM)
+		return s->ret;
+	free(s->frames);
+	s->frames = NULL;
+	if (!s->ret && s->n) {
+		s->frames = malloc(s->n * sizeof(*s->frames));
+		if (!s->frames)
+			return -ENOMEM;
+		memcpy(s->frames, r->frames, s->n * sizeof(*s->frames));
+	}
+	return 0;
+}
+
 int pyrt_locations(struct pyrt *r, struct symbolizer *sym, pid_t tid,
 		   const uint64_t *pcs, int n, uint64_t *locs, int max,
 		   int *nlocs, enum pyrt_gil *gil)
 {
-	uint64_t ts, holder;
-	int neval = 0, nframes = 0, nentry = 0, ret = -EAGAIN;
+	int neval = 0, nframes = 0, nentry = 0, ret;
+	enum pyrt_gil g = PYRT_GIL_UNKNOWN;
+	struct py_snap *s;
 
 	if (gil)
 		*gil = PYRT_GIL_UNKNOWN;
@@ -564,20 +643,25 @@ int pyrt_locations(struct pyrt *r, struct symbolizer *sym, pid_t tid,
 			neval += is_eval(r, pcs[i]);
 	if (!neval)
 		return native(sym, pcs, n, locs, max, nlocs);
-	pages_reset(r);
-	if (find_tstate(r, tid, &ts)) {
-		r->no_thread++;
-		return native(sym, pcs, n, locs, max, nlocs);
-	}
-	for (int t = 0; t < READ_TRIES && ret == -EAGAIN; t++) {
-		pages_reset(r);
-		ret = read_frames(r, ts, &nframes, &nentry);
+	s = snap_of(r, tid);
+	if (s) {
+		ret = s->ret;
+		nframes = s->n;
+		nentry = s->nentry;
+		g = s->gil;
+		if (!ret && nframes)
+			memcpy(r->frames, s->frames,
+			       nframes * sizeof(*r->frames));
+	} else {
+		ret = read_thread(r, tid, &nframes, &nentry, &g);
 	}
 	if (ret == -ENOMEM)
 		return ret;
 	if (ret) {
 		if (ret == -EAGAIN)
 			r->changed++;
+		else if (ret == -ENOENT)
+			r->no_thread++;
 		else
 			r->unreadable++;
 		return native(sym, pcs, n, locs, max, nlocs);
@@ -586,9 +670,8 @@ int pyrt_locations(struct pyrt *r, struct symbolizer *sym, pid_t tid,
 		r->mismatch++;
 		return native(sym, pcs, n, locs, max, nlocs);
 	}
-	if (gil && !proc_mem_read(r->pid, r->runtime + r->o->rt_gil_holder,
-				  &holder, sizeof(holder)))
-		*gil = holder == ts ? PYRT_GIL_HELD : PYRT_GIL_NOT_HELD;
+	if (gil)
+		*gil = g;
 	r->merged++;
 	return merge(r, sym, pcs, n, nframes, locs, max, nlocs);
 }
@@ -700,8 +783,14 @@ void pyrt_free(struct pyrt *r)
 	if (!r)
 		return;
 	for (size_t i = 0; i < r->codes_cap; i++)
-		code_clear(&r->codes[i]);
+		if (r->codes[i]) {
+			code_clear(r->codes[i]);
+			free(r->codes[i]);
+		}
 	free(r->codes);
+	for (size_t i = 0; i < r->nsnaps; i++)
+		free(r->snaps[i].frames);
+	free(r->snaps);
 	free(r->pages);
 	free(r->eval);
 	free(r);

@@ -62,6 +62,13 @@ int pyrt_locations(struct pyrt *r, struct symbolizer *sym, pid_t tid,
 		   const uint64_t *pcs, int n, uint64_t *locs, int max,
 		   int *nlocs, enum pyrt_gil *gil);
 
+/*
+ * Thread tid is stopped (a thread dump): read its Python frames now, for
+ * the next pyrt_locations() of tid to use instead of reading them then.
+ * r may be NULL. 0 (frames that cannot be read are no error) or -ENOMEM.
+ */
+int pyrt_snapshot(struct pyrt *r, pid_t tid);
+
 /* Comments on what could not be merged, for the profile. 0 or -ENOMEM. */
 int pyrt_note(struct pyrt *r);
 

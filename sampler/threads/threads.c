@@ -65,6 +65,7 @@ struct dump {
 	pid_t pid;
 	struct proc_maps *maps;
 	struct unwinder *unw;
+	struct symbolizer *sym;	/* reads runtime frames during stops */
 	struct thread_rec *t;
 	size_t n, nlate;
 	uint8_t *stack;		/* STACK_MAX */
@@ -216,6 +217,10 @@ static void read_stopped(struct dump *d, struct thread_rec *t, int sig,
 	if (ok)
 		len = tracee_copy_stack(d->pid, d->maps, u.rsp, d->stack,
 					STACK_MAX);
+	/* Python's frames, as they are while the stack is: -ENOMEM only
+	 * loses them (read after the release instead) */
+	if (ok)
+		symbolizer_hold(d->sym, t->tid);
 	ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(long)sig);
 	released = now_ns();
 	d->last_release_ns = released;
@@ -327,6 +332,7 @@ static void read_unstopped(struct dump *d, struct thread_rec *t)
 	read_kstack(d, t);	/* still in the call: read it again */
 	len = tracee_copy_stack(d->pid, d->maps, t->regs.r[UREG_RSP],
 				d->stack, STACK_MAX);
+	symbolizer_hold(d->sym, t->tid);
 	unwind_copy(d, t, d->stack, len);
 }
 
@@ -468,7 +474,7 @@ static int build_profile(struct dump *d, struct profile *p)
 	static const char *const key_names[4] = {
 		"thread", "thread_name", "state", "syscall",
 	};
-	struct symbolizer *sym;
+	struct symbolizer *sym = d->sym;
 	struct kframes *kf;
 	int64_t keys[4];
 	char text[160];
@@ -479,9 +485,6 @@ static int build_profile(struct dump *d, struct profile *p)
 		if (keys[i] < 0)
 			return -ENOMEM;
 	}
-	ret = symbolizer_new(p, d->maps, &sym);
-	if (ret)
-		return ret;
 	ret = kframes_new(p, NULL, &kf);
 	for (size_t i = 0; i < d->n && !ret; i++) {
 		if (!d->t[i].tid)
@@ -492,7 +495,6 @@ static int build_profile(struct dump *d, struct profile *p)
 	if (!ret)
 		ret = symbolizer_note(sym);
 	kframes_free(kf);
-	symbolizer_free(sym);
 	if (ret)
 		return ret;
 	snprintf(text, sizeof(text), "proffs: %u threads stopped one at a "
@@ -583,8 +585,10 @@ int threads_profile(const struct threads_opts *o, struct profile **out,
 	if (ret)
 		goto out_profile;
 	ret = unwinder_new(d.maps, &d.unw);
+	if (!ret)
+		ret = symbolizer_new(p, d.maps, &d.sym);
 	if (ret)
-		goto out_maps;
+		goto out_unwinder;
 	d.stack = malloc(STACK_MAX);
 	d.kbuf = o->kernel ? malloc(KSTACK_MAX) : NULL;
 	ret = d.stack ? load_tasks(&d) : -ENOMEM;
@@ -603,8 +607,9 @@ int threads_profile(const struct threads_opts *o, struct profile **out,
 	free(d.t);
 	free(d.stack);
 	free(d.kbuf);
+out_unwinder:
+	symbolizer_free(d.sym);
 	unwinder_free(d.unw);
-out_maps:
 	maps_free(d.maps);
 out_profile:
 	if (ret) {

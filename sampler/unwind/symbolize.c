@@ -294,6 +294,11 @@ int symbolizer_stack(struct symbolizer *s, pid_t tid, const uint64_t *pcs,
 	return ret;
 }
 
+int symbolizer_hold(struct symbolizer *s, pid_t tid)
+{
+	return pyrt_snapshot(s->py, tid);
+}
+
 int symbolizer_note(struct symbolizer *s)
 {
 	return s ? pyrt_note(s->py) : 0;

@@ -44,6 +44,13 @@ int symbolizer_stack(struct symbolizer *s, pid_t tid, const uint64_t *pcs,
 		     int n, uint64_t *locs, int max, int *nlocs,
 		     const char **gil);
 
+/*
+ * Thread tid is stopped now (a thread dump) and its stack was taken:
+ * read the runtime's frames of it at once, for symbolizer_stack() of tid
+ * to use later, after the thread was let go. 0 or -ENOMEM.
+ */
+int symbolizer_hold(struct symbolizer *s, pid_t tid);
+
 /* Profile comments on runtime frames that could not be read (an
  * unknown Python version, stacks left native). 0 or -ENOMEM. */
 int symbolizer_note(struct symbolizer *s);
