@@ -25,8 +25,10 @@
 #define RUNTIME_FRAMES 128
 #define POLL_MS 100
 /* For a process whose runtime frames are read when its samples are
- * handled (symbolizer_stack()): the sooner, the closer to the sample. */
-#define RUNTIME_POLL_MS 5
+ * handled (symbolizer_stack()): the sooner, the closer to the sample,
+ * and samples read in one batch share the moment their frames are read
+ * at (at 999 Hz, 1 ms holds one sample per thread). */
+#define RUNTIME_POLL_MS 1
 #define THREAD_SLOTS 4096	/* power of two; more threads share names */
 #define PROC_BUCKETS 256
 /* Processes a whole-host profile unwinds; samples of more are skipped

@@ -72,6 +72,7 @@ struct pyrt {
 	} tids[TID_SLOTS];
 	uint64_t page_addr[PAGE_SLOTS];	/* 0 = empty, per stack read */
 	uint8_t *pages;			/* PAGE_SLOTS * PAGE */
+	uint8_t *codebuf;		/* MAX_PY_FRAMES code headers */
 	unsigned npages_used;
 	struct py_code **codes;		/* open addressing by addr; the
 					 * entries never move */
@@ -234,7 +235,9 @@ static unsigned varint(const uint8_t *t, size_t len, size_t *i)
  * 3-6 a code and bits 0-2 the length in code units minus one, followed
  * by bytes without bit 7. Codes 13 and 14 carry a signed varint line
  * delta, 10-12 mean a delta of code - 10, 15 no line, the others the
- * same line. 0 when unknown.
+ * same line. 0 when unknown, -1 when lasti is past the table (a frame
+ * read while it was being reused: its code and its instruction pointer
+ * from two different calls).
  */
 static int32_t line_311(const uint8_t *t, size_t len, int32_t first,
 			int64_t lasti)
@@ -242,8 +245,10 @@ static int32_t line_311(const uint8_t *t, size_t len, int32_t first,
 	int64_t line = first, pos = 0;
 	size_t i = 0;
 
-	if (lasti < 0)
+	if (lasti == -1)	/* the frame has not started */
 		return first;
+	if (lasti < 0)
+		return -1;
 	while (i < len) {
 		uint8_t b = t[i++];
 		unsigned code = (b >> 3) & 15;
@@ -262,7 +267,7 @@ static int32_t line_311(const uint8_t *t, size_t len, int32_t first,
 		while (i < len && !(t[i] & 128))
 			i++;
 	}
-	return 0;
+	return -1;
 }
 
 /* Code objects */
@@ -331,16 +336,15 @@ static int code_load(struct pyrt *r, struct py_code *c, uint64_t addr,
 	return 0;
 }
 
-/* The cached code object at addr, checked against what is there now. */
-static int code_get(struct pyrt *r, uint64_t addr, struct py_code **out)
+/* The cached code object at addr, checked against obj, its first
+ * co_size bytes as they are now. */
+static int code_get(struct pyrt *r, uint64_t addr, const uint8_t *obj,
+		    struct py_code **out)
 {
 	const struct py_offsets *o = r->o;
-	uint8_t obj[256];
 	struct py_code **slot, *c;
 	int ret;
 
-	if (mem(r, addr, obj, o->co_size))
-		return -EFAULT;
 	slot = code_slot(r, addr);
 	if (!*slot) {
 		if (r->ncodes >= CODE_MAX)
@@ -455,16 +459,25 @@ static int find_tstate(struct pyrt *r, pid_t tid, uint64_t *out)
 
 /*
  * The Python frames of the thread state ts, innermost first: *n of
- * them, *nentry of which entered the evaluation loop. -EAGAIN when the
- * chain changed while it was read, -EFAULT when it could not be read.
+ * them, *nentry of which entered the evaluation loop; *gil whether ts
+ * holds the GIL. The chain is walked through the page cache (frames
+ * sit together in the thread's data stack); then one system call reads
+ * every frame's code object header, the GIL holder, and afresh the
+ * thread's current cframe and frame and the code its leaf frame runs:
+ * -EAGAIN when those changed (the chain changed while it was read).
+ * -EFAULT when it could not be read, -ENOMEM.
  */
-static int read_frames(struct pyrt *r, uint64_t ts, int *n, int *nentry)
+static int read_frames(struct pyrt *r, uint64_t ts, int *n, int *nentry,
+		       enum pyrt_gil *gil)
 {
 	const struct py_offsets *o = r->o;
-	uint64_t cframe, frame, leaf, leaf_code = 0, now[3];
-	struct iovec local[3], remote[3];
+	uint64_t cframe, frame, leaf, now[4];
+	struct iovec local[MAX_PY_FRAMES + 4], remote[MAX_PY_FRAMES + 4];
+	uint64_t code[MAX_PY_FRAMES], instr[MAX_PY_FRAMES];
+	size_t want = 0;
 	uint8_t fr[128];
-	int ret;
+	int k = 0, ret;
+	ssize_t got;
 
 	*n = *nentry = 0;
 	if (mem_u64(r, ts + o->ts_cframe, &cframe) ||
@@ -472,16 +485,39 @@ static int read_frames(struct pyrt *r, uint64_t ts, int *n, int *nentry)
 		return -EFAULT;
 	leaf = frame;
 	while (frame && *n < MAX_PY_FRAMES) {
-		struct py_frame *f = &r->frames[*n];
-		uint64_t code, instr;
-
 		if (mem(r, frame, fr, o->fr_size))
 			return -EAGAIN;	/* freed under us */
-		code = field64(fr, o->fr_code);
-		instr = field64(fr, o->fr_instr);
-		if (!leaf_code)
-			leaf_code = code;
-		ret = code_get(r, code, &f->code);
+		code[*n] = field64(fr, o->fr_code);
+		instr[*n] = field64(fr, o->fr_instr);
+		r->frames[*n].entry = fr[o->fr_is_entry] != 0;
+		*nentry += r->frames[*n].entry;
+		(*n)++;
+		frame = field64(fr, o->fr_previous);
+	}
+#define IOV(addr, buf, len) do { \
+		local[k] = (struct iovec){ (buf), (len) }; \
+		remote[k++] = (struct iovec){ (void *)(uintptr_t)(addr), \
+					      (len) }; \
+		want += (len); \
+	} while (0)
+	for (int i = 0; i < *n; i++)
+		IOV(code[i], r->codebuf + i * o->co_size, o->co_size);
+	IOV(ts + o->ts_cframe, &now[0], 8);
+	IOV(cframe + o->cf_current_frame, &now[1], 8);
+	IOV(r->runtime + o->rt_gil_holder, &now[3], 8);
+	if (leaf)
+		IOV(leaf + o->fr_code, &now[2], 8);
+#undef IOV
+	got = process_vm_readv(r->pid, local, k, remote, k, 0);
+	if (got != (ssize_t)want || now[0] != cframe || now[1] != leaf ||
+	    (leaf && now[2] != code[0]))
+		return -EAGAIN;
+	*gil = now[3] == ts ? PYRT_GIL_HELD : PYRT_GIL_NOT_HELD;
+	for (int i = 0; i < *n; i++) {
+		struct py_frame *f = &r->frames[i];
+
+		ret = code_get(r, code[i], r->codebuf + i * o->co_size,
+			       &f->code);
 		if (ret == -ENOMEM)
 			return ret;
 		if (ret)
@@ -489,27 +525,11 @@ static int read_frames(struct pyrt *r, uint64_t ts, int *n, int *nentry)
 		f->line = line_311(f->code->linetable,
 				   f->code->linetable_len,
 				   f->code->firstlineno,
-				   ((int64_t)instr -
-				    (int64_t)(code + o->co_code)) / 2);
-		f->entry = fr[o->fr_is_entry] != 0;
-		*nentry += f->entry;
-		(*n)++;
-		frame = field64(fr, o->fr_previous);
+				   ((int64_t)instr[i] -
+				    (int64_t)(code[i] + o->co_code)) / 2);
+		if (f->line < 0)
+			return -EAGAIN;
 	}
-	/* Still the same chain? The thread's current cframe and frame, and
-	 * the code its leaf frame runs, read afresh in one call. */
-	local[0] = (struct iovec){ &now[0], 8 };
-	local[1] = (struct iovec){ &now[1], 8 };
-	local[2] = (struct iovec){ &now[2], 8 };
-	remote[0] = (struct iovec){ (void *)(uintptr_t)(ts + o->ts_cframe), 8 };
-	remote[1] = (struct iovec){
-		(void *)(uintptr_t)(cframe + o->cf_current_frame), 8 };
-	remote[2] = (struct iovec){ (void *)(uintptr_t)(leaf + o->fr_code), 8 };
-	if (process_vm_readv(r->pid, local, leaf ? 3 : 2, remote,
-			     leaf ? 3 : 2, 0) != (leaf ? 24 : 16))
-		return -EAGAIN;
-	if (now[0] != cframe || now[1] != leaf || (leaf && now[2] != leaf_code))
-		return -EAGAIN;
 	return 0;
 }
 
@@ -569,7 +589,7 @@ static int merge(struct pyrt *r, struct symbolizer *sym, const uint64_t *pcs,
 static int read_thread(struct pyrt *r, pid_t tid, int *nframes, int *nentry,
 		       enum pyrt_gil *gil)
 {
-	uint64_t ts, holder;
+	uint64_t ts;
 	int ret = -EAGAIN;
 
 	*gil = PYRT_GIL_UNKNOWN;
@@ -577,12 +597,10 @@ static int read_thread(struct pyrt *r, pid_t tid, int *nframes, int *nentry,
 	if (find_tstate(r, tid, &ts))
 		return -ENOENT;
 	for (int t = 0; t < READ_TRIES && ret == -EAGAIN; t++) {
-		pages_reset(r);
-		ret = read_frames(r, ts, nframes, nentry);
+		if (t)
+			pages_reset(r);
+		ret = read_frames(r, ts, nframes, nentry, gil);
 	}
-	if (!ret && !proc_mem_read(r->pid, r->runtime + r->o->rt_gil_holder,
-				   &holder, sizeof(holder)))
-		*gil = holder == ts ? PYRT_GIL_HELD : PYRT_GIL_NOT_HELD;
 	return ret;
 }
 
@@ -754,7 +772,8 @@ int pyrt_open(struct proc_maps *maps, struct profile *p, struct pyrt **out)
 			return ret;
 		}
 		r->pages = malloc(PAGE_SLOTS * PAGE);
-		if (!r->pages || codes_grow(r)) {
+		r->codebuf = malloc(MAX_PY_FRAMES * r->o->co_size);
+		if (!r->pages || !r->codebuf || codes_grow(r)) {
 			pyrt_free(r);
 			return -ENOMEM;
 		}
@@ -792,6 +811,7 @@ void pyrt_free(struct pyrt *r)
 		free(r->snaps[i].frames);
 	free(r->snaps);
 	free(r->pages);
+	free(r->codebuf);
 	free(r->eval);
 	free(r);
 }

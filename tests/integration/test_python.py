@@ -40,11 +40,41 @@ def marked_line(tag):
 def target(tmp_path):
     if not os.path.exists(PYTHON):
         pytest.fail(f'{PYTHON} is missing (Debian package python3)')
-    dump, ref = tmp_path / 'traceback.txt', tmp_path / 'spent.txt'
-    t = util.Target('python3', SCRIPT, dump, ref, path=PYTHON)
-    t.dump, t.ref = str(dump), str(ref)
+    dump = tmp_path / 'traceback.txt'
+    t = util.Target('python3', SCRIPT, dump, path=PYTHON)
+    t.dump = str(dump)
     yield t
     t.kill()
+
+
+@pytest.fixture
+def twin(tmp_path):
+    """The same program, not profiled, measuring its own CPU shares."""
+    ref = tmp_path / 'spent.txt'
+    t = util.Target('python3', SCRIPT, os.devnull, ref, path=PYTHON)
+    t.ref = str(ref)
+    yield t
+    t.kill()
+
+
+def wait_parked(t):
+    """Until the sleeper is asleep in clock_nanosleep (after "ready" it
+    may still be on its way there) and the main thread has burnt some CPU
+    (it may not have entered burn() yet)."""
+    end = time.monotonic() + 10
+    while time.monotonic() < end and util.cpu_seconds(t.pid) < 0.2:
+        time.sleep(0.01)
+    while time.monotonic() < end:
+        for tid in os.listdir(f'/proc/{t.pid}/task'):
+            try:
+                with open(f'/proc/{t.pid}/task/{tid}/syscall') as f:
+                    call = f.read().split()[0]
+            except OSError:
+                continue
+            if int(tid) != t.pid and call == '230':   # clock_nanosleep
+                return
+        time.sleep(0.01)
+    pytest.fail('the sleeper never slept')
 
 
 def spent(t):
@@ -73,19 +103,24 @@ def py_name(frame):
     return (m.group(1), int(m.group(2))) if m else None
 
 
-def test_cpu_shares_by_python_function(proffs, target):
+def test_cpu_shares_by_python_function(proffs, target, twin):
     """heavy() and light() burn 3:1: their shares within 2 points of what
-    the target measured, named by function and line, in stacks that
-    still carry the native frames; the same names in every format."""
+    an unprofiled twin measured meanwhile, named by function and line, in
+    stacks that still carry the native frames; the same names in every
+    format."""
     name = f'cpu_{WINDOW}s?hz={HZ}'
-    before = spent(target)
+    before = spent(twin)
+    t0 = util.cpu_seconds(target.pid)
     out = util.read_together(proffs, target.pid, [
         name + '.pb.gz', name + '.folded', name + '.txt', name + '.svg'])
-    after = spent(target)
+    cpu_s = util.cpu_seconds(target.pid) - t0
+    after = spent(twin)
     path = save(out[name + '.pb.gz'], 'python-cpu.pb.gz')
     p = util.raw(path)
-    lines = {'heavy': {marked_line('heavy'), marked_line('heavy') + 1},
-             'light': {marked_line('light'), marked_line('light') + 1}}
+    # the lines of the function, from its def (a frame that has not run
+    # its first instruction yet) to its return
+    lines = {f: set(range(marked_line(f) - 2, marked_line(f) + 3))
+             for f in ('heavy', 'light')}
     count = {'heavy': 0, 'light': 0}
     main_thread = merged = 0
     for s in p.samples:
@@ -104,7 +139,6 @@ def test_cpu_shares_by_python_function(proffs, target):
             if hit:
                 assert hit[0][1] in lines[fn], (fn, hit, s.frames)
                 count[fn] += s.values[0]
-    cpu_s = (after[0] - before[0]) + (after[1] - before[1])
     # perf counts the thread's CPU time, whatever else runs
     assert main_thread >= 0.8 * HZ * cpu_s, (main_thread, cpu_s)
     # stacks left native (the thread moved on before its sample was
@@ -118,7 +152,7 @@ def test_cpu_shares_by_python_function(proffs, target):
     # many samples where a busy machine gave the target less CPU
     n = count['heavy'] + count['light']
     assert abs(ours - theirs) <= max(0.02, 3 * math.sqrt(
-        theirs * (1 - theirs) / n)), (ours, theirs, count)
+        theirs * (1 - theirs) / n)), (ours, theirs, count, p.comments)
     # pprof's functions carry the file and the line
     locs = [l for loc in p.locations.values() for l in loc.lines
             if l[0].startswith('heavy (')]
@@ -139,6 +173,7 @@ def test_sleeping_thread_named(proffs, target):
     """The thread parked in time.sleep() inside parked_here() shows that
     function and line in goroutine.txt?debug=2 and in wall."""
     want = f'parked_here ({BASE}:{marked_line("sleep")})'
+    wait_parked(target)
     dump = proffs.read(target.pid, 'goroutine.txt?debug=2').decode()
     blocks = dump.split('\n\n')
     sleeper = [b for b in blocks if want in b]
@@ -169,6 +204,7 @@ def test_thread_dump_agrees_with_faulthandler(proffs, target):
     """The Python frames of each thread in goroutine.txt?debug=2 are
     those faulthandler.dump_traceback() writes of the same process: the
     sleeper's exactly, the busy main thread's below its leaf."""
+    wait_parked(target)
     ours = proffs.read(target.pid, 'goroutine.txt?debug=2').decode()
     os.kill(target.pid, signal.SIGUSR1)
     end = time.monotonic() + 10

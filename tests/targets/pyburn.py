@@ -1,17 +1,25 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """A Python target with a known profile, run by Debian's /usr/bin/python3.
 
+    pyburn.py [DUMP [REF]]
+
 The main thread alternates heavy() and light(), whose loops are the same
 (x ^= i keeps every int one digit: each turn costs the same) but run 3:1
-iterations, so they burn CPU 3:1; it also counts the CPU time each took
-(time.thread_time), a reference for the test, written to the file named
-by argv[2] on SIGUSR2. A thread named "sleeper" parks in time.sleep()
-inside parked_here(). SIGUSR1 makes faulthandler write every thread's
-traceback to the file named by argv[1] (a C-level handler: no Python code
-runs for it). Prints "ready" once both run.
+iterations, so they burn CPU 3:1, a random number of turns each time (a
+period would beat with the sampler's). A thread named "sleeper" parks in
+time.sleep() inside parked_here(). SIGUSR1 makes faulthandler write
+every thread's traceback to DUMP (a C-level handler: no Python code runs
+for it). Prints "ready" once both run.
+
+Given REF, it is the unprofiled twin of a profiled one: it also counts
+the CPU time heavy() and light() took (time.thread_time) and writes the
+two figures to REF on SIGUSR2. Only the twin reads the clock: those
+system calls are where a busy machine preempts a thread, and a thread
+preempted at chosen places is sampled unevenly.
 
 Line numbers the tests check are marked with "# line:" comments."""
 import faulthandler
+import random
 import signal
 import sys
 import threading
@@ -20,16 +28,16 @@ import time
 N = 20000
 
 
-def heavy():
+def heavy(n):
     x = 0
-    for i in range(3 * N):  # line: heavy
+    for i in range(3 * n):  # line: heavy
         x ^= i
     return x
 
 
-def light():
+def light(n):
     x = 0
-    for i in range(N):  # line: light
+    for i in range(n):  # line: light
         x ^= i
     return x
 
@@ -40,16 +48,26 @@ def parked_here(started):
         time.sleep(60)  # line: sleep
 
 
-spent = [0.0, 0.0]     # CPU seconds in heavy(), light()
+spent = [0.0, 0.0]     # CPU seconds in heavy(), light(): the twin's
 
 
 def burn():
+    turns = random.Random(26).randrange
+    while True:
+        n = turns(N // 4, 2 * N)
+        heavy(n)
+        light(n)
+
+
+def burn_measured():
+    turns = random.Random(26).randrange
     clock = time.thread_time
     while True:
+        n = turns(N // 4, 2 * N)
         t0 = clock()
-        heavy()
+        heavy(n)
         t1 = clock()
-        light()
+        light(n)
         t2 = clock()
         spent[0] += t1 - t0
         spent[1] += t2 - t1
@@ -70,6 +88,8 @@ def main():
                      daemon=True).start()
     started.wait()
     print('ready', flush=True)
+    if len(sys.argv) > 2:
+        burn_measured()
     burn()
 
 
