@@ -51,9 +51,10 @@ static int run_cpu(const struct run_ctx *c, struct profile **out,
 	ret = cpu_profile(&o, out, &st);
 	r->samples = st.samples;
 	r->lost = st.lost;
-	snprintf(r->detail, sizeof(r->detail), "hz=%u samples=%llu lost=%llu",
-		 o.hz, (unsigned long long)st.samples,
-		 (unsigned long long)st.lost);
+	snprintf(r->detail, sizeof(r->detail), "hz=%u samples=%llu lost=%llu "
+		 "daemon_cpu_us=%llu", o.hz, (unsigned long long)st.samples,
+		 (unsigned long long)st.lost,
+		 (unsigned long long)(st.daemon_cpu_ns / 1000));
 	return ret;
 }
 

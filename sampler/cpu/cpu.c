@@ -431,6 +431,7 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 {
 	struct cpu_run run = { .o = o, .st = stats,
 			       .max_stacks = o->max_stacks };
+	uint64_t cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	struct perf_rec *rec = NULL;
 	struct proc_ctx *c;
 	bool exited = false;
@@ -471,6 +472,7 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 		for (c = run.procs[b]; c && !ret; c = c->next)
 			ret = symbolizer_note(c->sym);
 	run_free(&run);
+	stats->daemon_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 	/* a /proc file of the process gone: the process is */
 	return profile_deliver(run.p, ret == -ENOENT ? -ESRCH : ret, t0,
 			       stats->elapsed_ns, out);

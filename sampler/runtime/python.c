@@ -25,6 +25,8 @@
 #define MAX_LINETABLE 65536
 #define CODE_MAX 65536		/* code objects cached, at most */
 #define READ_TRIES 2
+#define LINE_SLOTS 16		/* per code object; a power of two */
+#define UNIQ_MAX 32		/* distinct code objects looked for per stack */
 
 /* What one code object gives its frames; linetable NULL = empty slot. */
 struct py_code {
@@ -36,6 +38,9 @@ struct py_code {
 	size_t linetable_len;
 	struct { int32_t line; uint64_t loc; } *locs;
 	size_t nlocs, locs_cap;
+	/* lines of recent instructions, direct-mapped (lasti 0 = empty:
+	 * stored as lasti + 2) */
+	struct { int64_t lasti2; int32_t line; } lines[LINE_SLOTS];
 };
 
 /* One Python frame as read: its code, line and whether it entered the
@@ -272,6 +277,19 @@ static int32_t line_311(const uint8_t *t, size_t len, int32_t first,
 
 /* Code objects */
 
+/* The line of instruction lasti of c, cached. */
+static int32_t code_line(struct py_code *c, int64_t lasti)
+{
+	size_t slot = (uint64_t)lasti & (LINE_SLOTS - 1);
+
+	if (c->lines[slot].lasti2 == lasti + 2)
+		return c->lines[slot].line;
+	c->lines[slot].line = line_311(c->linetable, c->linetable_len,
+				       c->firstlineno, lasti);
+	c->lines[slot].lasti2 = lasti + 2;
+	return c->lines[slot].line;
+}
+
 static void code_clear(struct py_code *c)
 {
 	free(c->name);
@@ -474,9 +492,12 @@ static int read_frames(struct pyrt *r, uint64_t ts, int *n, int *nentry,
 	uint64_t cframe, frame, leaf, now[4];
 	struct iovec local[MAX_PY_FRAMES + 4], remote[MAX_PY_FRAMES + 4];
 	uint64_t code[MAX_PY_FRAMES], instr[MAX_PY_FRAMES];
+	uint64_t uniq[MAX_PY_FRAMES];	/* distinct code objects */
+	struct py_code *uc[MAX_PY_FRAMES];
+	uint8_t which[MAX_PY_FRAMES];	/* frame -> uniq index, or 255 */
 	size_t want = 0;
 	uint8_t fr[128];
-	int k = 0, ret;
+	int k = 0, nu = 0, ret;
 	ssize_t got;
 
 	*n = *nentry = 0;
@@ -500,8 +521,20 @@ static int read_frames(struct pyrt *r, uint64_t ts, int *n, int *nentry,
 					      (len) }; \
 		want += (len); \
 	} while (0)
-	for (int i = 0; i < *n; i++)
-		IOV(code[i], r->codebuf + i * o->co_size, o->co_size);
+	for (int i = 0; i < *n; i++) {
+		int u = 0;
+
+		while (u < nu && u < UNIQ_MAX && uniq[u] != code[i])
+			u++;
+		if (u < nu && uniq[u] == code[i]) {
+			which[i] = u;
+			continue;
+		}
+		which[i] = nu < UNIQ_MAX ? nu : 255;
+		uniq[nu] = code[i];
+		IOV(code[i], r->codebuf + nu * o->co_size, o->co_size);
+		nu++;
+	}
 	IOV(ts + o->ts_cframe, &now[0], 8);
 	IOV(cframe + o->cf_current_frame, &now[1], 8);
 	IOV(r->runtime + o->rt_gil_holder, &now[3], 8);
@@ -513,20 +546,22 @@ static int read_frames(struct pyrt *r, uint64_t ts, int *n, int *nentry,
 	    (leaf && now[2] != code[0]))
 		return -EAGAIN;
 	*gil = now[3] == ts ? PYRT_GIL_HELD : PYRT_GIL_NOT_HELD;
-	for (int i = 0; i < *n; i++) {
-		struct py_frame *f = &r->frames[i];
-
-		ret = code_get(r, code[i], r->codebuf + i * o->co_size,
-			       &f->code);
+	for (int u = 0; u < nu; u++) {
+		ret = code_get(r, uniq[u], r->codebuf + u * o->co_size,
+			       &uc[u]);
 		if (ret == -ENOMEM)
 			return ret;
 		if (ret)
 			return -EAGAIN;
-		f->line = line_311(f->code->linetable,
-				   f->code->linetable_len,
-				   f->code->firstlineno,
-				   ((int64_t)instr[i] -
-				    (int64_t)(code[i] + o->co_code)) / 2);
+	}
+	for (int i = 0, next = UNIQ_MAX; i < *n; i++) {
+		struct py_frame *f = &r->frames[i];
+
+		/* past UNIQ_MAX distinct objects, each its own, in order */
+		f->code = uc[which[i] != 255 ? which[i] : next++];
+		f->line = code_line(f->code, ((int64_t)instr[i] -
+					      (int64_t)(code[i] +
+							o->co_code)) / 2);
 		if (f->line < 0)
 			return -EAGAIN;
 	}

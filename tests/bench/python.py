@@ -13,6 +13,9 @@ With --baseline DIR, the Python targets are also read by the proffs
 built in DIR (e.g. main's, which merges no Python frames): the same
 stacks, native frames only. Rounds alternate the daemons; the figure is
 the median of the rounds. Ratios within one run only (a busy machine).
+The CPU time is the sampling thread's own (CLOCK_THREAD_CPUTIME_ID, in
+the session's log line): the baseline build needs that line too, or is
+measured by the daemon's clock ticks, too coarse for a few seconds.
 Writes python-results.md in --out.
 
     tests/bench/python.py [--build DIR] [--baseline DIR] [--out DIR]
@@ -21,6 +24,7 @@ Writes python-results.md in --out.
 
 import argparse
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -46,7 +50,9 @@ def targets(build, tmp):
 
 def warm_us(build, argv, window, hz):
     """µs of daemon CPU per sample in a daemon's second session, and the
-    sample count."""
+    sample count. The CPU time is the session's sampling thread's, as its
+    log line says it (daemon_cpu_us, in ns), or else the whole daemon's,
+    counted in clock ticks (a build that does not log it)."""
     t = bench.Target(argv)
     d = bench.Daemon(build)
     try:
@@ -55,6 +61,10 @@ def warm_us(build, argv, window, hz):
     finally:
         d.stop()
         t.stop()
+    done = re.findall(r'session \d+ done: .*samples=(\d+) .*'
+                      r'daemon_cpu_us=(\d+)', d.log_text())
+    if done and int(done[-1][0]):
+        return int(done[-1][1]) / int(done[-1][0]), int(done[-1][0])
     return bench.us_per_sample(m), m['samples']
 
 
