@@ -167,6 +167,14 @@ def test_cpu_shares_by_python_function(proffs, target, twin):
     svg = out[name + '.svg'].decode()
     util.check_svg(out[name + '.svg'], 'python-cpu.svg')
     assert 'light (pyburn.py:' in svg
+    # Python's frames in purples, the native ones in the warm palette
+    frames = util.svg_frames(svg)[1:]
+    python = [f for f in frames if re.fullmatch(r'.+ \(\S+\.py:\d+\)', f[0])]
+    assert python and len(python) < len(frames)
+    util.check_fills([f for f in frames if f not in python], 'warm')
+    for fn, _, fill in python:
+        h, s, v = util.hue(fill)
+        assert 250 <= h <= 300 and s >= 0.4 and v >= 0.6, (fn, fill, h)
 
 
 def test_sleeping_thread_named(proffs, target):
