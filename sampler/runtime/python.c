@@ -11,83 +11,9 @@
 #include "maps.h"
 #include "proc.h"
 #include "profile.h"
-#include "pyoffsets.h"
-#include "python.h"
+#include "pyline.h"
+#include "python_i.h"
 #include "symbolize.h"
-
-#define PAGE 4096ull
-#define PAGE_SLOTS 16		/* pages one stack read may touch, cached */
-#define MAX_PY_FRAMES 256	/* frames read per thread */
-#define MAX_THREADS 4096	/* thread states walked to find one */
-#define MAX_INTERPS 64
-#define TID_SLOTS 256		/* tid -> thread state, direct-mapped */
-#define MAX_STR 512		/* bytes kept of a name or file name */
-#define MAX_LINETABLE 65536
-#define CODE_MAX 65536		/* code objects cached, at most */
-#define READ_TRIES 2
-#define LINE_SLOTS 16		/* per code object; a power of two */
-#define UNIQ_MAX 32		/* distinct code objects looked for per stack */
-
-/* What one code object gives its frames; linetable NULL = empty slot. */
-struct py_code {
-	uint64_t addr;		/* 0 = empty */
-	uint64_t name_p, qualname_p, file_p, linetable_p;
-	int32_t firstlineno;
-	char *name, *qualname, *file;
-	uint8_t *linetable;
-	size_t linetable_len;
-	struct { int32_t line; uint64_t loc; } *locs;
-	size_t nlocs, locs_cap;
-	/* lines of recent instructions, direct-mapped (lasti 0 = empty:
-	 * stored as lasti + 2) */
-	struct { int64_t lasti2; int32_t line; } lines[LINE_SLOTS];
-};
-
-/* One Python frame as read: its code, line and whether it entered the
- * evaluation loop. */
-struct py_frame {
-	struct py_code *code;
-	int32_t line;
-	bool entry;
-};
-
-/* A thread's frames read while it was stopped (pyrt_snapshot()). */
-struct py_snap {
-	pid_t tid;
-	int ret;		/* of reading them */
-	int n, nentry;
-	enum pyrt_gil gil;
-	struct py_frame *frames;
-};
-
-struct pyrt {
-	pid_t pid;
-	struct profile *p;
-	const struct py_offsets *o;	/* NULL: unknown version */
-	unsigned minor;
-	char why[160];			/* why nothing is merged */
-	uint64_t runtime;		/* address of _PyRuntime */
-	uint64_t eval_start, eval_end;	/* _PyEval_EvalFrameDefault */
-	struct dso_range *eval;		/* its ranges (.cold parts too) */
-	size_t neval;
-	uint64_t bias;
-	struct {
-		uint32_t tid;
-		uint64_t tstate;
-	} tids[TID_SLOTS];
-	uint64_t page_addr[PAGE_SLOTS];	/* 0 = empty, per stack read */
-	uint8_t *pages;			/* PAGE_SLOTS * PAGE */
-	uint8_t *codebuf;		/* MAX_PY_FRAMES code headers */
-	unsigned npages_used;
-	struct py_code **codes;		/* open addressing by addr; the
-					 * entries never move */
-	size_t codes_cap, ncodes;
-	struct py_frame frames[MAX_PY_FRAMES];
-	struct py_snap *snaps;		/* read while threads were stopped */
-	size_t nsnaps, snaps_cap;
-	/* counted, for pyrt_note() */
-	uint64_t merged, changed, mismatch, no_thread, unreadable;
-};
 
 static inline size_t hash64(uint64_t x)
 {
@@ -217,64 +143,6 @@ static char *read_str(struct pyrt *r, uint64_t addr)
 	return s;
 }
 
-/* Line tables */
-
-static unsigned varint(const uint8_t *t, size_t len, size_t *i)
-{
-	unsigned v = 0, shift = 0;
-
-	while (*i < len && shift < 32) {
-		uint8_t b = t[(*i)++];
-
-		v |= (unsigned)(b & 63) << shift;
-		shift += 6;
-		if (!(b & 64))
-			break;
-	}
-	return v;
-}
-
-/*
- * The line of code unit lasti in a 3.11 location table
- * (Objects/locations.md): entries of a first byte with bit 7 set, bits
- * 3-6 a code and bits 0-2 the length in code units minus one, followed
- * by bytes without bit 7. Codes 13 and 14 carry a signed varint line
- * delta, 10-12 mean a delta of code - 10, 15 no line, the others the
- * same line. 0 when unknown, -1 when lasti is past the table (a frame
- * read while it was being reused: its code and its instruction pointer
- * from two different calls).
- */
-static int32_t line_311(const uint8_t *t, size_t len, int32_t first,
-			int64_t lasti)
-{
-	int64_t line = first, pos = 0;
-	size_t i = 0;
-
-	if (lasti == -1)	/* the frame has not started */
-		return first;
-	if (lasti < 0)
-		return -1;
-	while (i < len) {
-		uint8_t b = t[i++];
-		unsigned code = (b >> 3) & 15;
-		int64_t units = (b & 7) + 1;
-
-		if (code == 13 || code == 14) {
-			unsigned u = varint(t, len, &i);
-
-			line += u & 1 ? -(int64_t)(u >> 1) : (int64_t)(u >> 1);
-		} else if (code >= 10 && code <= 12) {
-			line += code - 10;
-		}
-		if (lasti < pos + units)
-			return code == 15 ? 0 : (int32_t)line;
-		pos += units;
-		while (i < len && !(t[i] & 128))
-			i++;
-	}
-	return -1;
-}
-
 /* Code objects */
 
 /* The line of instruction lasti of c, cached. */
@@ -284,13 +152,13 @@ static int32_t code_line(struct py_code *c, int64_t lasti)
 
 	if (c->lines[slot].lasti2 == lasti + 2)
 		return c->lines[slot].line;
-	c->lines[slot].line = line_311(c->linetable, c->linetable_len,
+	c->lines[slot].line = pyline_311(c->linetable, c->linetable_len,
 				       c->firstlineno, lasti);
 	c->lines[slot].lasti2 = lasti + 2;
 	return c->lines[slot].line;
 }
 
-static void code_clear(struct py_code *c)
+void pyrt_code_clear(struct py_code *c)
 {
 	free(c->name);
 	free(c->qualname);
@@ -309,7 +177,7 @@ static struct py_code **code_slot(struct pyrt *r, uint64_t addr)
 			return &r->codes[i];
 }
 
-static int codes_grow(struct pyrt *r)
+int pyrt_codes_grow(struct pyrt *r)
 {
 	size_t ncap = r->codes_cap ? r->codes_cap * 2 : 256;
 	struct py_code **old = r->codes, **nc;
@@ -381,17 +249,17 @@ static int code_get(struct pyrt *r, uint64_t addr, const uint8_t *obj,
 		*out = c;
 		return 0;
 	}
-	code_clear(c);
+	pyrt_code_clear(c);
 	ret = code_load(r, c, addr, obj);
 	if (ret) {
 		/* The slot stays taken (a probe chain must not break) by
 		 * an entry no object matches: its name_p is 0. */
-		code_clear(c);
+		pyrt_code_clear(c);
 		c->addr = addr;
 		return ret;
 	}
 	*out = c;
-	return r->ncodes * 2 >= r->codes_cap ? codes_grow(r) : 0;
+	return r->ncodes * 2 >= r->codes_cap ? pyrt_codes_grow(r) : 0;
 }
 
 /* The location of a Python frame, made once per (code, line). */
@@ -727,151 +595,4 @@ int pyrt_locations(struct pyrt *r, struct symbolizer *sym, pid_t tid,
 		*gil = g;
 	r->merged++;
 	return merge(r, sym, pcs, n, nframes, locs, max, nlocs);
-}
-
-/* Setup */
-
-static bool eval_named(void *arg, const char *name)
-{
-	size_t len = strlen("_PyEval_EvalFrameDefault");
-
-	(void)arg;
-	return !strncmp(name, "_PyEval_EvalFrameDefault", len) &&
-	       (!name[len] || name[len] == '.');
-}
-
-/* Python's minor version: Py_Version (3.11+), else the file's name. */
-static unsigned minor_version(struct dso *d, const char *path)
-{
-	const char *base = strrchr(path, '/'), *v;
-	uint64_t vaddr, size;
-	uint32_t hex;
-	unsigned major, minor;
-
-	if (!dso_object_vaddr(d, "Py_Version", &vaddr, &size) &&
-	    size == sizeof(hex) && !dso_read(d, vaddr, &hex, sizeof(hex)) &&
-	    hex >> 24 == 3)
-		return (hex >> 16) & 0xff;
-	v = strstr(base ? base : path, "python");
-	if (v && sscanf(v, "python%u.%u", &major, &minor) == 2 && major == 3)
-		return minor;
-	return 0;
-}
-
-/* The executable or libpython mapping that defines _PyRuntime. */
-static struct map_entry *find_runtime(struct proc_maps *maps, uint64_t *vaddr)
-{
-	for (size_t i = 0; i < maps_count(maps); i++) {
-		struct map_entry *e = maps_at(maps, i);
-		const char *base;
-		uint64_t size;
-
-		if (!e->exec || !e->path[0])
-			continue;
-		base = strrchr(e->path, '/');
-		base = base ? base + 1 : e->path;
-		if (strncmp(base, "python", 6) && strncmp(base, "libpython", 9))
-			continue;
-		if (e->dso && !dso_object_vaddr(e->dso, "_PyRuntime", vaddr,
-						&size))
-			return e;
-	}
-	return NULL;
-}
-
-int pyrt_open(struct proc_maps *maps, struct profile *p, struct pyrt **out)
-{
-	struct map_entry *e;
-	struct pyrt *r;
-	uint64_t vaddr;
-	int ret;
-
-	*out = NULL;
-	e = find_runtime(maps, &vaddr);
-	if (!e)
-		return 0;
-	r = calloc(1, sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	r->pid = maps_pid(maps);
-	r->p = p;
-	r->bias = e->bias;
-	r->runtime = vaddr + e->bias;
-	r->minor = minor_version(e->dso, e->path);
-	r->o = pyoffsets_find(r->minor);
-	if (r->o) {
-		ret = dso_symbol_ranges(e->dso, eval_named, NULL, &r->eval,
-					&r->neval);
-		if (ret) {
-			free(r);
-			return ret;
-		}
-		r->pages = malloc(PAGE_SLOTS * PAGE);
-		r->codebuf = malloc(MAX_PY_FRAMES * r->o->co_size);
-		if (!r->pages || !r->codebuf || codes_grow(r)) {
-			pyrt_free(r);
-			return -ENOMEM;
-		}
-		if (r->neval) {
-			r->eval_start = r->eval[0].start + r->bias;
-			r->eval_end = r->eval[r->neval - 1].end + r->bias;
-		} else {
-			r->o = NULL;
-			snprintf(r->why, sizeof(r->why), "proffs: Python 3.%u: "
-				 "no _PyEval_EvalFrameDefault symbol in %s; "
-				 "native frames only", r->minor, e->path);
-		}
-	} else {
-		snprintf(r->why, sizeof(r->why), "proffs: Python 3.%u: no "
-			 "known layout of its frames; native frames only",
-			 r->minor);
-	}
-	if (r->why[0])
-		pr_info("python: pid %d: %s", (int)r->pid, r->why + 8);
-	*out = r;
-	return 0;
-}
-
-void pyrt_free(struct pyrt *r)
-{
-	if (!r)
-		return;
-	for (size_t i = 0; i < r->codes_cap; i++)
-		if (r->codes[i]) {
-			code_clear(r->codes[i]);
-			free(r->codes[i]);
-		}
-	free(r->codes);
-	for (size_t i = 0; i < r->nsnaps; i++)
-		free(r->snaps[i].frames);
-	free(r->snaps);
-	free(r->pages);
-	free(r->codebuf);
-	free(r->eval);
-	free(r);
-}
-
-int pyrt_note(struct pyrt *r)
-{
-	char text[256];
-	uint64_t lost;
-
-	if (!r)
-		return 0;
-	if (r->why[0])
-		return profile_add_comment(r->p, r->why);
-	lost = r->changed + r->mismatch + r->no_thread + r->unreadable;
-	if (!lost)
-		return 0;
-	snprintf(text, sizeof(text), "proffs: Python 3.%u: %llu of %llu "
-		 "stacks keep native frames only (frame chain changed while "
-		 "read: %llu; evaluation frames not matching the chain: "
-		 "%llu; no thread state: %llu; unreadable: %llu)", r->minor,
-		 (unsigned long long)lost,
-		 (unsigned long long)(lost + r->merged),
-		 (unsigned long long)r->changed,
-		 (unsigned long long)r->mismatch,
-		 (unsigned long long)r->no_thread,
-		 (unsigned long long)r->unreadable);
-	return profile_add_comment(r->p, text);
 }
