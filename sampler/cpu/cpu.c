@@ -335,12 +335,12 @@ static int sample_window(struct cpu_run *run, struct perf_rec *rec,
 	uint64_t end = start + o->window_ms * 1000000ull;
 	uint64_t looked = 0;	/* at /proc/PID/stat: costly, so every
 				 * POLL_MS, not at every wakeup */
-	int ret = 0, poll_ms = POLL_MS;
-
-	if (o->pid && run->last && symbolizer_runtime(run->last->sym))
-		poll_ms = RUNTIME_POLL_MS;
+	bool runtime = o->pid && run->last &&
+		       symbolizer_runtime(run->last->sym);
+	int ret = 0, poll_ms = runtime ? RUNTIME_POLL_MS : POLL_MS;
 
 	for (;;) {
+		uint64_t before = run->st->samples;
 		uint64_t now = clock_ns(CLOCK_MONOTONIC);
 		int timeout;
 
@@ -362,6 +362,12 @@ static int sample_window(struct cpu_run *run, struct perf_rec *rec,
 				on_sample, run);
 		if (ret || run->err)
 			break;
+		/* A runtime's process: RUNTIME_POLL_MS while it is sampled,
+		 * backing off to POLL_MS while it is not (asleep, or not
+		 * given a CPU), so an idle target costs no wakeups. */
+		if (runtime)
+			poll_ms = run->st->samples > before ? RUNTIME_POLL_MS :
+				  poll_ms * 2 < POLL_MS ? poll_ms * 2 : POLL_MS;
 	}
 	if (!ret)
 		ret = perf_poll(rec, 0, on_sample, run);	/* drain */
