@@ -24,11 +24,6 @@
 /* Frames a stack may gain from a runtime's (Python's) frames. */
 #define RUNTIME_FRAMES 128
 #define POLL_MS 100
-/* For a process whose runtime frames are read when its samples are
- * handled (symbolizer_stack()): the sooner, the closer to the sample,
- * and samples read in one batch share the moment their frames are read
- * at (at 999 Hz, 1 ms holds one sample per thread). */
-#define RUNTIME_POLL_MS 1
 #define THREAD_SLOTS 4096	/* power of two; more threads share names */
 #define PROC_BUCKETS 256
 /* Processes a whole-host profile unwinds; samples of more are skipped
@@ -335,12 +330,9 @@ static int sample_window(struct cpu_run *run, struct perf_rec *rec,
 	uint64_t end = start + o->window_ms * 1000000ull;
 	uint64_t looked = 0;	/* at /proc/PID/stat: costly, so every
 				 * POLL_MS, not at every wakeup */
-	bool runtime = o->pid && run->last &&
-		       symbolizer_runtime(run->last->sym);
-	int ret = 0, poll_ms = runtime ? RUNTIME_POLL_MS : POLL_MS;
+	int ret = 0;
 
 	for (;;) {
-		uint64_t before = run->st->samples;
 		uint64_t now = clock_ns(CLOCK_MONOTONIC);
 		int timeout;
 
@@ -358,16 +350,10 @@ static int sample_window(struct cpu_run *run, struct perf_rec *rec,
 			}
 		}
 		timeout = (end - now) / 1000000ull;
-		ret = perf_poll(rec, timeout < poll_ms ? timeout : poll_ms,
+		ret = perf_poll(rec, timeout < POLL_MS ? timeout : POLL_MS,
 				on_sample, run);
 		if (ret || run->err)
 			break;
-		/* A runtime's process: RUNTIME_POLL_MS while it is sampled,
-		 * backing off to POLL_MS while it is not (asleep, or not
-		 * given a CPU), so an idle target costs no wakeups. */
-		if (runtime)
-			poll_ms = run->st->samples > before ? RUNTIME_POLL_MS :
-				  poll_ms * 2 < POLL_MS ? poll_ms * 2 : POLL_MS;
 	}
 	if (!ret)
 		ret = perf_poll(rec, 0, on_sample, run);	/* drain */
@@ -458,7 +444,11 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 	if (!ret && o->ksyms && kallsyms_ready(o->ksyms))
 		ret = kframes_new(run.p, o->ksyms, &run.kf);
 	t0 = clock_ns(CLOCK_REALTIME);
-	if (!ret)
+	/* A runtime's frames are read from the process when its sample is
+	 * handled: at once, so that they are (nearly) the sample's. */
+	if (!ret && o->pid && symbolizer_runtime(c->sym))
+		ret = perf_open_eager(o->pid, o->hz, run.kf != NULL, &rec);
+	else if (!ret)
 		ret = o->pid ? perf_open(o->pid, o->hz, run.kf != NULL, &rec)
 			     : open_all(o, run.kf != NULL, &rec);
 	if (!ret && !perf_kernel_frames(rec)) {

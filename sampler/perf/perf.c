@@ -52,6 +52,7 @@ struct perf_rec {
 	uint64_t lost;
 	bool want_chain;	/* kernel callchains asked for */
 	bool chain;		/* samples carry their kernel callchain */
+	bool eager;		/* wake the reader at every sample */
 };
 
 /* What the kernel may give: kernel samples, their kernel callchain. */
@@ -122,7 +123,8 @@ static int open_one(struct perf_rec *r, struct perf_event_attr *attr,
 	struct perf_ring *ring = &r->rings[cpu];
 	int fd, ret;
 
-	attr->wakeup_watermark = r->ring_pages * sysconf(_SC_PAGESIZE) / 2;
+	attr->wakeup_watermark = r->eager ? 1 :
+				 r->ring_pages * sysconf(_SC_PAGESIZE) / 2;
 	fd = perf_ring_event_open(attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		return fd;
@@ -258,14 +260,8 @@ static int rec_ready(struct perf_rec *r, int ret, struct perf_rec **out)
 	return 0;
 }
 
-int perf_open(pid_t pid, unsigned hz, bool kernel_frames,
-	      struct perf_rec **out)
-{
-	return perf_open_pids(&pid, 1, hz, kernel_frames, out);
-}
-
-int perf_open_pids(const pid_t *pids, size_t n, unsigned hz,
-		   bool kernel_frames, struct perf_rec **out)
+static int open_pids(const pid_t *pids, size_t n, unsigned hz,
+		     bool kernel_frames, bool eager, struct perf_rec **out)
 {
 	struct perf_event_attr attr;
 	struct perf_rec *r;
@@ -277,6 +273,7 @@ int perf_open_pids(const pid_t *pids, size_t n, unsigned hz,
 	ret = rec_new(RING_PAGES_MAX, kernel_frames, &r);
 	if (ret)
 		return ret;
+	r->eager = eager;
 	for (size_t i = 0; i < n; i++) {
 		ret = open_process(r, hz, pids[i], &attr, &opened);
 		/* Of several, one gone (or not ours) is no failure. */
@@ -289,6 +286,24 @@ int perf_open_pids(const pid_t *pids, size_t n, unsigned hz,
 	if (!ret && !opened)
 		ret = -ESRCH;
 	return rec_ready(r, ret, out);
+}
+
+int perf_open(pid_t pid, unsigned hz, bool kernel_frames,
+	      struct perf_rec **out)
+{
+	return open_pids(&pid, 1, hz, kernel_frames, false, out);
+}
+
+int perf_open_eager(pid_t pid, unsigned hz, bool kernel_frames,
+		    struct perf_rec **out)
+{
+	return open_pids(&pid, 1, hz, kernel_frames, true, out);
+}
+
+int perf_open_pids(const pid_t *pids, size_t n, unsigned hz,
+		   bool kernel_frames, struct perf_rec **out)
+{
+	return open_pids(pids, n, hz, kernel_frames, false, out);
 }
 
 int perf_open_system(unsigned hz, bool kernel_frames, struct perf_rec **out)

@@ -57,6 +57,12 @@ typedef void (*perf_sample_cb)(const struct perf_sample *s, void *arg);
 int perf_open(pid_t pid, unsigned hz, bool kernel_frames,
 	      struct perf_rec **out);
 
+/* The same, with perf_poll() woken by every sample rather than by a ring
+ * half full: for samples that must be handled at once (a runtime's
+ * frames, read from the live process). */
+int perf_open_eager(pid_t pid, unsigned hz, bool kernel_frames,
+		    struct perf_rec **out);
+
 /* The same for several processes (one gone, or refused, is skipped:
  * -ESRCH when none is left). */
 int perf_open_pids(const pid_t *pids, size_t n, unsigned hz,

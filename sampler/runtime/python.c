@@ -331,6 +331,7 @@ static int find_tstate(struct pyrt *r, pid_t tid, uint64_t *out)
 			if (tstate_is(r, ts, tid)) {
 				r->tids[slot].tid = tid;
 				r->tids[slot].tstate = ts;
+				r->tids[slot].cframe = 0;
 				*out = ts;
 				return 0;
 			}
@@ -353,11 +354,12 @@ static int find_tstate(struct pyrt *r, pid_t tid, uint64_t *out)
  * -EAGAIN when those changed (the chain changed while it was read).
  * -EFAULT when it could not be read, -ENOMEM.
  */
-static int read_frames(struct pyrt *r, uint64_t ts, int *n, int *nentry,
-		       enum pyrt_gil *gil)
+static int read_frames(struct pyrt *r, uint64_t ts, pid_t tid, bool guess,
+		       int *n, int *nentry, enum pyrt_gil *gil)
 {
 	const struct py_offsets *o = r->o;
-	uint64_t cframe, frame, leaf, now[4];
+	size_t slot = (uint32_t)tid % TID_SLOTS;
+	uint64_t cframe, frame, leaf, now[5];
 	struct iovec local[MAX_PY_FRAMES + 4], remote[MAX_PY_FRAMES + 4];
 	uint64_t code[MAX_PY_FRAMES], instr[MAX_PY_FRAMES];
 	uint64_t uniq[MAX_PY_FRAMES];	/* distinct code objects */
@@ -369,9 +371,27 @@ static int read_frames(struct pyrt *r, uint64_t ts, int *n, int *nentry,
 	ssize_t got;
 
 	*n = *nentry = 0;
-	if (mem_u64(r, ts + o->ts_cframe, &cframe) ||
-	    mem_u64(r, cframe + o->cf_current_frame, &frame))
+	if (guess) {
+		/* the cframe and the leaf's page where they were: one call */
+		cframe = r->tids[slot].cframe;
+		local[0] = (struct iovec){ &frame, 8 };
+		remote[0] = (struct iovec){
+			(void *)(uintptr_t)(cframe + o->cf_current_frame), 8 };
+		local[1] = (struct iovec){ r->pages, PAGE };
+		remote[1] = (struct iovec){
+			(void *)(uintptr_t)r->tids[slot].page, PAGE };
+		pages_reset(r);
+		got = process_vm_readv(r->pid, local, 2, remote, 2, 0);
+		if (got < 8)
+			return -EAGAIN;
+		if (got == 8 + PAGE) {
+			r->page_addr[0] = r->tids[slot].page;
+			r->npages_used = 1;
+		}
+	} else if (mem_u64(r, ts + o->ts_cframe, &cframe) ||
+		   mem_u64(r, cframe + o->cf_current_frame, &frame)) {
 		return -EFAULT;
+	}
 	leaf = frame;
 	while (frame && *n < MAX_PY_FRAMES) {
 		if (mem(r, frame, fr, o->fr_size))
@@ -406,13 +426,16 @@ static int read_frames(struct pyrt *r, uint64_t ts, int *n, int *nentry,
 	IOV(ts + o->ts_cframe, &now[0], 8);
 	IOV(cframe + o->cf_current_frame, &now[1], 8);
 	IOV(r->runtime + o->rt_gil_holder, &now[3], 8);
+	IOV(ts + o->ts_native_tid, &now[4], 8);
 	if (leaf)
 		IOV(leaf + o->fr_code, &now[2], 8);
 #undef IOV
 	got = process_vm_readv(r->pid, local, k, remote, k, 0);
 	if (got != (ssize_t)want || now[0] != cframe || now[1] != leaf ||
-	    (leaf && now[2] != code[0]))
+	    now[4] != (uint64_t)tid || (leaf && now[2] != code[0]))
 		return -EAGAIN;
+	r->tids[slot].cframe = cframe;
+	r->tids[slot].page = leaf & ~(PAGE - 1);
 	*gil = now[3] == ts ? PYRT_GIL_HELD : PYRT_GIL_NOT_HELD;
 	for (int u = 0; u < nu; u++) {
 		ret = code_get(r, uniq[u], r->codebuf + u * o->co_size,
@@ -492,17 +515,29 @@ static int merge(struct pyrt *r, struct symbolizer *sym, const uint64_t *pcs,
 static int read_thread(struct pyrt *r, pid_t tid, int *nframes, int *nentry,
 		       enum pyrt_gil *gil)
 {
+	size_t slot = (uint32_t)tid % TID_SLOTS;
 	uint64_t ts;
 	int ret = -EAGAIN;
 
 	*gil = PYRT_GIL_UNKNOWN;
+	/* Where the last read of tid found things, if they are still there
+	 * (checked at the end of the read); else from _PyRuntime on. */
+	if (r->tids[slot].tid == (uint32_t)tid && r->tids[slot].cframe &&
+	    r->tids[slot].page) {
+		ret = read_frames(r, r->tids[slot].tstate, tid, true,
+				  nframes, nentry, gil);
+		if (ret != -EAGAIN)
+			return ret;
+		r->tids[slot].cframe = 0;
+	}
 	pages_reset(r);
 	if (find_tstate(r, tid, &ts))
 		return -ENOENT;
+	ret = -EAGAIN;
 	for (int t = 0; t < READ_TRIES && ret == -EAGAIN; t++) {
 		if (t)
 			pages_reset(r);
-		ret = read_frames(r, ts, nframes, nentry, gil);
+		ret = read_frames(r, ts, tid, false, nframes, nentry, gil);
 	}
 	return ret;
 }

@@ -72,9 +72,12 @@ struct pyrt {
 	struct dso_range *eval;		/* its ranges (.cold parts too) */
 	size_t neval;
 	uint64_t bias;
+	/* A thread's state, and where its last read found its cframe and
+	 * its leaf frame's page (0: not yet): the next read guesses them,
+	 * checked at its end, in one system call. */
 	struct {
 		uint32_t tid;
-		uint64_t tstate;
+		uint64_t tstate, cframe, page;
 	} tids[TID_SLOTS];
 	uint64_t page_addr[PAGE_SLOTS];	/* 0 = empty, per stack read */
 	uint8_t *pages;			/* PAGE_SLOTS * PAGE */
