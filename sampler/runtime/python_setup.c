@@ -41,16 +41,19 @@ static unsigned minor_version(struct dso *d, const char *path)
 static struct map_entry *find_runtime(struct proc_maps *maps, uint64_t *vaddr)
 {
 	for (size_t i = 0; i < maps_count(maps); i++) {
-		struct map_entry *e = maps_at(maps, i);
+		const struct map_entry *p = maps_peek(maps, i);
+		struct map_entry *e;
 		const char *base;
 		uint64_t size;
 
-		if (!e->exec || !e->path[0])
+		/* by name first: the other objects' files stay unread */
+		if (!p->exec || !p->path[0])
 			continue;
-		base = strrchr(e->path, '/');
-		base = base ? base + 1 : e->path;
+		base = strrchr(p->path, '/');
+		base = base ? base + 1 : p->path;
 		if (strncmp(base, "python", 6) && strncmp(base, "libpython", 9))
 			continue;
+		e = maps_at(maps, i);
 		if (e->dso && !dso_object_vaddr(e->dso, "_PyRuntime", vaddr,
 						&size))
 			return e;
