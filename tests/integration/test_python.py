@@ -122,7 +122,7 @@ def test_cpu_shares_by_python_function(proffs, target, twin):
     lines = {f: set(range(marked_line(f) - 2, marked_line(f) + 3))
              for f in ('heavy', 'light')}
     count = {'heavy': 0, 'light': 0}
-    main_thread = merged = 0
+    main_thread = merged = held = 0
     for s in p.samples:
         names = [py_name(f) for f in s.frames]
         if s.labels.get('thread') != str(target.pid):
@@ -130,6 +130,9 @@ def test_cpu_shares_by_python_function(proffs, target, twin):
         main_thread += s.values[0]
         if any(names):
             merged += s.values[0]
+            # the only busy thread holds the GIL
+            assert s.labels.get('gil') in ('held', 'not held'), s.labels
+            held += s.values[0] if s.labels['gil'] == 'held' else 0
             # native frames above and below the Python ones
             assert 'Py_RunMain' in s.frames and '_start' in s.frames, \
                 s.frames
@@ -144,6 +147,7 @@ def test_cpu_shares_by_python_function(proffs, target, twin):
     # stacks left native (the thread moved on before its sample was
     # read, a chain that changed while read) are few and counted
     assert merged >= 0.9 * main_thread, (merged, main_thread, p.comments)
+    assert held >= 0.9 * merged, (held, merged)
     ours = count['heavy'] / (count['heavy'] + count['light'])
     theirs = (after[0] - before[0]) / ((after[0] - before[0]) +
                                        (after[1] - before[1]))
