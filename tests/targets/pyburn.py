@@ -6,7 +6,11 @@
 The main thread alternates heavy() and light(), whose loops are the same
 (x ^= i keeps every int one digit: each turn costs the same) but run 3:1
 iterations, so they burn CPU 3:1, a random number of turns each time (a
-period would beat with the sampler's). A thread named "sleeper" parks in
+period would beat with the sampler's), tens of milliseconds' worth: a
+profiler that reads Python frames a little after its sample (proffs
+reads them as the sample is handled) then meets as many switches from
+heavy() to light() as back within that little while, and its errors
+cancel. A thread named "sleeper" parks in
 time.sleep() inside parked_here(). SIGUSR1 makes faulthandler write
 every thread's traceback to DUMP (a C-level handler: no Python code runs
 for it). Prints "ready" once both run.
@@ -25,7 +29,7 @@ import sys
 import threading
 import time
 
-N = 20000
+N = 300000
 
 
 def heavy(n):
