@@ -53,9 +53,9 @@ void oc_cpu_sample(const struct perf_sample *s, void *arg)
 	th = octhreads_find(run->threads, s->tid);
 	if (!th || th->gone)
 		return;
-	unwind_stack(run->unw, &s->regs, s->stack, s->stack_len, pcs,
+	unwind_stack(run->sc.unw, &s->regs, s->stack, s->stack_len, pcs,
 		     MAX_FRAMES, &npcs);
-	ret = symbolizer_stack(run->sym, s->tid, pcs, npcs, locs,
+	ret = symbolizer_stack(run->sc.sym, s->tid, pcs, npcs, locs,
 			       MAX_FRAMES + RUNTIME_FRAMES, &n, NULL);
 	if (!ret)
 		ret = oc_add(run, th, locs, n, "running", 1, s->period);
