@@ -34,6 +34,7 @@
 #include "cu_index.h"
 #include "demangle.h"
 #include "dso.h"
+#include "gopclntab.h"
 #include "log.h"
 
 #define DSO_DEFAULT_ROOTS	"/usr/lib/debug"
@@ -78,6 +79,7 @@ struct dso {
 	int nsegs;
 	bool has_eh;
 	bool go;		/* a Go program */
+	struct gopcln *gopcln;	/* its .gopclntab, NULL if none */
 	uint64_t eh_vaddr, eh_size;
 	uint64_t page_size;
 
@@ -321,6 +323,10 @@ static int dso_parse(struct dso *d, const char **why)
 		ret = dso_parse_build_id(d, elf);
 	d->go = elf_has_section(elf, ".go.buildinfo") ||
 		elf_has_section(elf, ".note.go.buildid");
+	if (!ret && d->go && !gopcln_from_elf(elf, d->map, d->map_size,
+					      &d->gopcln))
+		pr_debug("dso: %s: .gopclntab of %s", d->name,
+			 gopcln_version(d->gopcln));
 out:
 	elf_end(elf);
 	return ret;
@@ -332,6 +338,7 @@ static void dso_free(struct dso *d)
 	size_t i;
 
 	cu_index_free(d->cus);
+	gopcln_free(d->gopcln);
 	if (d->dwfl)
 		dwfl_end(d->dwfl);
 	if (d->fd >= 0)
@@ -769,6 +776,11 @@ int dso_read(const struct dso *d, uint64_t vaddr, void *buf, size_t len)
 	return -EFAULT;
 }
 
+const struct gopcln *dso_gopcln(const struct dso *d)
+{
+	return d->gopcln;
+}
+
 bool dso_is_go(const struct dso *d)
 {
 	return d->go;
@@ -1130,6 +1142,8 @@ static void dso_dw_init(struct dso *d)
 	dwfl_module_info(d->mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
 	*ud = d;
 	dso_load_syms(d);
+	if (d->gopcln && !d->nsyms)
+		d->caps = (struct dso_caps){ true, true, true, true };
 	d->dw = dwfl_module_getdwarf(d->mod, &d->dw_bias);
 	if (d->dw && cu_index_build(d->dw, &d->cus))
 		pr_debug("dso: %s: no memory for the DWARF unit index",
@@ -1226,6 +1240,23 @@ static const char *dso_demangle(struct dso *d, const char *raw)
 	return s;
 }
 
+/* Frames from .gopclntab, for a Go program without symbols or DWARF. */
+static int dso_go_frames(struct dso *d, uint64_t vaddr, struct dso_frame *f)
+{
+	struct gopcln_frame g[DSO_MAX_FRAMES];
+	int i, n;
+
+	if (!d->gopcln || gopcln_frames(d->gopcln, vaddr, g, DSO_MAX_FRAMES,
+					&n))
+		return 0;
+	for (i = 0; i < n; i++)
+		f[i] = (struct dso_frame){ .function = g[i].function,
+					   .system_name = g[i].function,
+					   .file = g[i].file,
+					   .line = g[i].line };
+	return n;
+}
+
 /* Frames for vaddr into f; 0 when nothing covers it. */
 static int dso_resolve(struct dso *d, uint64_t vaddr, struct dso_frame *f)
 {
@@ -1240,7 +1271,7 @@ static int dso_resolve(struct dso *d, uint64_t vaddr, struct dso_frame *f)
 
 	dso_dw_init(d);
 	if (!d->mod)
-		return 0;
+		return dso_go_frames(d, vaddr, f);
 	sym = dso_sym_find(d, vaddr);
 	have_cu = d->cus && cu_index_find(d->cus, pc, &cu);
 	if (have_cu)
@@ -1257,7 +1288,7 @@ static int dso_resolve(struct dso *d, uint64_t vaddr, struct dso_frame *f)
 		f[n - 1].system_name = sym->name;
 	}
 	if (!n)
-		return 0;
+		return dso_go_frames(d, vaddr, f);
 	line = have_cu ? dwarf_getsrc_die(&cu, pc) : NULL;
 	file = line ? dwarf_linesrc(line, NULL, NULL) : NULL;
 	if (file && !dwarf_lineno(line, &f[0].line))
@@ -1329,6 +1360,11 @@ const char *dso_symbol_name(struct dso *d, uint64_t vaddr)
 	dso_dw_init(d);
 	sym = dso_sym_find(d, vaddr);
 	pthread_mutex_unlock(&d->lock);
+	if (!sym && d->gopcln) {
+		struct gopcln_func f;
+
+		return gopcln_func(d->gopcln, vaddr, &f) ? NULL : f.name;
+	}
 	return sym ? sym->name : NULL;
 }
 

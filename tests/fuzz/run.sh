@@ -60,14 +60,15 @@ harness_args()
 		max_len=65536 ;;
 	dso)
 		srcs="sampler/unwind/dso.c sampler/unwind/demangle.c
-		      sampler/unwind/cu_index.c sampler/log.c"
+		      sampler/unwind/cu_index.c sampler/unwind/gopclntab.c
+		      sampler/log.c"
 		incs="$sinc"
 		libs="-ldw -lelf -liberty"
 		max_len=65536 ;;
 	cfi)
 		srcs="sampler/unwind/cfi.c sampler/unwind/dso.c
 		      sampler/unwind/demangle.c sampler/unwind/cu_index.c
-		      sampler/log.c"
+		      sampler/unwind/gopclntab.c sampler/log.c"
 		incs="$sinc"
 		libs="-ldw -lelf -liberty"
 		max_len=65536 ;;
