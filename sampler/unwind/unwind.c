@@ -644,7 +644,7 @@ static bool go_switch(struct unwinder *u, struct unwind_ctx *ctx,
 	if (!u->live || !(f->known & BIT(CFI_REG_RBP)) || !bp || bp & 7 ||
 	    !livestack_word(u->live, bp, &caller_bp) ||
 	    !livestack_word(u->live, bp + 8, &ra) || !ra ||
-	    !go_code(u, ra - 1))
+	    !(go_code(u, ra - 1) || go_start(u, ra - 1)))
 		return false;
 	f->r[CFI_REG_RSP] = bp + 16;
 	f->r[CFI_REG_RBP] = caller_bp;
