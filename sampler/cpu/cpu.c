@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "cpu.h"
+#include "dso.h"
 #include "kallsyms.h"
 #include "kframes.h"
 #include "log.h"
@@ -117,6 +118,15 @@ static int overflow_location(struct cpu_run *run, uint64_t *loc)
 					   &run->overflow_loc);
 	*loc = run->overflow_loc;
 	return ret;
+}
+
+/* Whether c's program is written in Go (its stacks switch; unwinding
+ * needs the frame pointers walked at the sample, perf_open_fp()). */
+static bool is_go(struct proc_ctx *c)
+{
+	struct map_entry *e = c->maps ? maps_main(c->maps) : NULL;
+
+	return e && e->dso && dso_is_go(e->dso);
 }
 
 static void proc_ctx_free(struct proc_ctx *c)
@@ -232,6 +242,7 @@ static void on_sample(const struct perf_sample *s, void *arg)
 	ret = kernel_locations(run, s, locs, &nk);
 	if (ret)
 		goto fail;
+	unwinder_set_fp_chain(c->unw, s->user, s->nuser);
 	unwind_stack(c->unw, &s->regs, s->stack, s->stack_len, pcs,
 		     MAX_FRAMES, &n);
 	for (int i = 0; i < n; i++) {
@@ -433,7 +444,9 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 	if (!ret && o->ksyms && kallsyms_ready(o->ksyms))
 		ret = kframes_new(run.p, o->ksyms, &run.kf);
 	t0 = clock_ns(CLOCK_REALTIME);
-	if (!ret)
+	if (!ret && o->pid && is_go(c))
+		ret = perf_open_fp(o->pid, o->hz, run.kf != NULL, &rec);
+	else if (!ret)
 		ret = o->pid ? perf_open(o->pid, o->hz, run.kf != NULL, &rec)
 			     : open_all(o, run.kf != NULL, &rec);
 	if (!ret && !perf_kernel_frames(rec)) {

@@ -73,6 +73,9 @@ struct unwinder {
 	size_t rows_cap, rows_n;
 	uint64_t fast, slow;	/* stacks unwound by each path */
 	struct livestack *live;	/* words past a copy; NULL: none */
+	const uint64_t *fp_ips;	/* the kernel's frame-pointer walk of the
+				 * next sample (unwinder_set_fp_chain()) */
+	size_t fp_n;
 	size_t last_used;	/* of the last unwind_stack() */
 	bool last_short;
 	bool last_complete;
@@ -657,6 +660,40 @@ static bool go_switch(struct unwinder *u, struct unwind_ctx *ctx,
 	return true;
 }
 
+/*
+ * Leave the system stack as go_switch() does, with the frames the kernel
+ * walked by frame pointers at the sample: the one that returns into the
+ * switching function (the leaf's pc when it is that function), then the
+ * rest, taken while they are Go code, up to goexit. Race-free where
+ * go_switch() reads a goroutine stack that may have moved on since.
+ * false when the walk does not hold the switch: then go_switch().
+ */
+static bool go_switch_chain(struct unwinder *u, struct unwind_ctx *ctx,
+			    uint64_t lookup, bool leaf, uint64_t *pcs,
+			    int max, int *cnt)
+{
+	uint64_t want = leaf ? lookup : lookup + 1;
+	size_t k = 0;
+	int added = 0;
+
+	while (k < u->fp_n && u->fp_ips[k] != want)
+		k++;
+	for (k++; k < u->fp_n && *cnt < max; k++) {
+		uint64_t ra = u->fp_ips[k];
+		bool start = ra && go_start(u, ra - 1);
+
+		if (!start && (!ra || !go_code(u, ra - 1)))
+			break;
+		pcs[(*cnt)++] = ra - 1;
+		added++;
+		if (start) {
+			ctx->complete = true;
+			break;
+		}
+	}
+	return added > 0;
+}
+
 /* Stack switches followed in one unwind at most (a signal's stack, the
  * system stack, the goroutine's). */
 #define GO_SWITCHES 3
@@ -676,6 +713,9 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 		const struct row_val *v = row_get(u, lookup);
 		int step;
 
+		if (v && v->top == GO_SWITCH && !switches &&
+		    go_switch_chain(u, ctx, lookup, cnt == 1, pcs, max, &cnt))
+			break;
 		if (v && v->top == GO_SWITCH && switches < GO_SWITCHES &&
 		    go_switch(u, ctx, &f, &lookup)) {
 			switches++;
@@ -818,10 +858,18 @@ int unwind_stack(struct unwinder *u, const struct unwind_regs *regs,
 		ctx.live_read = false;
 		unwind_libunwind(u, &ctx, pcs, max, n);
 	}
+	u->fp_n = 0;
 	u->last_used = ctx.used;
 	u->last_short = ctx.short_copy;
 	u->last_complete = ctx.complete;
 	return 0;
+}
+
+void unwinder_set_fp_chain(struct unwinder *u, const uint64_t *ips,
+			   size_t n)
+{
+	u->fp_ips = ips;
+	u->fp_n = n;
 }
 
 int unwinder_read_live(struct unwinder *u, pid_t pid)

@@ -170,14 +170,18 @@ def test_prometheus_named_and_unwound(proffs, tmp_path):
                             stdin=subprocess.DEVNULL)
     stop = threading.Event()
 
-    def load():
+    def load(path):
         while not stop.is_set():
             try:
-                urllib.request.urlopen(
-                    f'http://127.0.0.1:{port}/metrics', timeout=5).read()
+                urllib.request.urlopen(f'http://127.0.0.1:{port}{path}',
+                                       timeout=5).read()
             except OSError:
                 time.sleep(0.05)
-    loaders = [threading.Thread(target=load) for _ in range(2)]
+    query = ('/api/v1/query_range?query=sum+by(handler)(rate('
+             'prometheus_http_requests_total[5s]))&start=%d&end=%d&step=1'
+             % (time.time() - 60, time.time()))
+    loaders = [threading.Thread(target=load, args=(path,))
+               for path in ('/metrics', '/metrics', query, query)]
     try:
         end = time.monotonic() + 30
         while True:
