@@ -742,6 +742,10 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 		lookup = f.r[CFI_REG_RA] - 1;
 		pcs[cnt++] = lookup;
 	}
+	/* A Go stack cut short (a live frame refused: the goroutine's
+	 * stack moved when it grew) goes on with the kernel's walk. */
+	if (!ctx->complete && cnt < max)
+		go_switch_chain(u, ctx, lookup, cnt == 1, pcs, max, &cnt);
 	*n = cnt;
 	return 0;
 }

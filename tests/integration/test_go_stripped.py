@@ -152,9 +152,11 @@ def free_port():
 
 
 def test_prometheus_named_and_unwound(proffs, tmp_path):
-    """Debian's stripped prometheus (Go 1.19): every sample of its code
-    named from .gopclntab, its own packages among them, and most samples
-    unwound to runtime.main or runtime.goexit."""
+    """Debian's stripped prometheus (Go 1.19), answering /metrics and a
+    range query over every series: every location in its code named
+    from .gopclntab, with a file, its own packages among them, and 95%
+    of the samples unwound to runtime.main or runtime.goexit, or, for a
+    thread's own work on no goroutine (sysmon), to runtime.mstart."""
     assert os.access(PROMETHEUS, os.X_OK), 'prometheus is not installed'
     assert '.symtab' not in sections(PROMETHEUS)
     port = free_port()
@@ -177,9 +179,10 @@ def test_prometheus_named_and_unwound(proffs, tmp_path):
                                        timeout=5).read()
             except OSError:
                 time.sleep(0.05)
-    query = ('/api/v1/query_range?query=sum+by(handler)(rate('
-             'prometheus_http_requests_total[5s]))&start=%d&end=%d&step=1'
-             % (time.time() - 60, time.time()))
+    # every series at every second of the last hour: CPU in PromQL
+    query = ('/api/v1/query_range?query=rate(%%7B__name__%%3D~%%22.%%2B%%22'
+             '%%7D%%5B1m%%5D)&start=%d&end=%d&step=1'
+             % (time.time() - 3600, time.time()))
     loaders = [threading.Thread(target=load, args=(path,))
                for path in ('/metrics', '/metrics', query, query)]
     try:
@@ -213,7 +216,12 @@ def test_prometheus_named_and_unwound(proffs, tmp_path):
     assert any(n.startswith('github.com/prometheus/') for n in names)
     assert not any(re.search(r'prometheus\+0x|\[unknown', n) for n in names)
     good, total, bad = reach(p)
-    # 95% is the goal; samples taken on the system stack whose goroutine
-    # moved on before the daemon read its stack, and sysmon's thread
-    # (which has no goroutine), do not get there yet
-    assert total >= 100 and good >= 0.5 * total, (good, total, bad)
+    # A thread's own work, on no goroutine (sysmon; an idle M), starts at
+    # runtime.mstart, where Go's own traceback ends it too: 5-7% of the
+    # samples of a prometheus under this load. Every other stack gets to
+    # its goroutine's start.
+    threads = sum(s.values[0] for s in p.samples
+                  if user_frames(s)[-1:] == ['runtime.mstart'])
+    assert total >= 100 and good + threads >= 0.95 * total, \
+        (good, threads, total, bad)
+    assert good >= 0.85 * total, (good, threads, total, bad)
