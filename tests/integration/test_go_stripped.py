@@ -210,8 +210,13 @@ def test_prometheus_named_and_unwound(proffs, tmp_path):
     p = validate_pprof(save(data, 'prometheus.pb.gz'))
     mine = [loc for loc in p.locations.values()
             if loc.mapping and loc.mapping.file == PROMETHEUS]
-    assert mine and all(loc.lines and loc.lines[-1][1] for loc in mine), \
-        [loc.lines for loc in mine if not (loc.lines and loc.lines[-1][1])]
+    assert mine and all(loc.lines for loc in mine)
+    # Go's functions have a package path; its few C ones (cgo's thread
+    # start, named from .dynsym) have no file
+    go = [loc for loc in mine if '.' in loc.lines[-1][0]]
+    assert len(go) >= 0.9 * len(mine) and \
+        all(ln[1] and ln[2] > 0 for loc in go for ln in loc.lines), \
+        [loc.lines for loc in go if not all(ln[1] for ln in loc.lines)]
     names = {ln[0] for loc in mine for ln in loc.lines}
     assert any(n.startswith('github.com/prometheus/') for n in names)
     assert not any(re.search(r'prometheus\+0x|\[unknown', n) for n in names)
