@@ -46,10 +46,9 @@ struct gopcln_frame {
 /*
  * Parse a .gopclntab held in data (size bytes, borrowed: must outlive the
  * table). text_vaddr is the .text section's address, for tables whose
- * text start is 0 in the file (relocated at load). gofunc is the ELF
- * vaddr of go:func.* (0: unknown, no inlined frames) and read() reads ELF
- * vaddrs of the object for the inline trees (may be NULL). 0; -ENOEXEC
- * for an unknown magic or pointer size; -EINVAL for a malformed header;
+ * text start is 0 in the file (relocated at load). A table made here has
+ * no inline trees (gopcln_from_elf() finds them). 0; -ENOEXEC for an
+ * unknown magic or pointer size; -EINVAL for a malformed header;
  * -ENOMEM.
  */
 int gopcln_new(const uint8_t *data, size_t size, uint64_t text_vaddr,
