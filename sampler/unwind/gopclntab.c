@@ -290,6 +290,36 @@ int gopcln_sp_delta(const struct gopcln *g, uint64_t vaddr, int32_t *delta)
 	return 0;
 }
 
+int gopcln_frame_size(const struct gopcln *g, uint64_t vaddr,
+		      int32_t *size)
+{
+	const uint8_t *p, *end;
+	uint32_t off, dv, dpc;
+	int32_t v = -1, max = -1;
+	struct fn f;
+
+	if (find_fn(g, vaddr, &f))
+		return -ENOENT;
+	off = fn_field(g, &f, 3);
+	if (!off || !in_part(g, P_PCTAB, off, 1))
+		return -ENOENT;
+	p = g->data + g->off[P_PCTAB] + off;
+	end = g->data + g->end[P_PCTAB];
+	for (bool first = true;; first = false) {
+		if (!uvarint(&p, end, &dv) || (!dv && !first))
+			break;
+		v += (int32_t)(-(dv & 1) ^ (dv >> 1));
+		if (!uvarint(&p, end, &dpc))
+			return -ENOENT;
+		if (v > max)
+			max = v;
+	}
+	if (max < 0)
+		return -ENOENT;
+	*size = max;
+	return 0;
+}
+
 /* File and line of pc in f's tables (an inlined callee's where the code
  * is inlined). */
 static void file_line(const struct gopcln *g, const struct fn *f,

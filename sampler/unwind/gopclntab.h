@@ -87,4 +87,12 @@ int gopcln_frames(const struct gopcln *g, uint64_t vaddr,
  */
 int gopcln_sp_delta(const struct gopcln *g, uint64_t vaddr, int32_t *delta);
 
+/*
+ * The largest of those distances in the function holding vaddr: its
+ * frame in its body, where it calls others (Go code pushes nothing
+ * between its prologue and epilogue). 0, or -ENOENT.
+ */
+int gopcln_frame_size(const struct gopcln *g, uint64_t vaddr,
+		      int32_t *size);
+
 #endif

@@ -31,6 +31,7 @@
 #include "cfi.h"
 #include "dso.h"
 #include "gopclntab.h"
+#include "gostack.h"
 #include "livestack.h"
 #include "log.h"
 #include "maps.h"
@@ -616,17 +617,6 @@ static bool go_start(struct unwinder *u, uint64_t pc)
 	return v && v->top == GO_START;
 }
 
-/* Whether pc is in a function of a Go program's table. */
-static bool go_code(struct unwinder *u, uint64_t pc)
-{
-	struct map_entry *e = maps_find(u->maps, pc);
-	struct gopcln_func fn;
-
-	return e && e->dso && dso_gopcln(e->dso) &&
-	       !gopcln_func(dso_gopcln(e->dso), pc - e->bias, &fn) &&
-	       pc - e->bias > fn.entry;
-}
-
 /*
  * Leave the system stack (g0's) at a Go function that switched to it
  * (systemstack, mcall, morestack, asmcgocall...) for the goroutine's, by
@@ -647,7 +637,7 @@ static bool go_switch(struct unwinder *u, struct unwind_ctx *ctx,
 	if (!u->live || !(f->known & BIT(CFI_REG_RBP)) || !bp || bp & 7 ||
 	    !livestack_word(u->live, bp, &caller_bp) ||
 	    !livestack_word(u->live, bp + 8, &ra) || !ra ||
-	    !(go_code(u, ra - 1) || go_start(u, ra - 1)))
+	    !(gostack_code(u->maps, ra - 1) || go_start(u, ra - 1)))
 		return false;
 	f->r[CFI_REG_RSP] = bp + 16;
 	f->r[CFI_REG_RBP] = caller_bp;
@@ -669,20 +659,27 @@ static bool go_switch(struct unwinder *u, struct unwind_ctx *ctx,
  * false when the walk does not hold the switch: then go_switch().
  */
 static bool go_switch_chain(struct unwinder *u, struct unwind_ctx *ctx,
-			    uint64_t lookup, bool leaf, uint64_t *pcs,
-			    int max, int *cnt)
+			    const struct frame *f, uint64_t lookup, bool leaf,
+			    uint64_t *pcs, int max, int *cnt)
 {
-	uint64_t want = leaf ? lookup : lookup + 1;
+	uint64_t want = leaf ? lookup : lookup + 1, gap[2];
 	size_t k = 0;
-	int added = 0;
+	int added = 0, ngap;
 
 	while (k < u->fp_n && u->fp_ips[k] != want)
 		k++;
+	if (f && k + 1 < u->fp_n && (f->known & BIT(CFI_REG_RBP))) {
+		ngap = u->live ? gostack_gap(u->maps, u->live,
+					     f->r[CFI_REG_RBP], lookup,
+					     u->fp_ips[k + 1], gap) : 0;
+		for (int i = 0; i < ngap && *cnt < max; i++, added++)
+			pcs[(*cnt)++] = gap[i];
+	}
 	for (k++; k < u->fp_n && *cnt < max; k++) {
 		uint64_t ra = u->fp_ips[k];
 		bool start = ra && go_start(u, ra - 1);
 
-		if (!start && (!ra || !go_code(u, ra - 1)))
+		if (!start && (!ra || !gostack_code(u->maps, ra - 1)))
 			break;
 		pcs[(*cnt)++] = ra - 1;
 		added++;
@@ -714,7 +711,8 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 		int step;
 
 		if (v && v->top == GO_SWITCH && !switches &&
-		    go_switch_chain(u, ctx, lookup, cnt == 1, pcs, max, &cnt))
+		    go_switch_chain(u, ctx, &f, lookup, cnt == 1, pcs, max,
+				    &cnt))
 			break;
 		if (v && v->top == GO_SWITCH && switches < GO_SWITCHES &&
 		    go_switch(u, ctx, &f, &lookup)) {
@@ -745,7 +743,8 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 	/* A Go stack cut short (a live frame refused: the goroutine's
 	 * stack moved when it grew) goes on with the kernel's walk. */
 	if (!ctx->complete && cnt < max)
-		go_switch_chain(u, ctx, lookup, cnt == 1, pcs, max, &cnt);
+		go_switch_chain(u, ctx, NULL, lookup, cnt == 1, pcs, max,
+				&cnt);
 	*n = cnt;
 	return 0;
 }
