@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "cpu.h"
+#include "dso.h"
 #include "kallsyms.h"
 #include "kframes.h"
 #include "log.h"
@@ -121,6 +122,15 @@ static int overflow_location(struct cpu_run *run, uint64_t *loc)
 	return ret;
 }
 
+/* Whether c's program is written in Go (its stacks switch; unwinding
+ * needs the frame pointers walked at the sample, perf_open_fp()). */
+static bool is_go(struct proc_ctx *c)
+{
+	struct map_entry *e = c->sc.maps ? maps_main(c->sc.maps) : NULL;
+
+	return e && e->dso && dso_is_go(e->dso);
+}
+
 static void proc_ctx_free(struct proc_ctx *c)
 {
 	stackctx_close(&c->sc);
@@ -229,6 +239,7 @@ static void on_sample(const struct perf_sample *s, void *arg)
 	ret = kernel_locations(run, s, locs, &nk);
 	if (ret)
 		goto fail;
+	unwinder_set_fp_chain(c->sc.unw, s->user, s->nuser);
 	unwind_stack(c->sc.unw, &s->regs, s->stack, s->stack_len, pcs,
 		     MAX_FRAMES, &npcs);
 	ret = symbolizer_stack(c->sc.sym, s->tid, pcs, npcs, &locs[nk],
@@ -417,6 +428,8 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 	 * handled: at once, so that they are (nearly) the sample's. */
 	if (!ret && o->pid && symbolizer_runtime(c->sc.sym))
 		ret = perf_open_eager(o->pid, o->hz, run.kf != NULL, &rec);
+	else if (!ret && o->pid && is_go(c))
+		ret = perf_open_fp(o->pid, o->hz, run.kf != NULL, &rec);
 	else if (!ret)
 		ret = o->pid ? perf_open(o->pid, o->hz, run.kf != NULL, &rec)
 			     : open_all(o, run.kf != NULL, &rec);

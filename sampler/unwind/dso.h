@@ -156,6 +156,14 @@ const char *dso_symbol_name(struct dso *d, uint64_t vaddr);
 bool dso_is_go(const struct dso *d);
 
 /*
+ * A Go program's own table of functions, lines and frame sizes
+ * (gopclntab.h), or NULL. Owned by the dso, immutable: for symbols and
+ * unwinding where the program has no symbol table, DWARF or CFI.
+ */
+struct gopcln;
+const struct gopcln *dso_gopcln(const struct dso *d);
+
+/*
  * The ELF virtual address of the function called name (the name a user
  * would call it by: the default version, without "@..."), from the same
  * symbol tables dso_symbolize() uses. 0, or -ENOENT.
