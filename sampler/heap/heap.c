@@ -69,6 +69,7 @@ struct agent {
 	int counts_base_err;
 	bool wanted;			/* heartbeat still going */
 	uint64_t alloc_errors;
+	char refused[200];		/* the last load's -EAGAIN: why */
 	pthread_t consumer;
 	_Atomic bool quit;
 };
@@ -369,7 +370,7 @@ static int load_or_arm(struct agent *ag, bool arm_only, bool *armed_now)
 		.agent_len = a->agent_len, .arm_only = arm_only,
 		.setup = configure, .armed = agent_armed, .arg = ag,
 	};
-	struct inject_stats st;
+	struct inject_stats st = { .why = "" };
 	uint64_t t0 = now_ns();
 	int ret;
 
@@ -378,6 +379,10 @@ static int load_or_arm(struct agent *ag, bool arm_only, bool *armed_now)
 	ag->preloaded = false;	/* counts start now, not at the start */
 	ret = heap_load(&lo, &st);
 	count_load(a, arm_only, ret);
+	if (ret == -EAGAIN)
+		snprintf(ag->refused, sizeof(ag->refused), "%s",
+			 st.why[0] ? st.why : "its threads were never all "
+			 "at a safe point");
 	if (ret) {
 		pr_notice("heap: pid %d: agent not %s: %s", (int)ag->pid,
 			  arm_only ? "armed" : "loaded", strerror(-ret));
@@ -497,7 +502,8 @@ static int enter(struct agent *ag, uint64_t rate, bool *armed_now);
  * reference.
  */
 static int get_agent(struct heap_agents *a, pid_t pid, uint64_t rate,
-		     struct agent **out, bool *armed_now)
+		     struct agent **out, bool *armed_now, char *why,
+		     size_t why_len)
 {
 	unsigned long long st = start_time(pid);
 	struct agent *ag;
@@ -521,6 +527,8 @@ static int get_agent(struct heap_agents *a, pid_t pid, uint64_t rate,
 		ag->next = a->list;
 		a->list = ag;
 		ret = attach_locked(a, ag, armed_now);
+		if (ret)
+			snprintf(why, why_len, "%s", ag->refused);
 		if (ret)
 			put_locked(ag);
 		pthread_mutex_unlock(&a->lock);
@@ -896,6 +904,7 @@ int heap_memstats(struct heap_agents *a, const struct heap_opts *o,
 {
 	struct heap_memstats ms = { 0 };
 	struct agent *ag = NULL;
+	char why[200] = "", no_agent[240];
 	int ret;
 
 	memset(st, 0, sizeof(*st));
@@ -905,12 +914,17 @@ int heap_memstats(struct heap_agents *a, const struct heap_opts *o,
 		ms.no_agent = "heap=uprobe: uprobes count only over a window";
 	} else {
 		ret = get_agent(a, o->pid, PH_DEFAULT_RATE, &ag,
-				&st->armed_now);
+				&st->armed_now, why, sizeof(why));
 		if ((ret == -ENOTSUP || ret == -ENOEXEC) &&
-		    a->o.method == HEAP_AUTO)
+		    a->o.method == HEAP_AUTO) {
 			ms.no_agent = "it cannot be loaded into this process";
-		else if (ret)
+		} else if (ret == -EAGAIN && a->o.method == HEAP_AUTO) {
+			snprintf(no_agent, sizeof(no_agent), "the agent was "
+				 "refused: %s", why[0] ? why : "not safe now");
+			ms.no_agent = no_agent;
+		} else if (ret) {
 			return ret;
+		}
 	}
 	ret = memstats_profile(o->pid, out);
 	if (ag) {
@@ -931,10 +945,44 @@ int heap_memstats(struct heap_agents *a, const struct heap_opts *o,
 	return ret;
 }
 
+/*
+ * HEAP_AUTO, and the agent was refused (-EAGAIN: no moment when every
+ * thread was at a safe point). Reading again may not help - a thread
+ * that lives where no rule knows it safe is found there every time - so
+ * this read is answered by the uprobe fallback, over its window, saying
+ * why; the next read tries the agent again. Without the right to place
+ * uprobes (not root) it stays -EAGAIN, logged with what to do.
+ */
+static int refused(struct heap_agents *a, const struct heap_opts *o,
+		   const char *why, struct profile **out,
+		   struct heap_stats *st, uint64_t t0)
+{
+	char because[240];
+	int ret;
+
+	if (!why[0])
+		why = "its threads were never all at a safe point";
+	if (heap_uprobe_allowed()) {
+		pr_warn("heap: pid %d: the agent was refused (%s); no uprobe "
+			"fallback without root: start the program with "
+			"LD_PRELOAD=libproffs-heap.so, or run proffs as root",
+			(int)o->pid, why);
+		return -EAGAIN;
+	}
+	pr_info("heap: pid %d: the agent was refused (%s): uprobes for %llu "
+		"ms instead", (int)o->pid, why,
+		(unsigned long long)o->window_ms);
+	snprintf(because, sizeof(because), "the agent was refused: %s", why);
+	ret = uprobe_profile(a, o, because, out, st);
+	st->elapsed_ns = now_ns() - t0;
+	return ret;
+}
+
 int heap_profile(struct heap_agents *a, const struct heap_opts *o,
 		 struct profile **out, struct heap_stats *st)
 {
 	uint64_t t0 = now_ns(), rate = o->rate ? o->rate : 1;
+	char why[200] = "";
 	struct agent *ag;
 	int ret;
 
@@ -945,7 +993,8 @@ int heap_profile(struct heap_agents *a, const struct heap_opts *o,
 		ret = uprobe_profile(a, o, "heap=uprobe", out, st);
 		goto out;
 	}
-	ret = get_agent(a, o->pid, rate, &ag, &st->armed_now);
+	ret = get_agent(a, o->pid, rate, &ag, &st->armed_now, why,
+			sizeof(why));
 	/* ENOEXEC: the loader in the process refused the agent (a chroot
 	 * without /proc cannot open /proc/self/fd/N). */
 	if ((ret == -ENOTSUP || ret == -ENOEXEC) &&
@@ -957,6 +1006,8 @@ int heap_profile(struct heap_agents *a, const struct heap_opts *o,
 				     st);
 		goto out;
 	}
+	if (ret == -EAGAIN && a->o.method == HEAP_AUTO)
+		return refused(a, o, why, out, st, t0);
 	if (ret)
 		return ret;
 	ret = measure(ag, o, st->armed_now, out, st);
