@@ -1,0 +1,186 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The programs a Debian server runs, as apt installs them (issue 25):
+the first heap read of each gives a profile, and the program goes on
+answering correctly after the read and after the daemon has gone.
+
+redis-server keeps its default configuration: jemalloc (Debian links the
+system libjemalloc) with "jemalloc-bg-thread yes", whose background
+thread lives asleep inside libjemalloc. It used to be refused by every
+read (EAGAIN: "threads never all at a safe point ... an allocator library
+in libjemalloc.so.2")."""
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+
+import util
+
+REDIS_CONF = '/etc/redis/redis.conf'
+REDIS_SERVER = '/usr/bin/redis-server'
+# What redis's own code calls to allocate (src/zmalloc.c), by the names
+# its .dynsym gives them.
+REDIS_ALLOC = ('zmalloc', 'zcalloc', 'zrealloc', 'zmalloc_usable',
+               'zcalloc_usable', 'zrealloc_usable', 'ztrymalloc_usable',
+               'zstrdup')
+AGENT_DISARM_S = 3.5    # the agent disarms 3 s after the last beat
+
+
+def need(*paths):
+    for p in paths:
+        if not os.path.exists(p) and not shutil.which(p):
+            pytest.skip(f'{p} is not installed (contrib/deps.sh)')
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+class Redis:
+    """Debian's redis-server with Debian's configuration, changed only
+    where a test must: its port, its directory, in the foreground, its log
+    to stdout. Not the system service."""
+
+    def __init__(self, tmp):
+        self.port = free_port()
+        self.dir = str(tmp)
+        with open(REDIS_CONF) as f:
+            conf = f.read()
+        for key, value in (('port', str(self.port)), ('dir', self.dir),
+                           ('daemonize', 'no'), ('logfile', '""'),
+                           ('pidfile', os.path.join(self.dir, 'r.pid'))):
+            conf, n = re.subn(rf'^{key} .*$', f'{key} {value}', conf,
+                              flags=re.M)
+            assert n == 1, f'{REDIS_CONF}: no single "{key}" line'
+        # The default under test: it must be there, as shipped.
+        assert re.search(r'^jemalloc-bg-thread yes$', conf, re.M)
+        path = os.path.join(self.dir, 'redis.conf')
+        with open(path, 'w') as f:
+            f.write(conf)
+        self.log = open(os.path.join(self.dir, 'redis.log'), 'w+')
+        self.proc = subprocess.Popen([REDIS_SERVER, path], stdout=self.log,
+                                     stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
+        self.pid = self.proc.pid
+        end = time.monotonic() + 20
+        while self.cli('PING', check=False) != 'PONG':
+            assert self.proc.poll() is None, self.log_text()
+            assert time.monotonic() < end, 'redis never answered PING'
+            time.sleep(0.05)
+        with open(f'/proc/{self.pid}/maps') as f:
+            assert 'libjemalloc' in f.read()
+        assert 'jemalloc_bg_thd' in self.thread_names(), \
+            'no jemalloc background thread: not the default under test'
+
+    def log_text(self):
+        self.log.seek(0)
+        return self.log.read()
+
+    def thread_names(self):
+        names = []
+        for tid in os.listdir(f'/proc/{self.pid}/task'):
+            try:
+                with open(f'/proc/{self.pid}/task/{tid}/comm') as f:
+                    names.append(f.read().strip())
+            except OSError:
+                pass
+        return names
+
+    def cli(self, *args, check=True):
+        r = subprocess.run(['redis-cli', '-p', str(self.port)] +
+                           list(args), capture_output=True, text=True,
+                           timeout=20)
+        if check:
+            assert r.returncode == 0, r.stderr
+        return r.stdout.strip()
+
+    def load(self):
+        """redis-benchmark, looping until stopped: the load a read is
+        taken under."""
+        return subprocess.Popen(
+            ['redis-benchmark', '-p', str(self.port), '-q', '-l', '-c', '4',
+             '-r', '10000', '-t', 'set,get,lpush,lpop,incr'],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def check(self, when):
+        """Answers, and correct ones: PING, a value written before the
+        read read back, a short benchmark with every request answered."""
+        assert self.proc.poll() is None, f'redis died {when}'
+        assert self.cli('PING') == 'PONG', when
+        assert self.cli('GET', 'proffs:probe') == 'value-25', when
+        assert self.cli('INCR', 'proffs:count') == str(self.count + 1), when
+        self.count += 1
+        r = subprocess.run(['redis-benchmark', '-p', str(self.port), '-q',
+                            '-n', '5000', '-c', '4', '-t', 'set,get,lpush'],
+                           capture_output=True, text=True, timeout=60)
+        out = r.stdout.replace('\r', '\n')
+        assert r.returncode == 0, f'{when}: {r.stderr}'
+        assert 'error' not in (out + r.stderr).lower(), f'{when}: {out}'
+        done = re.findall(r'^(SET|GET|LPUSH[^:]*): ([\d.]+) requests per '
+                          r'second', out, re.M)
+        assert len(done) == 3, f'{when}: {out}'
+        assert all(float(rps) > 0 for _, rps in done), out
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+@pytest.fixture
+def redis(tmp_path):
+    need(REDIS_CONF, REDIS_SERVER, 'redis-cli', 'redis-benchmark')
+    os.makedirs(tmp_path / 'redis')
+    r = Redis(tmp_path / 'redis')
+    r.count = 0
+    assert r.cli('SET', 'proffs:probe', 'value-25') == 'OK'
+    assert r.cli('SET', 'proffs:count', '0') == 'OK'
+    yield r
+    r.stop()
+
+
+def test_redis_default_config_first_read(proffs, redis):
+    """The first heap read of Debian's redis-server, default settings,
+    under redis-benchmark: a profile at once (the agent loaded, not the
+    uprobe fallback), with redis's own allocation sites; redis answers
+    correctly after the read and after the daemon has gone."""
+    load = redis.load()
+    try:
+        time.sleep(0.3)     # the benchmark is running
+        data = proffs.read(redis.pid, 'heap_2s.pb.gz')
+    finally:
+        load.terminate()
+        _, err = load.communicate(timeout=10)
+    assert 'error' not in err.lower(), err
+    assert data is not None, 'the first read was refused (EAGAIN)'
+    path = util.save(data, f'redis-heap-{redis.pid}.pb.gz')
+    p = util.validate_pprof(path)
+    assert not [c for c in p.comments if 'uprobe' in c or 'refused' in c],\
+        p.comments
+    assert proffs.log_lines(r'heap: pid %d: agent loaded in \d+ ms' %
+                            redis.pid), proffs.log_text()
+    with open(f'/proc/{redis.pid}/maps') as f:
+        assert 'proffs-heap' in f.read()
+    assert p.samples, 'no sample under redis-benchmark'
+    mine = [s for s in p.samples
+            if any(f in REDIS_ALLOC for f in s.frames)]
+    assert mine, [s.frames for s in p.samples]
+    # allocs of the same agent: the event loop's stacks, from main on
+    a = util.validate_pprof(util.save(proffs.read(redis.pid, 'allocs.pb.gz'),
+                                      f'redis-allocs-{redis.pid}.pb.gz'))
+    assert any('aeMain' in s.frames and
+               any(f in REDIS_ALLOC for f in s.frames) for s in a.samples)
+    redis.check('after the read')
+    proffs.unmount()
+    time.sleep(AGENT_DISARM_S)
+    redis.check('after the daemon has gone')
