@@ -184,3 +184,30 @@ def test_redis_default_config_first_read(proffs, redis):
     proffs.unmount()
     time.sleep(AGENT_DISARM_S)
     redis.check('after the daemon has gone')
+
+
+def test_refused_agent_falls_back_to_uprobes(proffs, target, expect_log):
+    """heap=auto and a process the agent is refused for every time (a
+    thread asleep inside dl_iterate_phdr, holding the loader's lock a
+    dlopen waits on): the read is answered by the uprobe fallback, whose
+    profile says why, not with an EAGAIN no retry cures. The agent is
+    never loaded."""
+    t = target('dlstuck')
+    expect_log(r'inject: pid %d: threads never all at a safe point .* '
+               r'dl_iterate_phdr in libc\.so\.6.*; refused' % t.pid)
+    for i, name in enumerate(('heap_1s.pb.gz', 'allocs_1s.pb.gz')):
+        data = proffs.read(t.pid, name)     # the same answer every time
+        assert data is not None, 'refused with EAGAIN'
+        p = util.validate_pprof(util.save(data, f'dlstuck-{i}.pb.gz'))
+        assert any(re.search(r'the agent was refused: threads never all '
+                             r'at a safe point .*dl_iterate_phdr', c)
+                   for c in p.comments), p.comments
+        assert any('site_dlstuck' in s.frames for s in p.samples), \
+            [s.frames for s in p.samples]
+    assert len(proffs.log_lines(r'heap: pid %d: the agent was refused '
+                                r'\(threads never all at a safe point.*'
+                                r'\): uprobes for 1000 ms instead'
+                                % t.pid)) == 2, proffs.log_text()
+    with open(f'/proc/{t.pid}/maps') as f:
+        assert 'proffs-heap' not in f.read(), 'the agent was loaded'
+    assert t.proc.poll() is None
