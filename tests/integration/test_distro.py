@@ -74,8 +74,11 @@ class Redis:
             time.sleep(0.05)
         with open(f'/proc/{self.pid}/maps') as f:
             assert 'libjemalloc' in f.read()
-        assert 'jemalloc_bg_thd' in self.thread_names(), \
-            'no jemalloc background thread: not the default under test'
+        # jemalloc starts it a moment after redis asks for it
+        while 'jemalloc_bg_thd' not in self.thread_names():
+            assert time.monotonic() < end, \
+                'no jemalloc background thread: not the default under test'
+            time.sleep(0.05)
 
     def log_text(self):
         self.log.seek(0)
