@@ -8,11 +8,16 @@ system libjemalloc) with "jemalloc-bg-thread yes", whose background
 thread lives asleep inside libjemalloc. It used to be refused by every
 read (EAGAIN: "threads never all at a safe point ... an allocator library
 in libjemalloc.so.2")."""
+import http.client
+import itertools
 import os
+import random
 import re
 import shutil
 import socket
 import subprocess
+import tempfile
+import threading
 import time
 
 import pytest
@@ -214,3 +219,167 @@ def test_refused_agent_falls_back_to_uprobes(proffs, target, expect_log):
     with open(f'/proc/{t.pid}/maps') as f:
         assert 'proffs-heap' not in f.read(), 'the agent was loaded'
     assert t.proc.poll() is None
+
+
+NGINX = '/usr/sbin/nginx'
+NGINX_CONF = '/etc/nginx/nginx.conf'
+
+
+class Nginx:
+    """Debian's nginx with Debian's nginx.conf, changed only where a test
+    must: one worker (the process read), its pid file, its logs, and one
+    server on a free port serving a directory of known files instead of
+    sites-enabled. In the foreground; not the system service."""
+
+    def __init__(self):
+        self.port = free_port()
+        # Outside pytest's 0700 tree: the worker runs as www-data.
+        self.dir = tempfile.mkdtemp(prefix='proffs-nginx-')
+        os.chmod(self.dir, 0o755)
+        root = os.path.join(self.dir, 'www')
+        os.mkdir(root, 0o755)
+        rnd = random.Random(25)
+        self.files = {
+            'index.html': b'<html><body>proffs issue 25</body></html>\n',
+            'small.txt': bytes(rnd.randrange(32, 127) for _ in range(3000)),
+            'big.bin': bytes(rnd.getrandbits(8) for _ in range(1 << 20)),
+        }
+        for name, body in self.files.items():
+            with open(os.path.join(root, name), 'wb') as f:
+                f.write(body)
+            os.chmod(os.path.join(root, name), 0o644)
+        with open(NGINX_CONF) as f:
+            conf = f.read()
+        server = ('server { listen 127.0.0.1:%d; root %s; '
+                  'location / { try_files $uri =404; } }' %
+                  (self.port, root))
+        for pattern, repl in (
+                (r'^worker_processes .*;$', 'worker_processes 1;'),
+                (r'^pid .*;$', f'pid {self.dir}/nginx.pid;'),
+                (r'^\s*error_log .*;$', 'error_log stderr;'),
+                (r'^\s*access_log .*;$', 'access_log off;'),
+                (r'^\s*include /etc/nginx/sites-enabled/\*;$', server)):
+            conf, n = re.subn(pattern, lambda m: repl, conf, flags=re.M)
+            assert n == 1, f'{NGINX_CONF}: no single {pattern}'
+        path = os.path.join(self.dir, 'nginx.conf')
+        with open(path, 'w') as f:
+            f.write(conf)
+        self.log = open(os.path.join(self.dir, 'nginx.log'), 'w+')
+        self.proc = subprocess.Popen(
+            [NGINX, '-c', path, '-e', 'stderr', '-g', 'daemon off;'],
+            stdout=self.log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL)
+        end = time.monotonic() + 20
+        while True:
+            assert self.proc.poll() is None, self.log_text()
+            try:
+                self.get_all(1)
+                break
+            except OSError:
+                assert time.monotonic() < end, 'nginx never answered'
+                time.sleep(0.05)
+        self.worker = self.workers()
+        assert len(self.worker) == 1, self.worker
+        self.worker = self.worker[0]
+
+    def log_text(self):
+        self.log.seek(0)
+        return self.log.read()
+
+    def workers(self):
+        with open(f'/proc/{self.proc.pid}/task/{self.proc.pid}/'
+                  'children') as f:
+            return [int(p) for p in f.read().split()]
+
+    def get_all(self, rounds, stop=None):
+        """GET every file rounds times (or until stop is set) on one
+        keep-alive connection; every body must be the file, byte for
+        byte. The number of answers."""
+        c = http.client.HTTPConnection('127.0.0.1', self.port, timeout=20)
+        n = 0
+        try:
+            for i in itertools.count():
+                if stop is None and i >= rounds or stop and stop.is_set():
+                    break
+                for name, body in self.files.items():
+                    c.request('GET', '/' + name)
+                    r = c.getresponse()
+                    got = r.read()
+                    assert r.status == 200, (name, r.status)
+                    assert got == body, f'{name}: {len(got)} bytes, ' \
+                        'not the file'
+                    n += 1
+        finally:
+            c.close()
+        return n
+
+    def check(self, when):
+        """The same worker (none died and was replaced) answers every
+        file right; the log says nothing of a crash."""
+        assert self.proc.poll() is None, f'nginx died {when}'
+        assert self.workers() == [self.worker], \
+            f'{when}: worker {self.worker} replaced: {self.log_text()}'
+        assert self.get_all(50) == 150, when
+        assert not re.search(r'signal|alert|emerg|crit', self.log_text()), \
+            self.log_text()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture
+def nginx():
+    need(NGINX, NGINX_CONF)
+    n = Nginx()
+    yield n
+    n.stop()
+
+
+def test_nginx_first_read(proffs, nginx):
+    """The first heap read of Debian's nginx worker, under a load of
+    keep-alive GETs: a profile with nginx's pool allocations; every body
+    of the load and after it byte-identical to the file served, after the
+    read and after the daemon has gone, by the same worker."""
+    stop = threading.Event()
+    done, errors = [], []
+
+    def load():
+        try:
+            done.append(nginx.get_all(0, stop))
+        except BaseException as e:     # noqa: B902 - reported below
+            errors.append(e)
+    loaders = [threading.Thread(target=load) for _ in range(2)]
+    for t in loaders:
+        t.start()
+    try:
+        data = proffs.read(nginx.worker, 'heap_2s.pb.gz')
+    finally:
+        stop.set()
+        for t in loaders:
+            t.join(30)
+    assert not errors, errors
+    assert data is not None, 'the first read was refused (EAGAIN)'
+    assert sum(done) > 0
+    p = util.validate_pprof(util.save(data, f'nginx-heap-{nginx.worker}'
+                                            '.pb.gz'))
+    assert not [c for c in p.comments if 'uprobe' in c or 'refused' in c],\
+        p.comments
+    assert proffs.log_lines(r'heap: pid %d: agent loaded in \d+ ms' %
+                            nginx.worker), proffs.log_text()
+    a = util.validate_pprof(util.save(
+        proffs.read(nginx.worker, 'allocs.pb.gz'),
+        f'nginx-allocs-{nginx.worker}.pb.gz'))
+    assert any('ngx_create_pool' in s.frames or 'ngx_alloc' in s.frames
+               for s in a.samples), [s.frames for s in a.samples]
+    nginx.check('after the read')
+    proffs.unmount()
+    time.sleep(AGENT_DISARM_S)
+    nginx.check('after the daemon has gone')
