@@ -16,6 +16,11 @@ target did not finish in time); stopped (the target was left in a
 ptrace or job-control stop); error (any other failed read or exit).
 Passes when nothing is bad and at most max(1, loads // 100) are refused.
 
+The patterns redis, nginx, sqlite3, python3 and node are Debian's own
+programs under a real load, checked for correct answers and progress
+after the read and after the daemon let the agent go (distro.py; their
+verdicts wrong, stalled and dead are bad too).
+
     stress.py --loads 1000 --jobs 2 [--seed S] [--patterns a,b]
               [--build DIR] [--mount DIR | --proffs-build DIR]
 """
@@ -33,12 +38,15 @@ import tempfile
 import threading
 import time
 
+import distro
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 C_PATTERNS = ['grow', 'calloc', 'threads', 'realloc', 'fork', 'signal',
               'dlopen', 'threadloop', 'fpu']
 CXX_PATTERNS = ['cxx', 'cxx_tcmalloc', 'cxx_jemalloc']
-BAD = ('abort', 'crash', 'corrupt', 'hang', 'stopped', 'error')
+DISTRO_PATTERNS = distro.PATTERNS
+BAD = ('abort', 'crash', 'corrupt', 'hang', 'stopped', 'error') + distro.BAD
 RUN_S = 60           # at most; SIGUSR2 ends it once the read is done
 AFTER_READ_S = 0.3   # the pattern runs on this long with the agent armed
 READ_TIMEOUT = 40    # a 1 s window, the load, and room for a busy machine
@@ -54,7 +62,9 @@ def command(build, pattern):
 
 
 def available(build, patterns):
-    return [p for p in patterns if os.access(command(build, p)[0], os.X_OK)]
+    have = distro.available()
+    return [p for p in patterns if p in have or p not in DISTRO_PATTERNS
+            and os.access(command(build, p)[0], os.X_OK)]
 
 
 def proc_state(pid):
@@ -80,8 +90,11 @@ def read_profile(path, out):
                                      str(e.errno)))
 
 
-def one_load(build, mnt, pattern, seed):
+def one_load(build, mnt, pattern, seed, log_lines=None):
     """Returns (verdict, detail, pid)."""
+    if pattern in DISTRO_PATTERNS:
+        return distro.one_load(mnt, pattern, seed, read_profile, log_lines,
+                               READ_TIMEOUT)
     rng = random.Random(seed)
     t = subprocess.Popen(command(build, pattern), stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
@@ -135,7 +148,8 @@ class Mount:
         self.log = open(self.log_path, 'w')
         self.proc = subprocess.Popen(
             [os.path.join(build, 'fs', 'proffs'), '-f', '-o',
-             'agent=' + agent, self.dir], stdout=self.log,
+             'agent=' + agent, '-o', 'heap_idle=1', self.dir],
+            stdout=self.log,
             stderr=subprocess.STDOUT)
         end = time.monotonic() + 10
         while not os.path.ismount(self.dir):
@@ -173,7 +187,8 @@ def run(build, mnt, loads, jobs, seed, patterns, log_lines=None):
     table = collections.defaultdict(collections.Counter)
     bad = []
     with concurrent.futures.ThreadPoolExecutor(jobs) as ex:
-        futs = {ex.submit(one_load, build, mnt, p, rng.random()): p
+        futs = {ex.submit(one_load, build, mnt, p, rng.random(),
+                          log_lines): p
                 for p in plan}
         for f in concurrent.futures.as_completed(futs):
             p = futs[f]
