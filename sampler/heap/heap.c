@@ -23,6 +23,7 @@
 #include "heap_budget.h"
 #include "heap_counts.h"
 #include "heap_load.h"
+#include "heap_fallback.h"
 #include "heap_memstats.h"
 #include "heap_model.h"
 #include "heap_ring.h"
@@ -847,40 +848,6 @@ int heap_agents_check(const struct heap_agents *a)
 	return a->o.method == HEAP_UPROBE ? heap_uprobe_allowed() : 0;
 }
 
-/* Always windowed: without a window, the request's default one. */
-static int uprobe_profile(struct heap_agents *a, const struct heap_opts *o,
-			  const char *why, struct profile **out,
-			  struct heap_stats *st)
-{
-	struct heap_uprobe_opts uo = {
-		.pid = o->pid, .window_ms = o->window_ms, .stop = o->stop,
-		.cache = a->o.cache, .max_stacks = a->o.max_stacks,
-		.allocs = o->allocs, .why = why,
-	};
-	struct heap_memstats ms = { 0 };
-	struct heap_uprobe_stats us;
-	char no_agent[160];
-	int ret;
-
-	st->uprobe = true;
-	ret = heap_uprobe_profile(&uo, out, &us);
-	st->samples = us.samples;
-	st->frees = us.frees;
-	st->lost = us.lost;
-	st->tripped = us.tripped;
-	if (ret)
-		return ret;
-	snprintf(no_agent, sizeof(no_agent), "measured by uprobes over the "
-		 "window: %s", why);
-	ms.no_agent = no_agent;
-	ret = add_memstats(*out, o->pid, &ms);
-	if (ret) {
-		profile_free(*out);
-		*out = NULL;
-	}
-	return ret;
-}
-
 /* An empty profile of pid to hang MemStats on. */
 static int memstats_profile(pid_t pid, struct profile **out)
 {
@@ -945,39 +912,6 @@ int heap_memstats(struct heap_agents *a, const struct heap_opts *o,
 	return ret;
 }
 
-/*
- * HEAP_AUTO, and the agent was refused (-EAGAIN: no moment when every
- * thread was at a safe point). Reading again may not help - a thread
- * that lives where no rule knows it safe is found there every time - so
- * this read is answered by the uprobe fallback, over its window, saying
- * why; the next read tries the agent again. Without the right to place
- * uprobes (not root) it stays -EAGAIN, logged with what to do.
- */
-static int refused(struct heap_agents *a, const struct heap_opts *o,
-		   const char *why, struct profile **out,
-		   struct heap_stats *st, uint64_t t0)
-{
-	char because[240];
-	int ret;
-
-	if (!why[0])
-		why = "its threads were never all at a safe point";
-	if (heap_uprobe_allowed()) {
-		pr_warn("heap: pid %d: the agent was refused (%s); no uprobe "
-			"fallback without root: start the program with "
-			"LD_PRELOAD=libproffs-heap.so, or run proffs as root",
-			(int)o->pid, why);
-		return -EAGAIN;
-	}
-	pr_info("heap: pid %d: the agent was refused (%s): uprobes for %llu "
-		"ms instead", (int)o->pid, why,
-		(unsigned long long)o->window_ms);
-	snprintf(because, sizeof(because), "the agent was refused: %s", why);
-	ret = uprobe_profile(a, o, because, out, st);
-	st->elapsed_ns = now_ns() - t0;
-	return ret;
-}
-
 int heap_profile(struct heap_agents *a, const struct heap_opts *o,
 		 struct profile **out, struct heap_stats *st)
 {
@@ -990,7 +924,8 @@ int heap_profile(struct heap_agents *a, const struct heap_opts *o,
 	if (o->pid <= 0 || !o->window_ms)
 		return -EINVAL;
 	if (a->o.method == HEAP_UPROBE) {
-		ret = uprobe_profile(a, o, "heap=uprobe", out, st);
+		ret = heap_fallback_profile(a->o.cache, a->o.max_stacks, o,
+					    "heap=uprobe", out, st);
 		goto out;
 	}
 	ret = get_agent(a, o->pid, rate, &ag, &st->armed_now, why,
@@ -1002,12 +937,16 @@ int heap_profile(struct heap_agents *a, const struct heap_opts *o,
 		pr_info("heap: pid %d: the agent cannot be loaded: uprobes "
 			"for %llu ms instead", (int)o->pid,
 			(unsigned long long)o->window_ms);
-		ret = uprobe_profile(a, o, "the agent cannot be loaded", out,
-				     st);
+		ret = heap_fallback_profile(a->o.cache, a->o.max_stacks, o,
+					    "the agent cannot be loaded", out,
+					    st);
 		goto out;
 	}
-	if (ret == -EAGAIN && a->o.method == HEAP_AUTO)
-		return refused(a, o, why, out, st, t0);
+	if (ret == -EAGAIN && a->o.method == HEAP_AUTO) {
+		ret = heap_fallback_refused(a->o.cache, a->o.max_stacks, o,
+					    why, out, st);
+		goto out;
+	}
 	if (ret)
 		return ret;
 	ret = measure(ag, o, st->armed_now, out, st);
