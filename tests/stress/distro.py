@@ -49,12 +49,15 @@ JS_LOOP = r'''
 let n = 0, keep = [];
 process.stdout.write('ready\n');
 function step() {
+  let sum = 0;
   for (let k = 0; k < 500; k++) {
-    keep.push({a: new Array(50).fill(k), b: Buffer.alloc(256 + k % 64),
-               s: 'x'.repeat(k % 50)});
+    const o = {a: new Array(50).fill(k), b: Buffer.alloc(256 + k % 64),
+               s: 'x'.repeat(k % 50)};
+    keep.push(o);
+    sum += o.a.length + o.b.length + o.s.length;
     if (keep.length > 5000) keep = [];
   }
-  if (keep[keep.length - 1].a.length !== 50) throw new Error('wrong');
+  if (sum !== 180688) throw new Error('wrong sum ' + sum);
   n++;
   if (n % 10 == 0) process.stdout.write(n + '\n');
   setImmediate(step);
