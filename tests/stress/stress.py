@@ -179,10 +179,24 @@ class Mount:
                     and re.search(r'inject|agent|heap', l)]
 
 
-def run(build, mnt, loads, jobs, seed, patterns, log_lines=None):
+def plan_loads(loads, patterns, distro_share=None):
+    """Which pattern each load runs: round robin; with distro_share, that
+    share of the loads (rounded up) goes to the distro patterns among
+    patterns, the rest to the others."""
+    ours = [p for p in patterns if p not in DISTRO_PATTERNS]
+    theirs = [p for p in patterns if p in DISTRO_PATTERNS]
+    if distro_share is None or not ours or not theirs:
+        return [patterns[i % len(patterns)] for i in range(loads)]
+    n = min(loads, -int(-loads * distro_share // 1))
+    return [theirs[i % len(theirs)] for i in range(n)] + \
+        [ours[i % len(ours)] for i in range(loads - n)]
+
+
+def run(build, mnt, loads, jobs, seed, patterns, log_lines=None,
+        distro_share=None):
     """Returns {pattern: Counter(verdict)} and the list of bad loads."""
     rng = random.Random(seed)
-    plan = [patterns[i % len(patterns)] for i in range(loads)]
+    plan = plan_loads(loads, patterns, distro_share)
     rng.shuffle(plan)
     table = collections.defaultdict(collections.Counter)
     bad = []
@@ -241,7 +255,10 @@ def main():
     ap.add_argument('--jobs', type=int, default=2)
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--patterns', default=','.join(C_PATTERNS +
-                                                   CXX_PATTERNS))
+                                                   CXX_PATTERNS +
+                                                   DISTRO_PATTERNS))
+    ap.add_argument('--distro-share', type=float, default=0.35,
+                    help='the share of loads into Debian\'s programs')
     ap.add_argument('--build', default=os.path.join(REPO, 'build'))
     ap.add_argument('--mount', help='a mounted proffs to use')
     ap.add_argument('--proffs-build', help='the build directory of the '
@@ -257,7 +274,8 @@ def main():
     try:
         t0 = time.monotonic()
         table, bad = run(a.build, a.mount or m.dir, a.loads, a.jobs,
-                         a.seed, patterns, m.lines if m else None)
+                         a.seed, patterns, m.lines if m else None,
+                         a.distro_share)
         ok, _ = report(table, bad, a.loads)
         print(f'stress: {time.monotonic() - t0:.0f} s')
         if m:
