@@ -469,6 +469,11 @@ def one_load(mnt, pattern, seed, read_profile, log_lines, read_timeout):
         reader.start()
         reader.join(read_timeout)
         read = out.get('result', 'hang')
+        said = log_lines(pid) if read == 'ok' else []
+        if any('the agent was refused' in l for l in said):
+            read = 'refused'    # answered by uprobes: no agent
+        elif any('agent cannot be loaded' in l for l in said):
+            read = 'error:the agent could not be loaded'
         s.end_load()
         s.check('after the read')
         if read == 'ok':

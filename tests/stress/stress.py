@@ -135,7 +135,17 @@ def one_load(build, mnt, pattern, seed, log_lines=None):
         return 'hang', f'read did not finish in {READ_TIMEOUT} s', t.pid
     if read.startswith('error'):
         return 'error', read, t.pid
-    return read, '', t.pid
+    return fallback(read, log_lines, t.pid), '', t.pid
+
+
+def fallback(read, log_lines, pid):
+    """A read the daemon answered with the uprobe fallback because the
+    agent was refused (heap=auto) is a refused load, however good its
+    profile."""
+    if read == 'ok' and log_lines and \
+       any('the agent was refused' in l for l in log_lines(pid)):
+        return 'refused'
+    return read
 
 
 class Mount:
