@@ -412,24 +412,24 @@ static const struct dso *idle_thread(struct safepoint *sp,
 				     const uint64_t *pcs, int n,
 				     bool complete, long sysno)
 {
-	const struct obj_rule *r = NULL, *inner = NULL, *alloc = NULL;
-	uint64_t inner_bias = 0;
+	/* A rule pointer lasts only to the next rule_at(): the table may
+	 * grow. What is needed of one is taken at once. */
+	const struct obj_rule *r = NULL;
+	const struct dso *alloc;
+	bool in_wait = false;
 	struct map_entry *e;
 	int i = 0;
 
 	if (!complete || sysno != SYS_futex)
 		return NULL;
-	for (; i < n && (r = rule_at(sp, pcs[i], &e)) && r->base; i++) {
-		inner = r;
-		inner_bias = e->bias;	/* e may not outlive a reload */
-	}
-	if (i == 0 || i == n || !r || !r->whole || !r->idle ||
-	    !dso_ranges_hold(inner->cond_waits, inner->ncond_waits,
-			     pcs[i - 1] - inner_bias))
+	for (; i < n && (r = rule_at(sp, pcs[i], &e)) && r->base; i++)
+		in_wait = dso_ranges_hold(r->cond_waits, r->ncond_waits,
+					  pcs[i] - e->bias);
+	if (i == 0 || i == n || !in_wait || !r || !r->whole || !r->idle)
 		return NULL;
-	alloc = r;
-	for (; i < n && (r = rule_at(sp, pcs[i], &e)) == alloc; i++)
-		;
+	alloc = r->dso;
+	while (i < n && (r = rule_at(sp, pcs[i], &e)) && r->dso == alloc)
+		i++;
 	if (i == n)
 		return NULL;	/* a thread not started by libc */
 	for (; i < n; i++) {
@@ -437,7 +437,7 @@ static const struct dso *idle_thread(struct safepoint *sp,
 		if (!r || !r->base)
 			return NULL;
 	}
-	return alloc->dso;
+	return alloc;
 }
 
 bool safepoint_unsafe(struct safepoint *sp, const uint64_t *pcs, int n,
