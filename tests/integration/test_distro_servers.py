@@ -72,6 +72,13 @@ class Redis:
                                      stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
         self.pid = self.proc.pid
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def wait_ready(self):
         end = time.monotonic() + 20
         while self.cli('PING', check=False) != 'PONG':
             assert self.proc.poll() is None, self.log_text()
@@ -269,6 +276,13 @@ class Nginx:
             [NGINX, '-c', path, '-e', 'stderr', '-g', 'daemon off;'],
             stdout=self.log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL)
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def wait_ready(self):
         end = time.monotonic() + 20
         while True:
             assert self.proc.poll() is None, self.log_text()

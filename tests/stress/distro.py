@@ -111,7 +111,8 @@ class Service:
     asks it to exit and returns its exit status."""
     stop_sig = signal.SIGTERM
 
-    def __init__(self, rng):
+    def __init__(self, rng, held):
+        held.append(self)   # cleaned up even if the start fails
         self.rng = rng
         self.dir = tempfile.mkdtemp(prefix='proffs-stress-')
         os.chmod(self.dir, 0o755)
@@ -157,12 +158,14 @@ class Service:
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        if getattr(self, 'log', None):
+            self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class Redis(Service):
-    def __init__(self, rng):
-        super().__init__(rng)
+    def __init__(self, rng, held):
+        super().__init__(rng, held)
         self.port = free_port()
         with open(REDIS_CONF) as f:
             conf = f.read()
@@ -226,8 +229,8 @@ class Redis(Service):
 class Nginx(Service):
     stop_sig = signal.SIGQUIT      # graceful
 
-    def __init__(self, rng):
-        super().__init__(rng)
+    def __init__(self, rng, held):
+        super().__init__(rng, held)
         self.port = free_port()
         root = self.dir + '/www'
         os.mkdir(root, 0o755)
@@ -308,8 +311,8 @@ class Sqlite(Service):
     """sqlite3's shell on a database file, fed statements on its stdin;
     each batch ends with a SELECT whose answer is known."""
 
-    def __init__(self, rng):
-        super().__init__(rng)
+    def __init__(self, rng, held):
+        super().__init__(rng, held)
         self.proc = subprocess.Popen(['sqlite3', '-batch',
                                       self.dir + '/db'],
                                      stdin=subprocess.PIPE,
@@ -373,8 +376,8 @@ class Loop(Service):
     prints a counter: progress per second of its CPU time."""
     TICK = os.sysconf('SC_CLK_TCK')
 
-    def __init__(self, rng, argv, script, text):
-        super().__init__(rng)
+    def __init__(self, rng, held, argv, script, text):
+        super().__init__(rng, held)
         with open(self.dir + '/' + script, 'w') as f:
             f.write(text)
         self.proc = subprocess.Popen(argv + [self.dir + '/' + script],
@@ -426,16 +429,16 @@ class Loop(Service):
         return 0
 
 
-def start(pattern, rng):
+def start(pattern, rng, held):
     if pattern == 'redis':
-        return Redis(rng)
+        return Redis(rng, held)
     if pattern == 'nginx':
-        return Nginx(rng)
+        return Nginx(rng, held)
     if pattern == 'sqlite3':
-        return Sqlite(rng)
+        return Sqlite(rng, held)
     if pattern == 'python3':
-        return Loop(rng, ['/usr/bin/python3'], 'loop.py', PY_LOOP)
-    return Loop(rng, ['/usr/bin/node'], 'loop.js', JS_LOOP)
+        return Loop(rng, held, ['/usr/bin/python3'], 'loop.py', PY_LOOP)
+    return Loop(rng, held, ['/usr/bin/node'], 'loop.js', JS_LOOP)
 
 
 def disarmed(log_lines, pid):
@@ -454,10 +457,10 @@ def disarmed(log_lines, pid):
 def one_load(mnt, pattern, seed, read_profile, log_lines, read_timeout):
     """Returns (verdict, detail, pid)."""
     rng = random.Random(seed)
-    s = None
+    held = []
     pid = 0
     try:
-        s = start(pattern, rng)
+        s = start(pattern, rng, held)
         pid = s.pid
         s.load()
         time.sleep(rng.uniform(0.1, 0.9))
@@ -492,6 +495,8 @@ def one_load(mnt, pattern, seed, read_profile, log_lines, read_timeout):
         return read, '', pid
     except Bad as e:
         return e.verdict, str(e), pid
+    except Exception as e:      # noqa: B902 - the harness's own trouble
+        return 'error', f'{type(e).__name__}: {e}', pid
     finally:
-        if s:
-            s.cleanup()
+        for h in held:
+            h.cleanup()
