@@ -4,9 +4,12 @@
  * the kernel part of a sample's callchain.
  *
  * One table for the daemon: created empty at start (kallsyms_new()),
- * read once, by the first session that wants kernel frames
+ * read once, by the first session that has a kernel frame to name
  * (kallsyms_ready()), then shared by every session; about 120,000 text
- * symbols, 5 MiB, 50-100 ms to load here. Only text symbols (t, T, w, W)
+ * symbols, 4.5 MiB, kept for the daemon's life (its one bound: the
+ * kernel's symbol count). Reading costs ~40 ms here, 35 of them in the
+ * kernel formatting the file: large reads, hand-parsed lines, no sort
+ * when the file is in address order (it is). Only text symbols (t, T, w, W)
  * are kept, sorted by address; a function runs to the next symbol.
  * Modules loaded later are not seen (their frames are named by address).
  *
@@ -35,6 +38,10 @@ void kallsyms_free(struct kallsyms *k);
  * tried again). True when it holds symbols with their addresses.
  */
 bool kallsyms_ready(struct kallsyms *k);
+
+/* Whether the table was read (kallsyms_ready() will not read again):
+ * never blocks, never reads. */
+bool kallsyms_tried(const struct kallsyms *k);
 
 /*
  * The function holding addr (the symbol at or below it, with *start its
