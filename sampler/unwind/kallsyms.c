@@ -19,20 +19,17 @@
 
 #include "grow.h"
 #include "kallsyms.h"
+#include "kallsyms_i.h"
 #include "log.h"
 
 #define KALLSYMS_PATH "/proc/kallsyms"
 
-struct ksym {
-	uint64_t addr;
-	uint32_t name;		/* offset in names */
-	char type;		/* t, T, w or W */
-};
 
 #define READ_CHUNK (256 * 1024)	/* /proc/kallsyms: ~5 MiB of text */
 
 struct kallsyms {
 	char *path;
+	char *cache_dir;	/* NULL: no cache of the table (kallsyms_i.h) */
 	pthread_mutex_t lock;
 	_Atomic int state;	/* 0: not read; 1: ready; -1: read, useless */
 	struct ksym *syms;
@@ -69,7 +66,19 @@ void kallsyms_free(struct kallsyms *k)
 	free(k->syms);
 	free(k->names);
 	free(k->path);
+	free(k->cache_dir);
 	free(k);
+}
+
+int kallsyms_set_cache_dir(struct kallsyms *k, const char *dir)
+{
+	char *copy = dir ? strdup(dir) : NULL;
+
+	if (dir && !copy)
+		return -ENOMEM;
+	free(k->cache_dir);
+	k->cache_dir = copy;
+	return 0;
 }
 
 static int grow(void **v, size_t *cap, size_t need, size_t elem)
@@ -192,7 +201,7 @@ static void settle(struct kallsyms *k)
 }
 
 /* The file in READ_CHUNK reads, lines parsed where they lie. */
-static int load(struct kallsyms *k)
+static int load_file(struct kallsyms *k)
 {
 	int fd = open(k->path, O_RDONLY | O_CLOEXEC);
 	size_t have = 0;
@@ -235,6 +244,36 @@ static int load(struct kallsyms *k)
 	settle(k);
 	/* Hidden from this reader: every address 0, one symbol left. */
 	return k->n > 1 && k->syms[k->n - 1].addr ? 0 : -EPERM;
+}
+
+/* This boot's table from the cache, else from the file, then cached. */
+static int load(struct kallsyms *k)
+{
+	struct kallsyms_image img = { 0 };
+	int ret;
+
+	if (k->cache_dir && !kallsyms_cache_load(k->cache_dir, k->path, &img)) {
+		k->syms = img.syms;
+		k->n = k->cap = img.n;
+		k->names = img.names;
+		k->names_len = k->names_cap = img.names_len;
+		memcpy(k->sched, img.sched, sizeof(k->sched));
+		memcpy(k->locks, img.locks, sizeof(k->locks));
+		pr_debug("kallsyms: %zu kernel functions from the cache in %s",
+			 k->n, k->cache_dir);
+		return 0;
+	}
+	ret = load_file(k);
+	if (!ret && k->cache_dir) {
+		img = (struct kallsyms_image){
+			.syms = k->syms, .n = k->n, .names = k->names,
+			.names_len = k->names_len,
+		};
+		memcpy(img.sched, k->sched, sizeof(k->sched));
+		memcpy(img.locks, k->locks, sizeof(k->locks));
+		kallsyms_cache_save(k->cache_dir, k->path, &img);
+	}
+	return ret;
 }
 
 bool kallsyms_ready(struct kallsyms *k)
