@@ -62,6 +62,7 @@ static inline void proffs_status_src(struct proffs *fs,
 		.registry = fs->registry, .heap = fs->heap,
 		.fuse = &fs->refused,
 		.http = fs->http ? &fs->http_refused : NULL,
+		.dsos = fs->dsos, .ksyms = fs->ksyms,
 		.uptime_s = ts.tv_sec - fs->start_s,
 	};
 }

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@
 #include "cu_index.h"
 #include "demangle.h"
 #include "dso.h"
+#include "clock.h"
 #include "log.h"
 
 #define DSO_DEFAULT_ROOTS	"/usr/lib/debug"
@@ -66,6 +68,7 @@ struct dso_sym {
 
 struct dso {
 	atomic_int refs;
+	_Atomic uint64_t last_put_ms;	/* when a holder last let go */
 	char *name;
 	char *build_id;		/* hex, "" when none */
 	char *sysroot;		/* open_path minus name, e.g. /proc/1/root */
@@ -123,6 +126,10 @@ struct dso_cache {
 	char *roots;
 	struct cache_ent **tab;	/* protected by lock */
 	size_t ntab, nent;
+	size_t nobj;		/* dsos the cache holds (owner entries) */
+	size_t max;		/* DSO_CACHE_MAX unless set */
+	uint64_t idle_ms;	/* DSO_CACHE_IDLE_S unless set */
+	uint64_t swept_ms, expired;
 };
 
 /* ---- u64 -> u64 map ---- */
@@ -443,6 +450,8 @@ int dso_cache_new(const char *debug_roots, struct dso_cache **out)
 		return -ENOMEM;
 	c->roots = strdup(debug_roots ? debug_roots : DSO_DEFAULT_ROOTS);
 	c->ntab = 256;
+	c->max = DSO_CACHE_MAX;
+	c->idle_ms = DSO_CACHE_IDLE_S * 1000ull;
 	c->tab = calloc(c->ntab, sizeof(*c->tab));
 	if (!c->roots || !c->tab) {
 		free(c->roots);
@@ -536,11 +545,95 @@ static int cache_insert(struct dso_cache *c, const char *key, struct dso *d,
 	memcpy(e->key, key, len);
 	e->dso = d;
 	e->owner = owner;
+	c->nobj += owner;
 	b = hash_str(key) & (c->ntab - 1);
 	e->next = c->tab[b];
 	c->tab[b] = e;
 	c->nent++;
 	return 0;
+}
+
+/* Called with c->lock held: drop every entry of d, and the cache's
+ * reference (the last one: nobody else holds d). */
+static void cache_drop(struct dso_cache *c, struct dso *d)
+{
+	for (size_t i = 0; i < c->ntab; i++)
+		for (struct cache_ent **pe = &c->tab[i], *e; (e = *pe);) {
+			if (e->dso != d) {
+				pe = &e->next;
+				continue;
+			}
+			*pe = e->next;
+			c->nent--;
+			c->nobj -= e->owner;
+			free(e);
+		}
+	c->expired++;
+	dso_put(d);
+}
+
+/* Called with c->lock held: the dso nobody but the cache holds, let go
+ * of longest ago, or NULL. */
+static struct dso *cache_oldest_unused(const struct dso_cache *c)
+{
+	struct dso *best = NULL;
+	uint64_t best_ms = UINT64_MAX;
+
+	for (size_t i = 0; i < c->ntab; i++)
+		for (struct cache_ent *e = c->tab[i]; e; e = e->next) {
+			uint64_t t = atomic_load_explicit(
+				&e->dso->last_put_ms, memory_order_relaxed);
+
+			if (e->owner && atomic_load(&e->dso->refs) == 1 &&
+			    t < best_ms) {
+				best = e->dso;
+				best_ms = t;
+			}
+		}
+	return best;
+}
+
+void dso_cache_sweep(struct dso_cache *c, bool now)
+{
+	uint64_t ms = now_ns() / 1000000;
+	size_t dropped = 0;
+	struct dso *d;
+
+	pthread_mutex_lock(&c->lock);
+	if (!now && ms - c->swept_ms < DSO_CACHE_SWEEP_MS) {
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
+	c->swept_ms = ms;
+	/* A reference is only taken under the lock, or from a holder: one
+	 * held by the cache alone stays so while we look. */
+	while ((d = cache_oldest_unused(c)) &&
+	       (c->nobj > c->max ||
+		ms - atomic_load(&d->last_put_ms) >= c->idle_ms)) {
+		cache_drop(c, d);
+		dropped++;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (dropped)
+		malloc_trim(0);	/* give the freed tables back to the system */
+}
+
+void dso_cache_set_limits(struct dso_cache *c, uint64_t idle_ms, size_t max)
+{
+	pthread_mutex_lock(&c->lock);
+	c->idle_ms = idle_ms;
+	c->max = max;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void dso_cache_stats(struct dso_cache *c, struct dso_cache_stats *st)
+{
+	dso_cache_sweep(c, true);
+	pthread_mutex_lock(&c->lock);
+	*st = (struct dso_cache_stats){ .objects = c->nobj, .max = c->max,
+					.idle_ms = c->idle_ms,
+					.expired = c->expired };
+	pthread_mutex_unlock(&c->lock);
 }
 
 /* Publish a freshly loaded d, or return the dso that won a race or shares
@@ -586,6 +679,7 @@ int dso_cache_get(struct dso_cache *c, const char *open_path,
 
 	if (!name)
 		name = open_path;
+	dso_cache_sweep(c, false);
 	fd = open(open_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -677,6 +771,10 @@ struct dso *dso_get(struct dso *d)
 
 void dso_put(struct dso *d)
 {
+	if (d)
+		atomic_store_explicit(&d->last_put_ms,
+				      now_ns() / 1000000,
+				      memory_order_relaxed);
 	if (d && atomic_fetch_sub_explicit(&d->refs, 1,
 					   memory_order_acq_rel) == 1)
 		dso_free(d);

@@ -311,6 +311,14 @@ bool kallsyms_ready(struct kallsyms *k)
 	return atomic_load_explicit(&k->state, memory_order_acquire) > 0;
 }
 
+void kallsyms_size(const struct kallsyms *k, size_t *symbols, size_t *bytes)
+{
+	bool ready = atomic_load_explicit(&k->state, memory_order_acquire) > 0;
+
+	*symbols = ready ? k->n : 0;
+	*bytes = ready ? k->cap * sizeof(*k->syms) + k->names_cap : 0;
+}
+
 bool kallsyms_tried(const struct kallsyms *k)
 {
 	return atomic_load_explicit(&k->state, memory_order_acquire) != 0;

@@ -25,6 +25,7 @@
 #define PROFFS_KALLSYMS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct kallsyms;
@@ -46,6 +47,9 @@ int kallsyms_set_cache_dir(struct kallsyms *k, const char *dir);
  * tried again). True when it holds symbols with their addresses.
  */
 bool kallsyms_ready(struct kallsyms *k);
+
+/* Symbols held and the bytes they take: 0, 0 until the table is ready. */
+void kallsyms_size(const struct kallsyms *k, size_t *symbols, size_t *bytes);
 
 /* Whether the table was read (kallsyms_ready() will not read again):
  * never blocks, never reads. */
