@@ -733,7 +733,14 @@ static void test_expiry(void)
 	      st.objects);
 	d[0] = get(c, files[0]);
 	check_caps(d[0], true, true, true, "again");
+	/* mapped by a process that runs (this one): kept while idle */
+	dso_note_user(d[0], getpid());
 	dso_put(d[0]);
+	dso_cache_stats(c, &st);
+	CHECK(st.objects == 1, "a mapped one went: %zu", st.objects);
+	dso_cache_set_limits(c, 0, 0);	/* the bound still applies */
+	dso_cache_stats(c, &st);
+	CHECK(st.objects == 0, "past the bound, mapped: %zu", st.objects);
 	dso_cache_free(c);
 }
 

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,6 +43,8 @@
 /* Deeper inline chains are cut in the middle; the outer function stays. */
 #define DSO_MAX_FRAMES		32
 #define U64MAP_EMPTY		UINT64_MAX
+/* Processes a dso remembers mapping it: the latest few. */
+#define DSO_USERS		4
 
 /* Open addressing, linear probing; keys are never U64MAP_EMPTY. */
 struct u64map {
@@ -69,6 +72,8 @@ struct dso_sym {
 struct dso {
 	atomic_int refs;
 	_Atomic uint64_t last_put_ms;	/* when a holder last let go */
+	_Atomic pid_t users[DSO_USERS];	/* processes seen mapping it */
+	atomic_uint next_user;
 	char *name;
 	char *build_id;		/* hex, "" when none */
 	char *sysroot;		/* open_path minus name, e.g. /proc/1/root */
@@ -572,6 +577,30 @@ static void cache_drop(struct dso_cache *c, struct dso *d)
 	dso_put(d);
 }
 
+void dso_note_user(struct dso *d, pid_t pid)
+{
+	for (int i = 0; i < DSO_USERS; i++)
+		if (atomic_load_explicit(&d->users[i], memory_order_relaxed) ==
+		    pid)
+			return;
+	atomic_store_explicit(&d->users[atomic_fetch_add(&d->next_user, 1) %
+					DSO_USERS], pid, memory_order_relaxed);
+}
+
+/* Whether a process seen mapping d may still run (a reused pid keeps d a
+ * little longer, within the cache's bound). */
+static bool dso_mapped(struct dso *d)
+{
+	for (int i = 0; i < DSO_USERS; i++) {
+		pid_t pid = atomic_load_explicit(&d->users[i],
+						 memory_order_relaxed);
+
+		if (pid > 0 && (!kill(pid, 0) || errno == EPERM))
+			return true;
+	}
+	return false;
+}
+
 /* Called with c->lock held: the dso nobody but the cache holds, let go
  * of longest ago, or NULL. */
 static struct dso *cache_oldest_unused(const struct dso_cache *c)
@@ -593,6 +622,19 @@ static struct dso *cache_oldest_unused(const struct dso_cache *c)
 	return best;
 }
 
+/* Called with c->lock held: a dso nobody but the cache holds, idle for
+ * the expiry time, that no process seen mapping it runs; or NULL. */
+static struct dso *cache_expired(const struct dso_cache *c, uint64_t ms)
+{
+	for (size_t i = 0; i < c->ntab; i++)
+		for (struct cache_ent *e = c->tab[i]; e; e = e->next)
+			if (e->owner && atomic_load(&e->dso->refs) == 1 &&
+			    ms - atomic_load(&e->dso->last_put_ms) >=
+			    c->idle_ms && !dso_mapped(e->dso))
+				return e->dso;
+	return NULL;
+}
+
 void dso_cache_sweep(struct dso_cache *c, bool now)
 {
 	uint64_t ms = now_ns() / 1000000;
@@ -607,9 +649,11 @@ void dso_cache_sweep(struct dso_cache *c, bool now)
 	c->swept_ms = ms;
 	/* A reference is only taken under the lock, or from a holder: one
 	 * held by the cache alone stays so while we look. */
-	while ((d = cache_oldest_unused(c)) &&
-	       (c->nobj > c->max ||
-		ms - atomic_load(&d->last_put_ms) >= c->idle_ms)) {
+	while ((d = cache_expired(c, ms))) {
+		cache_drop(c, d);
+		dropped++;
+	}
+	while (c->nobj > c->max && (d = cache_oldest_unused(c))) {
 		cache_drop(c, d);
 		dropped++;
 	}

@@ -47,8 +47,9 @@ void dso_cache_free(struct dso_cache *c);
 /*
  * The cache's bound and expiry: a dso that no session or process context
  * holds (only the cache) goes DSO_CACHE_IDLE_S after its last holder let
- * go, and the least recently let go goes first while the cache holds
- * more than DSO_CACHE_MAX; a dso in use always stays. Sweeps happen at
+ * go once no process seen mapping it (dso_note_user()) runs any more;
+ * and the least recently let go goes first, mapped or not, while the
+ * cache holds more than DSO_CACHE_MAX. A dso in use always stays. Sweeps happen at
  * most every DSO_CACHE_SWEEP_MS, from dso_cache_get(), and when asked
  * (now: at once); freed memory is handed back to the system
  * (malloc_trim()).
@@ -57,6 +58,10 @@ void dso_cache_free(struct dso_cache *c);
 #define DSO_CACHE_MAX		256
 #define DSO_CACHE_SWEEP_MS	1000
 void dso_cache_sweep(struct dso_cache *c, bool now);
+
+/* pid maps d: d stays cached while it runs (the latest few such pids are
+ * remembered). */
+void dso_note_user(struct dso *d, pid_t pid);
 
 /* Other limits than the defaults above (tests). */
 void dso_cache_set_limits(struct dso_cache *c, uint64_t idle_ms, size_t max);

@@ -235,6 +235,12 @@ class Daemon:
         with open(os.path.join(self.mnt, str(pid), name), 'rb') as f:
             return f.read()
 
+    def samples(self):
+        """Samples of the last session done, from the daemon's log."""
+        done = re.findall(r'session \d+ done: .*samples=(\d+)',
+                          self.log_text())
+        return int(done[-1]) if done else 0
+
     def read_async(self, pid, name):
         th = threading.Thread(target=self.read, args=(pid, name),
                               daemon=True)
