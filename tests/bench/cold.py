@@ -59,14 +59,18 @@ def cold_read(build, t, window, hz, first_of_boot):
 
 
 def measure(build, runs=3, window=5, hz=999, first_of_boot=False,
-            quiet_wait=10):
-    """[{proffs: {...}, perf: {...}, ratio}] for each run."""
+            quiet_wait=10, budget_s=None):
+    """[{proffs: {...}, perf: {...}, ratio}] for each run; with budget_s,
+    no run starts after that many seconds (at least one runs)."""
+    t0 = time.monotonic()
     workers = os.path.join(build, 'tests', 'targets', 'workers')
     t = bench.Target([workers, '1'])
     tmp = tempfile.mkdtemp(prefix='proffs-cold-')
     out = []
     try:
         for _ in range(runs):
+            if out and budget_s and time.monotonic() - t0 > budget_s:
+                break
             if quiet_wait:
                 bench.wait_quiet([t.pid], quiet_wait)
             c = cold_read(build, t, window, hz, first_of_boot)
