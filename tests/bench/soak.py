@@ -127,6 +127,8 @@ def main():
     ap.add_argument('--live', type=int, default=8)
     ap.add_argument('--life', type=float, nargs=2, default=(10, 40))
     ap.add_argument('--readers', type=int, default=2)
+    ap.add_argument('--readme', action='store_true',
+                    help='also put the results into docs/performance.md')
     args = ap.parse_args()
     progs = [p for p in programs(args.build) if available(p)]
     pool = Pool(progs, args.live, args.life)
@@ -195,6 +197,8 @@ def main():
         ''])
     with open(os.path.join(args.out, 'soak-results.md'), 'w') as f:
         f.write(text)
+    if args.readme:
+        bench.splice_readme('soak', text)
     print(text)
     return 0 if ratio <= 1.2 else 1
 
