@@ -1,7 +1,8 @@
 #!/bin/bash
 # contrib/bench.sh - proffs against perf record --call-graph dwarf + perf
 # script on the same targets, at 99 and 999 Hz, in one run, into
-# tests/bench/results.md and results.png; then what heap profiling costs a
+# tests/bench/results.md and results.png; a fresh daemon's cold read
+# against perf, into cold-results.md; then what heap profiling costs a
 # malloc-heavy program - unprofiled, the agent armed and disarmed,
 # heaptrack -p, the uprobe fallback - into tests/bench/heap-results.md;
 # an HTTP read against a mount read, into http-results.md; then what the
@@ -16,6 +17,7 @@ cd "$(dirname "$0")/.."
 install_deps $PROFFS_BUILD_PKGS linux-perf python3 python3-matplotlib heaptrack
 build_proffs build
 /usr/bin/python3 tests/bench/bench.py --build build --out tests/bench --readme "$@"
+/usr/bin/python3 tests/bench/cold.py --build build --out tests/bench --both --readme
 /usr/bin/python3 tests/bench/http_read.py --build build --out tests/bench
 /usr/bin/python3 tests/bench/heap.py --build build --out tests/bench --readme
 exec /usr/bin/python3 tests/bench/offcpu.py --build build --out tests/bench --readme

@@ -260,6 +260,9 @@ static int state_init(struct proffs *fs, enum heap_method method)
 	ret = dso_cache_new(fs->opts.debug_roots, &fs->dsos);
 	if (!ret)
 		ret = kallsyms_new(NULL, &fs->ksyms);
+	/* root's daemons of one boot share the parsed table (kallsyms_i.h) */
+	if (!ret && !geteuid())
+		ret = kallsyms_set_cache_dir(fs->ksyms, "/run/proffs");
 	if (!ret)
 		ret = nodes_new(&fs->nodes);
 	ho.cache = fs->dsos;

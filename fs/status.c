@@ -9,9 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "config.h"
+#include "dso.h"
 #include "heap.h"
+#include "kallsyms.h"
 #include "name.h"
 #include "registry.h"
 #include "status.h"
@@ -55,7 +59,31 @@ struct snapshot {
 	struct refusal_row fuse[REFUSAL_ROWS], http[REFUSAL_ROWS];
 	bool has_http;
 	uint64_t uptime_s;
+	struct dso_cache_stats dsos;
+	size_t ksyms, ksyms_bytes;
+	unsigned long long cpu_user_us, cpu_system_us, rss_kb;
 };
+
+/* The daemon's own CPU time (every thread's, ended ones too) and RSS. */
+static void self_cost(struct snapshot *s)
+{
+	struct rusage ru;
+	unsigned long long pages = 0;
+	FILE *f;
+
+	if (!getrusage(RUSAGE_SELF, &ru)) {
+		s->cpu_user_us = ru.ru_utime.tv_sec * 1000000ull +
+				 ru.ru_utime.tv_usec;
+		s->cpu_system_us = ru.ru_stime.tv_sec * 1000000ull +
+				   ru.ru_stime.tv_usec;
+	}
+	f = fopen("/proc/self/statm", "re");
+	if (f && fscanf(f, "%*u %llu", &pages) == 1)
+		s->rss_kb = pages * (unsigned long long)sysconf(_SC_PAGESIZE) /
+			    1024;
+	if (f)
+		fclose(f);
+}
 
 static int take(const struct status_src *src, struct snapshot **out)
 {
@@ -71,6 +99,11 @@ static int take(const struct status_src *src, struct snapshot **out)
 	if (src->http)
 		refusal_rows(src->http, s->http);
 	s->uptime_s = src->uptime_s;
+	if (src->dsos)
+		dso_cache_stats(src->dsos, &s->dsos);
+	if (src->ksyms)
+		kallsyms_size(src->ksyms, &s->ksyms, &s->ksyms_bytes);
+	self_cost(s);
 	*out = s;
 	return 0;
 }
@@ -124,6 +157,13 @@ static void write_text(FILE *f, const struct snapshot *s)
 	fprintf(f, "agent_loaded: %llu\nagent_armed: %llu\n"
 		"agent_harmed: %llu\n", s->agents.loaded, s->agents.armed,
 		s->agents.harmed);
+	fprintf(f, "cpu_user_us: %llu\ncpu_system_us: %llu\nrss_kb: %llu\n"
+		"dso_cache_objects: %zu\ndso_cache_max_objects: %zu\n"
+		"dso_cache_idle_seconds: %llu\ndso_cache_expired: %llu\n"
+		"kallsyms_symbols: %zu\nkallsyms_bytes: %zu\n",
+		s->cpu_user_us, s->cpu_system_us, s->rss_kb, s->dsos.objects,
+		s->dsos.max, (unsigned long long)s->dsos.idle_ms / 1000,
+		(unsigned long long)s->dsos.expired, s->ksyms, s->ksyms_bytes);
 	for (int e = 0; e < HEAP_ERRNO_MAX; e++)
 		if (s->agents.failed[e])
 			fprintf(f, "agent_failed_%s: %llu\n", errno_label(e),
@@ -257,6 +297,28 @@ static void metrics_agents(FILE *f, const struct snapshot *s)
 				" %llu\n", errno_label(e), s->agents.failed[e]);
 }
 
+static void metrics_self(FILE *f, const struct snapshot *s)
+{
+	family(f, "cpu_seconds_total", "counter",
+	       "The daemon's own CPU time, every thread's, by mode.");
+	fprintf(f, "proffs_cpu_seconds_total{mode=\"user\"} %.6f\n"
+		"proffs_cpu_seconds_total{mode=\"system\"} %.6f\n",
+		s->cpu_user_us / 1e6, s->cpu_system_us / 1e6);
+	scalar(f, "resident_bytes", "gauge", "The daemon's resident memory.",
+	       s->rss_kb * 1024);
+	scalar(f, "dso_cache_objects", "gauge", "ELF objects cached (their "
+	       "symbols, DWARF and unwind tables).", s->dsos.objects);
+	scalar(f, "dso_cache_max_objects", "gauge", "The most the cache keeps "
+	       "once unused.", s->dsos.max);
+	scalar(f, "dso_cache_idle_seconds", "gauge", "How long an object "
+	       "nobody uses stays cached.", s->dsos.idle_ms / 1000);
+	scalar(f, "dso_cache_expired_total", "counter", "Objects let go.",
+	       s->dsos.expired);
+	scalar(f, "kallsyms_bytes", "gauge", "The kernel's symbol table, read "
+	       "once (0 until a profile has kernel frames).",
+	       s->ksyms_bytes);
+}
+
 static void write_metrics(FILE *f, const struct snapshot *s)
 {
 	family(f, "build_info", "gauge", "The daemon's version.");
@@ -268,6 +330,7 @@ static void write_metrics(FILE *f, const struct snapshot *s)
 	metrics_latency(f, s);
 	metrics_refusals(f, s);
 	metrics_agents(f, s);
+	metrics_self(f, s);
 }
 
 /* A snapshot of src, written by write into a new buffer. */

@@ -5,7 +5,10 @@
  * reads) and as GET /metrics over HTTP (Prometheus' text format, 0.0.4):
  * sessions by kind and result, samples and lost samples, bytes served,
  * refusals by reason and by way in (the mount or HTTP), heap agent loads
- * and their outcomes, and session latency as a histogram.
+ * and their outcomes, and session latency as a histogram; and what the
+ * daemon itself costs: its CPU time, its resident memory, and each
+ * cache's size with its bound and expiry (the ELF/DWARF objects of
+ * dso.h, the kernel's symbols of kallsyms.h).
  *
  * Refusals are counted by the FUSE handlers and the HTTP server
  * (status_refused()), by errno: every open and every change the daemon
@@ -22,7 +25,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct dso_cache;
 struct heap_agents;
+struct kallsyms;
 struct registry;
 
 /* The errnos counted by name; any other counts as other. EKEYREJECTED
@@ -47,6 +52,8 @@ struct status_src {
 	const struct status_refusals *fuse;	/* refused through the mount */
 	const struct status_refusals *http;	/* ... over HTTP, or NULL */
 	uint64_t uptime_s;
+	struct dso_cache *dsos;			/* may be NULL */
+	const struct kallsyms *ksyms;		/* may be NULL */
 };
 
 /* /prof/status: "key: value" lines, every value an integer but the

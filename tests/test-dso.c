@@ -696,6 +696,54 @@ static void test_ranges(void)
 	dso_cache_free(c);
 }
 
+/* The cache's bound and expiry: what nobody holds goes, least recently
+ * let go first, past the bound or after the idle time; what a holder
+ * holds stays; a dso let go is loaded again when asked. */
+static void test_expiry(void)
+{
+	const char *files[] = { path("fx"), path("forms/clang"),
+				path("forms/zlib") };
+	struct dso_cache_stats st;
+	struct dso_cache *c;
+	struct dso *d[3], *held;
+
+	CHECK(!dso_cache_new(path("empty-root"), &c), "cache");
+	for (int i = 0; i < 3; i++)
+		d[i] = get(c, files[i]);
+	dso_cache_set_limits(c, 3600 * 1000, 2);
+	dso_cache_stats(c, &st);
+	CHECK(st.objects == 3 && !st.expired, "all held: %zu %llu",
+	      st.objects, (unsigned long long)st.expired);
+	dso_put(d[0]);
+	usleep(2000);
+	dso_put(d[1]);
+	dso_cache_stats(c, &st);
+	CHECK(st.objects == 2 && st.expired == 1, "one past the bound: %zu",
+	      st.objects);
+	held = get(c, files[1]);	/* the newer one stayed */
+	CHECK(held == d[1], "the least recently let go went first");
+	dso_put(held);
+	dso_cache_set_limits(c, 0, 256);
+	dso_cache_stats(c, &st);
+	CHECK(st.objects == 1 && st.expired == 2 && st.max == 256 &&
+	      st.idle_ms == 0, "idle: %zu", st.objects);
+	dso_put(d[2]);
+	dso_cache_stats(c, &st);
+	CHECK(st.objects == 0 && st.expired == 3, "all idle: %zu",
+	      st.objects);
+	d[0] = get(c, files[0]);
+	check_caps(d[0], true, true, true, "again");
+	/* mapped by a process that runs (this one): kept while idle */
+	dso_note_user(d[0], getpid());
+	dso_put(d[0]);
+	dso_cache_stats(c, &st);
+	CHECK(st.objects == 1, "a mapped one went: %zu", st.objects);
+	dso_cache_set_limits(c, 0, 0);	/* the bound still applies */
+	dso_cache_stats(c, &st);
+	CHECK(st.objects == 0, "past the bound, mapped: %zu", st.objects);
+	dso_cache_free(c);
+}
+
 int main(void)
 {
 	uint64_t mark, caller, main_addr, crc_mark;
@@ -714,6 +762,7 @@ int main(void)
 	test_dynsym();
 	test_ranges();
 	test_cache();
+	test_expiry();
 	test_raw();
 	test_bad();
 	test_self_and_timing(mark);

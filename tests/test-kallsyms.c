@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -233,6 +234,61 @@ static void test_sched_functions(void)
 	free(path);
 }
 
+/* A table left in a cache directory is read back by the next reader,
+ * with the file gone; a damaged one is not trusted. */
+static void test_cache(void)
+{
+	char dir[] = "/tmp/test-kallsyms-cache-XXXXXX", file[4200];
+	char *path = write_file(table);
+	struct kallsyms *k;
+	uint64_t start;
+	struct stat st;
+	FILE *f;
+
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+	MUST(kallsyms_new(path, &k));
+	MUST(kallsyms_set_cache_dir(k, dir));
+	CHECK(kallsyms_ready(k), "not ready");
+	kallsyms_free(k);
+	snprintf(file, sizeof(file), "ls %s/kallsyms-* > /dev/null", dir);
+	CHECK(!system(file), "no cache file in %s", dir);
+	unlink(path);
+	MUST(kallsyms_new(path, &k));
+	MUST(kallsyms_set_cache_dir(k, dir));
+	CHECK(kallsyms_ready(k), "not ready from the cache");
+	CHECK(!strcmp(name_at(k, 0xffffffff81003900ull, &start), "pipe_read"),
+	      "%s", name_at(k, 0xffffffff81003900ull, &start));
+	CHECK(!strcmp(name_at(k, 0xffffffffc0a00123ull, &start), "mod_fn"),
+	      "%s", name_at(k, 0xffffffffc0a00123ull, &start));
+	kallsyms_free(k);
+	/* another file's table is not this one's */
+	MUST(kallsyms_new("/nonexistent/kallsyms", &k));
+	MUST(kallsyms_set_cache_dir(k, dir));
+	CHECK(!kallsyms_ready(k), "another file's table");
+	kallsyms_free(k);
+	/* cut short: not trusted, and the file is gone */
+	snprintf(file, sizeof(file), "for f in %s/kallsyms-*; do "
+		 "truncate -s -3 $f; done", dir);
+	CHECK(!system(file), "truncate");
+	MUST(kallsyms_new(path, &k));
+	MUST(kallsyms_set_cache_dir(k, dir));
+	CHECK(!kallsyms_ready(k), "ready from a damaged cache");
+	kallsyms_free(k);
+	/* someone else's directory is not used */
+	CHECK(!chmod(dir, 0755), "chmod");
+	f = fopen(path, "w");
+	CHECK(f && fputs(table, f) >= 0 && !fclose(f), "rewrite");
+	MUST(kallsyms_new(path, &k));
+	MUST(kallsyms_set_cache_dir(k, dir));
+	CHECK(kallsyms_ready(k), "not ready from the file");
+	kallsyms_free(k);
+	CHECK(!stat(dir, &st) && (st.st_mode & 0777) == 0755, "mode");
+	snprintf(file, sizeof(file), "rm -rf %s", dir);
+	CHECK(!system(file), "rm");
+	unlink(path);
+	free(path);
+}
+
 /* The machine's own table, when this reader may see it. */
 static void test_this_kernel(void)
 {
@@ -269,6 +325,7 @@ int main(void)
 	test_hidden_and_missing();
 	test_frames();
 	test_sched_functions();
+	test_cache();
 	test_this_kernel();
 	return failures ? 1 : 0;
 }

@@ -12,6 +12,7 @@
 #include "cpu.h"
 #include "dso.h"
 #include "kallsyms.h"
+#include "kdefer.h"
 #include "kframes.h"
 #include "log.h"
 #include "maps.h"
@@ -57,6 +58,7 @@ struct cpu_run {
 	struct proc_ctx *procs[PROC_BUCKETS];
 	struct proc_ctx *last;		/* the last sample's, a fast path */
 	struct kframes *kf;		/* NULL: no kernel frames */
+	struct kdefer *held;		/* samples waiting for kallsyms */
 	unsigned nprocs;		/* contexts that unwind (PROC_MAX) */
 	int64_t key_thread, key_thread_name, key_pid, key_comm, key_gil;
 	struct thread_slot *threads;	/* THREAD_SLOTS */
@@ -199,22 +201,57 @@ static int proc_ctx_get(struct cpu_run *run, pid_t pid, bool must_load,
 	return 0;
 }
 
-/* The sample's kernel frames into locs, leaf first: *n of them. */
-static int kernel_locations(struct cpu_run *run, const struct perf_sample *s,
-			    uint64_t *locs, int *n)
+/* One stack into the profile, or under [max_stacks reached]. */
+static int add_stack(struct cpu_run *run, uint64_t *locs, int n,
+		     const struct pf_label *labels, uint32_t nlabels,
+		     const int64_t *values)
 {
 	int ret;
 
-	*n = 0;
-	if (!run->kf)
-		return 0;
-	for (uint32_t i = 0; i < s->nkernel; i++) {
-		ret = kframes_pc(run->kf, s->kernel[i], i == 0, &locs[*n]);
+	if (run->max_stacks && profile_nsamples(run->p) >= run->max_stacks) {
+		ret = overflow_location(run, &locs[0]);
 		if (ret)
 			return ret;
-		(*n)++;
+		n = 1;
 	}
-	return 0;
+	return profile_add_sample(run->p, locs, n, labels, nlabels, values);
+}
+
+/* A sample with its kernel frames named (none when kallsyms cannot be
+ * read): the kernel locations go just below ulocs, which must have
+ * PERF_KERNEL_FRAMES free slots below it. */
+static int add_with_kernel(struct cpu_run *run, const uint64_t *kpcs,
+			   uint32_t nk, uint64_t *ulocs, uint32_t nu,
+			   const struct pf_label *labels, uint32_t nlabels,
+			   const int64_t *values)
+{
+	uint64_t *locs = ulocs;
+	int ret;
+
+	if (!run->kf || !kallsyms_ready(run->o->ksyms))
+		nk = 0;
+	locs -= nk;
+	for (uint32_t i = 0; i < nk; i++) {
+		ret = kframes_pc(run->kf, kpcs[i], i == 0, &locs[i]);
+		if (ret)
+			return ret;
+	}
+	return add_stack(run, locs, (int)(nk + nu), labels, nlabels, values);
+}
+
+static int replay_one(void *arg, const struct kdefer_sample *s)
+{
+	uint64_t locs[PERF_KERNEL_FRAMES + MAX_FRAMES + RUNTIME_FRAMES];
+
+	memcpy(locs + PERF_KERNEL_FRAMES, s->ulocs, s->nu * sizeof(*locs));
+	return add_with_kernel(arg, s->kpcs, s->nk, locs + PERF_KERNEL_FRAMES,
+			       s->nu, s->labels, s->nlabels, s->values);
+}
+
+/* The held samples into the profile: reads kallsyms (once a daemon). */
+static int add_held(struct cpu_run *run)
+{
+	return kdefer_replay(run->held, replay_one, run);
 }
 
 static void on_sample(const struct perf_sample *s, void *arg)
@@ -222,11 +259,12 @@ static void on_sample(const struct perf_sample *s, void *arg)
 	struct cpu_run *run = arg;
 	uint64_t pcs[MAX_FRAMES];
 	uint64_t locs[PERF_KERNEL_FRAMES + MAX_FRAMES + RUNTIME_FRAMES];
+	uint64_t *ulocs = locs + PERF_KERNEL_FRAMES;
 	int64_t values[2] = { 1, (int64_t)s->period };
 	struct pf_label labels[5];
 	struct proc_ctx *c;
 	const char *gil;
-	int n, nk, npcs, nlabels = 2, ret;
+	int n, npcs, nlabels = 2, ret;
 
 	if (run->err || !s->pid ||
 	    (run->o->pid && s->pid != (uint32_t)run->o->pid))
@@ -236,38 +274,46 @@ static void on_sample(const struct perf_sample *s, void *arg)
 		goto fail;
 	if (!c->allowed)
 		return;
-	ret = kernel_locations(run, s, locs, &nk);
-	if (ret)
-		goto fail;
 	unwinder_set_fp_chain(c->sc.unw, s->user, s->nuser);
 	unwind_stack(c->sc.unw, &s->regs, s->stack, s->stack_len, pcs,
 		     MAX_FRAMES, &npcs);
-	ret = symbolizer_stack(c->sc.sym, s->tid, pcs, npcs, &locs[nk],
+	ret = symbolizer_stack(c->sc.sym, s->tid, pcs, npcs, ulocs,
 			       MAX_FRAMES + RUNTIME_FRAMES, &n, &gil);
 	if (ret)
 		goto fail;
-	n += nk;
-	if (run->max_stacks && profile_nsamples(run->p) >= run->max_stacks) {
-		ret = overflow_location(run, &locs[0]);
-		if (ret)
-			goto fail;
-		n = 1;
-	}
 	ret = thread_labels(run, s->pid, s->tid, labels);
+	if (ret)
+		goto fail;
 	if (!run->o->pid) {
 		labels[nlabels++] = (struct pf_label){ .key = run->key_pid,
 						       .str = c->pid_str };
 		labels[nlabels++] = (struct pf_label){ .key = run->key_comm,
 						       .str = c->comm_str };
 	}
-	if (!ret && gil) {
+	if (gil) {
 		labels[nlabels] = (struct pf_label){ .key = run->key_gil };
 		labels[nlabels].str = profile_intern(run->p, gil);
-		ret = labels[nlabels++].str < 0 ? -ENOMEM : 0;
+		if (labels[nlabels++].str < 0) {
+			ret = -ENOMEM;
+			goto fail;
+		}
 	}
-	if (!ret)
-		ret = profile_add_sample(run->p, locs, n, labels, nlabels,
-					 values);
+	if (s->nkernel && run->kf && !kallsyms_tried(run->o->ksyms)) {
+		struct kdefer_sample h = {
+			.kpcs = s->kernel, .nk = s->nkernel, .ulocs = ulocs,
+			.nu = (uint32_t)n, .labels = labels,
+			.nlabels = (uint32_t)nlabels, .values = values,
+		};
+
+		ret = kdefer_add(&run->held, &h);
+		/* a target that lives in the kernel: read the table now */
+		if (!ret && kdefer_bytes(run->held) > KDEFER_MAX_BYTES)
+			ret = add_held(run);
+	} else {
+		ret = add_with_kernel(run, s->kernel, s->nkernel, ulocs,
+				      (uint32_t)n, labels, (uint32_t)nlabels,
+				      values);
+	}
 	if (ret)
 		goto fail;
 	run->st->samples++;
@@ -371,6 +417,7 @@ static void run_free(struct cpu_run *run)
 			proc_ctx_free(c);
 		}
 	kframes_free(run->kf);
+	kdefer_free(run->held);
 	free(run->threads);
 }
 
@@ -419,9 +466,10 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 	 * before any event is opened. */
 	if (!ret && o->pid)
 		ret = proc_ctx_get(&run, o->pid, true, &c);
-	/* The first session that wants kernel frames reads the table, before
-	 * its window: 100-150 ms, once. */
-	if (!ret && o->ksyms && kallsyms_ready(o->ksyms))
+	/* Kernel frames unless the table is known to be unreadable; it is
+	 * read only when a sample has some, after the window (kdefer.h). */
+	if (!ret && o->ksyms &&
+	    (!kallsyms_tried(o->ksyms) || kallsyms_ready(o->ksyms)))
 		ret = kframes_new(run.p, o->ksyms, &run.kf);
 	t0 = clock_ns(CLOCK_REALTIME);
 	/* A runtime's frames are read from the process when its sample is
@@ -442,6 +490,8 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 	if (rec)
 		stats->lost = perf_lost(rec);
 	perf_close(rec);
+	if (!ret)
+		ret = add_held(&run);
 	if (!ret)
 		ret = window_note_exit(&w, run.p, stats->elapsed_ns);
 	if (!ret && stats->skipped_procs)

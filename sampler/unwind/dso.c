@@ -36,13 +36,13 @@
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 
+#include "clock.h"
 #include "cu_index.h"
 #include "demangle.h"
 #include "dso.h"
 #include "dso_i.h"
 #include "gopclntab.h"
 #include "log.h"
-
 
 /* ---- ELF headers ---- */
 
@@ -285,6 +285,8 @@ int dso_cache_new(const char *debug_roots, struct dso_cache **out)
 		return -ENOMEM;
 	c->roots = strdup(debug_roots ? debug_roots : DSO_DEFAULT_ROOTS);
 	c->ntab = 256;
+	c->max = DSO_CACHE_MAX;
+	c->idle_ms = DSO_CACHE_IDLE_S * 1000ull;
 	c->tab = calloc(c->ntab, sizeof(*c->tab));
 	if (!c->roots || !c->tab) {
 		free(c->roots);
@@ -378,6 +380,7 @@ static int cache_insert(struct dso_cache *c, const char *key, struct dso *d,
 	memcpy(e->key, key, len);
 	e->dso = d;
 	e->owner = owner;
+	c->nobj += owner;
 	b = dso_hash_str(key) & (c->ntab - 1);
 	e->next = c->tab[b];
 	c->tab[b] = e;
@@ -428,6 +431,7 @@ int dso_cache_get(struct dso_cache *c, const char *open_path,
 
 	if (!name)
 		name = open_path;
+	dso_cache_sweep(c, false);
 	fd = open(open_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -519,6 +523,10 @@ struct dso *dso_get(struct dso *d)
 
 void dso_put(struct dso *d)
 {
+	if (d)
+		atomic_store_explicit(&d->last_put_ms,
+				      now_ns() / 1000000,
+				      memory_order_relaxed);
 	if (d && atomic_fetch_sub_explicit(&d->refs, 1,
 					   memory_order_acq_rel) == 1)
 		dso_free(d);

@@ -45,6 +45,37 @@ int dso_cache_new(const char *debug_roots, struct dso_cache **out);
 void dso_cache_free(struct dso_cache *c);
 
 /*
+ * The cache's bound and expiry: a dso that no session or process context
+ * holds (only the cache) goes DSO_CACHE_IDLE_S after its last holder let
+ * go once no process seen mapping it (dso_note_user()) runs any more;
+ * and the least recently let go goes first, mapped or not, while the
+ * cache holds more than DSO_CACHE_MAX. A dso in use always stays. Sweeps happen at
+ * most every DSO_CACHE_SWEEP_MS, from dso_cache_get(), and when asked
+ * (now: at once); freed memory is handed back to the system
+ * (malloc_trim()).
+ */
+#define DSO_CACHE_IDLE_S	60
+#define DSO_CACHE_MAX		256
+#define DSO_CACHE_SWEEP_MS	1000
+void dso_cache_sweep(struct dso_cache *c, bool now);
+
+/* pid maps d: d stays cached while it runs (the latest few such pids are
+ * remembered). */
+void dso_note_user(struct dso *d, pid_t pid);
+
+/* Other limits than the defaults above (tests). */
+void dso_cache_set_limits(struct dso_cache *c, uint64_t idle_ms, size_t max);
+
+struct dso_cache_stats {
+	size_t objects;		/* dsos held now */
+	size_t max;		/* the bound */
+	uint64_t idle_ms;	/* the expiry */
+	uint64_t expired;	/* dsos let go so far */
+};
+/* After a sweep; for the status file. */
+void dso_cache_stats(struct dso_cache *c, struct dso_cache_stats *st);
+
+/*
  * Find or load the ELF file that can be opened at open_path (e.g.
  * "/proc/PID/map_files/START-END" or "/proc/PID/root/usr/lib/libc.so.6").
  * name is the path as the target process sees it (from /proc/PID/maps):

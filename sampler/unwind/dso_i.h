@@ -26,6 +26,8 @@
 /* Deeper inline chains are cut in the middle; the outer function stays. */
 #define DSO_MAX_FRAMES		32
 #define U64MAP_EMPTY		UINT64_MAX
+/* Processes a dso remembers mapping it: the latest few. */
+#define DSO_USERS		4
 
 /* Open addressing, linear probing; keys are never U64MAP_EMPTY. */
 struct u64map {
@@ -52,6 +54,9 @@ struct dso_sym {
 
 struct dso {
 	atomic_int refs;
+	_Atomic uint64_t last_put_ms;	/* when a holder last let go */
+	_Atomic pid_t users[DSO_USERS];	/* processes seen mapping it */
+	atomic_uint next_user;
 	char *name;
 	char *build_id;		/* hex, "" when none */
 	char *sysroot;		/* open_path minus name, e.g. /proc/1/root */
@@ -110,6 +115,10 @@ struct dso_cache {
 	char *roots;
 	struct cache_ent **tab;	/* protected by lock */
 	size_t ntab, nent;
+	size_t nobj;		/* dsos the cache holds (owner entries) */
+	size_t max;		/* DSO_CACHE_MAX unless set */
+	uint64_t idle_ms;	/* DSO_CACHE_IDLE_S unless set */
+	uint64_t swept_ms, expired;
 };
 
 /* ---- dso_sym.c ---- */

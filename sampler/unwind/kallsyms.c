@@ -9,32 +9,34 @@
  * perf's names.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "grow.h"
 #include "kallsyms.h"
+#include "kallsyms_i.h"
 #include "log.h"
 
 #define KALLSYMS_PATH "/proc/kallsyms"
 
-struct ksym {
-	uint64_t addr;
-	uint32_t name;		/* offset in names */
-	char type;		/* t, T, w or W */
-};
+
+#define READ_CHUNK (256 * 1024)	/* /proc/kallsyms: ~5 MiB of text */
 
 struct kallsyms {
 	char *path;
+	char *cache_dir;	/* NULL: no cache of the table (kallsyms_i.h) */
 	pthread_mutex_t lock;
 	_Atomic int state;	/* 0: not read; 1: ready; -1: read, useless */
 	struct ksym *syms;
 	size_t n, cap;
 	char *names;
 	size_t names_len, names_cap;
+	bool unsorted;		/* the file was not in address order */
 	/* [start, end) of the scheduler's and the lock functions, from
 	 * their section markers; 0, 0 when the file has none. */
 	uint64_t sched[2], locks[2];
@@ -64,7 +66,19 @@ void kallsyms_free(struct kallsyms *k)
 	free(k->syms);
 	free(k->names);
 	free(k->path);
+	free(k->cache_dir);
 	free(k);
+}
+
+int kallsyms_set_cache_dir(struct kallsyms *k, const char *dir)
+{
+	char *copy = dir ? strdup(dir) : NULL;
+
+	if (dir && !copy)
+		return -ENOMEM;
+	free(k->cache_dir);
+	k->cache_dir = copy;
+	return 0;
 }
 
 static int grow(void **v, size_t *cap, size_t need, size_t elem)
@@ -89,27 +103,48 @@ static void mark(struct kallsyms *k, const char *name, size_t len,
 			*to[i] = addr;
 }
 
-/* One "ADDR TYPE NAME[\t[MODULE]]" line: text symbols only. */
-static int add_line(struct kallsyms *k, const char *line)
+/* One "ADDR TYPE NAME[\t[MODULE]]" line, [line, end): text symbols only.
+ * Hand-parsed: strtoull() and a stdio line per symbol cost more than the
+ * kernel's formatting of the file. */
+static int add_line(struct kallsyms *k, const char *line, const char *end)
 {
-	char *end;
-	uint64_t addr = strtoull(line, &end, 16);
-	const char *name;
+	const char *p = line, *name;
+	uint64_t addr = 0;
 	size_t len;
+	char type;
 
-	if (end == line || end[0] != ' ' || !strchr("tTwW", end[1]) ||
-	    !end[1] || end[2] != ' ')
+	for (; p < end; p++) {
+		unsigned c = (unsigned char)*p, v;
+
+		if (c - '0' < 10)
+			v = c - '0';
+		else if ((c | 0x20) - 'a' < 6)
+			v = (c | 0x20) - 'a' + 10;
+		else
+			break;
+		addr = addr << 4 | v;
+	}
+	if (p == line || p - line > 16 || end - p < 4 || p[0] != ' ' ||
+	    p[2] != ' ')
 		return 0;
-	name = end + 3;
-	len = strcspn(name, " \t\n");
+	type = p[1];
+	if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+		return 0;
+	name = p + 3;
+	for (len = 0; name + len < end && name[len] != ' ' &&
+	     name[len] != '\t'; len++)
+		;
 	if (!len || len > 1024)
 		return 0;
-	mark(k, name, len, addr);
+	if (name[0] == '_' && name[1] == '_')
+		mark(k, name, len, addr);
+	if (k->n && addr < k->syms[k->n - 1].addr)
+		k->unsorted = true;
 	if (grow((void **)&k->syms, &k->cap, k->n + 1, sizeof(*k->syms)) ||
 	    grow((void **)&k->names, &k->names_cap, k->names_len + len + 1,
 		 1))
 		return -ENOMEM;
-	k->syms[k->n++] = (struct ksym){ .addr = addr, .type = end[1],
+	k->syms[k->n++] = (struct ksym){ .addr = addr, .type = type,
 					 .name = (uint32_t)k->names_len };
 	memcpy(k->names + k->names_len, name, len);
 	k->names[k->names_len + len] = '\0';
@@ -152,7 +187,8 @@ static void settle(struct kallsyms *k)
 {
 	size_t out = 0;
 
-	qsort(k->syms, k->n, sizeof(*k->syms), by_addr);
+	if (k->unsorted)	/* the kernel lists them in order */
+		qsort(k->syms, k->n, sizeof(*k->syms), by_addr);
 	for (size_t i = 0; i < k->n; i++) {
 		if (out && k->syms[out - 1].addr == k->syms[i].addr) {
 			if (better(k, &k->syms[i], &k->syms[out - 1]))
@@ -164,24 +200,80 @@ static void settle(struct kallsyms *k)
 	k->n = out;
 }
 
-static int load(struct kallsyms *k)
+/* The file in READ_CHUNK reads, lines parsed where they lie. */
+static int load_file(struct kallsyms *k)
 {
-	FILE *f = fopen(k->path, "re");
-	char *line = NULL;
-	size_t cap = 0;
+	int fd = open(k->path, O_RDONLY | O_CLOEXEC);
+	size_t have = 0;
+	char *buf;
 	int ret = 0;
 
-	if (!f)
+	if (fd < 0)
 		return -errno;
-	while (!ret && getline(&line, &cap, f) > 0)
-		ret = add_line(k, line);
-	free(line);
-	fclose(f);
+	buf = malloc(READ_CHUNK);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	for (;;) {
+		ssize_t r = read(fd, buf + have, READ_CHUNK - have);
+		char *p = buf, *end, *eol;
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			ret = -errno;
+			break;
+		}
+		end = buf + have + r;
+		while (!ret && (eol = memchr(p, '\n', end - p))) {
+			ret = add_line(k, p, eol);
+			p = eol + 1;
+		}
+		have = end - p;
+		if (ret || !r || have == READ_CHUNK)	/* end, or a huge line */
+			break;
+		memmove(buf, p, have);
+	}
+	if (!ret && have && have < READ_CHUNK)
+		ret = add_line(k, buf, buf + have);	/* no final newline */
+	free(buf);
+	close(fd);
 	if (ret)
 		return ret;
 	settle(k);
 	/* Hidden from this reader: every address 0, one symbol left. */
 	return k->n > 1 && k->syms[k->n - 1].addr ? 0 : -EPERM;
+}
+
+/* This boot's table from the cache, else from the file, then cached. */
+static int load(struct kallsyms *k)
+{
+	struct kallsyms_image img = { 0 };
+	int ret;
+
+	if (k->cache_dir && !kallsyms_cache_load(k->cache_dir, k->path, &img)) {
+		k->syms = img.syms;
+		k->n = k->cap = img.n;
+		k->names = img.names;
+		k->names_len = k->names_cap = img.names_len;
+		memcpy(k->sched, img.sched, sizeof(k->sched));
+		memcpy(k->locks, img.locks, sizeof(k->locks));
+		pr_debug("kallsyms: %zu kernel functions from the cache in %s",
+			 k->n, k->cache_dir);
+		return 0;
+	}
+	ret = load_file(k);
+	if (!ret && k->cache_dir) {
+		img = (struct kallsyms_image){
+			.syms = k->syms, .n = k->n, .names = k->names,
+			.names_len = k->names_len,
+		};
+		memcpy(img.sched, k->sched, sizeof(k->sched));
+		memcpy(img.locks, k->locks, sizeof(k->locks));
+		kallsyms_cache_save(k->cache_dir, k->path, &img);
+	}
+	return ret;
 }
 
 bool kallsyms_ready(struct kallsyms *k)
@@ -217,6 +309,19 @@ bool kallsyms_ready(struct kallsyms *k)
 	}
 	pthread_mutex_unlock(&k->lock);
 	return atomic_load_explicit(&k->state, memory_order_acquire) > 0;
+}
+
+void kallsyms_size(const struct kallsyms *k, size_t *symbols, size_t *bytes)
+{
+	bool ready = atomic_load_explicit(&k->state, memory_order_acquire) > 0;
+
+	*symbols = ready ? k->n : 0;
+	*bytes = ready ? k->cap * sizeof(*k->syms) + k->names_cap : 0;
+}
+
+bool kallsyms_tried(const struct kallsyms *k)
+{
+	return atomic_load_explicit(&k->state, memory_order_acquire) != 0;
 }
 
 const char *kallsyms_name(const struct kallsyms *k, uint64_t addr,

@@ -280,6 +280,7 @@ static void attach_dso(struct proc_maps *m, struct map_entry *e)
 		e->dso = NULL;
 		return;
 	}
+	dso_note_user(e->dso, m->pid);
 	if (base_bias(m, e, &e->bias))
 		return;
 	if (dso_offset_to_vaddr(e->dso, e->pgoff, e->exec, &vaddr)) {

@@ -235,6 +235,12 @@ class Daemon:
         with open(os.path.join(self.mnt, str(pid), name), 'rb') as f:
             return f.read()
 
+    def samples(self):
+        """Samples of the last session done, from the daemon's log."""
+        done = re.findall(r'session \d+ done: .*samples=(\d+)',
+                          self.log_text())
+        return int(done[-1]) if done else 0
+
     def read_async(self, pid, name):
         th = threading.Thread(target=self.read, args=(pid, name),
                               daemon=True)
@@ -246,10 +252,20 @@ class Daemon:
         self.log.seek(0)
         return self.log.read()
 
+    def cpu_s(self):
+        """The daemon's CPU so far: its own getrusage from /prof/status
+        (microseconds), else /proc/PID/stat (10 ms ticks)."""
+        try:
+            with open(os.path.join(self.mnt, 'status')) as f:
+                st = dict(line.rstrip('\n').split(': ', 1) for line in f)
+            return (int(st['cpu_user_us']) + int(st['cpu_system_us'])) / 1e6
+        except (OSError, KeyError):
+            return cpu_seconds(self.proc.pid)
+
     def profile(self, pid, window, hz, target=None):
         """Read one profile; returns a dict of measurements."""
         name = f'cpu_{window}s?hz={hz}.pb.gz'
-        cpu0 = cpu_seconds(self.proc.pid)
+        cpu0 = self.cpu_s()
         rate = {}
         if target:
             th = threading.Thread(
@@ -262,7 +278,7 @@ class Daemon:
         (target_cpu, _), other = meter.stop()
         if target:
             th.join()
-        cpu = cpu_seconds(self.proc.pid) - cpu0
+        cpu = self.cpu_s() - cpu0
         done = re.findall(r'session \d+ done: .*samples=(\d+)',
                           self.log_text())
         samples = int(done[-1]) if done else 0
@@ -446,7 +462,7 @@ def report(rows, mem, args):
     lines = [
         '| target | Hz | samples, proffs / perf (of CPU time x Hz) | '
         'CPU per sample, '
-        'proffs cold / warm | perf record + script | warm ratio | '
+        'proffs cold / warm | perf record + script | cold / warm ratio | '
         'target slowdown, proffs / perf | unprofiled twice (noise) | '
         'bytes ready after window, '
         'proffs / perf | output size, proffs / perf.data |',
@@ -458,7 +474,8 @@ def report(rows, mem, args):
             f"({share(w)} / {share(p)}) "
             f"| {us_per_sample(c):.1f} / {us_per_sample(w):.1f} µs "
             f"| {us_per_sample(p):.1f} µs "
-            f"| {us_per_sample(w) / us_per_sample(p):.2f} "
+            f"| {us_per_sample(c) / us_per_sample(p):.2f} / "
+            f"{us_per_sample(w) / us_per_sample(p):.2f} "
             f"| {slowdown(r['base'], w)} / {slowdown(r['base'], p)} "
             f"| {slowdown(r['base'], r['again'])} "
             f"| {w['ready_ms']:.0f} ms / {p['ready_ms']:.0f} ms "

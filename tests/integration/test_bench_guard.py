@@ -1,0 +1,47 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The CI guard of the cold CPU read's cost (issue 29, item 6): a fresh
+daemon's first read of one busy thread at 999 Hz against perf record
+--call-graph dwarf + perf script over the same thread, in the same run
+(tests/bench/cold.py), as daemon CPU per sample over perf's: a ratio, not
+a time, so that a loaded CI machine slows both sides alike.
+
+The margin: the goal is 0.1 (docs/performance.md has the figures); this
+fails above 0.25, which the code before issue 29 measured (0.25-0.45 here:
+/proc/kallsyms read before every first window, 35 ms of it the kernel's),
+and 3x that under AddressSanitizer, which slows the daemon and not perf.
+The better of two runs counts: one stolen CPU slice is not a regression,
+a regression shows in both; the second is left out when the first took
+more than 25 s (a machine under a load of 40 stretches perf record's 2 s
+to 20). About 15 s on a machine with two CPU hogs.
+"""
+import os
+import subprocess
+import sys
+
+import util
+
+sys.path.insert(0, os.path.join(util.REPO, 'tests', 'bench'))
+import cold  # noqa: E402
+
+BOUND = 0.25
+ASAN_FACTOR = 3
+
+
+def sanitized():
+    """Whether the daemon under test is an AddressSanitizer build."""
+    r = subprocess.run(['readelf', '-d', util.DAEMON], capture_output=True,
+                       text=True, check=True)
+    return 'libasan' in r.stdout
+
+
+def test_cold_read_against_perf():
+    bound = BOUND * (ASAN_FACTOR if sanitized() else 1)
+    rows = cold.measure(util.BUILD, runs=2, window=2, hz=999,
+                        quiet_wait=0, budget_s=25)
+    got = [(round(r['ratio'], 3), round(r['proffs']['cpu'] * 1000, 1),
+            r['proffs']['samples'], round(r['perf']['cpu'] * 1000),
+            r['perf']['samples']) for r in rows]
+    print('ratio, proffs ms, samples, perf ms, samples:', got)
+    assert all(r['proffs']['samples'] and r['perf']['samples']
+               for r in rows), got
+    assert min(r['ratio'] for r in rows) <= bound, got
