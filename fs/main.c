@@ -24,6 +24,7 @@
 #include "heap.h"
 #include "kallsyms.h"
 #include "http.h"
+#include "errors.h"
 #include "log.h"
 #include "mountwatch.h"
 #include "nodes.h"
@@ -256,7 +257,9 @@ static int state_init(struct proffs *fs, enum heap_method method)
 	};
 	int ret;
 
-	ret = dso_cache_new(fs->opts.debug_roots, &fs->dsos);
+	ret = errlog_new(&fs->errors);
+	if (!ret)
+		ret = dso_cache_new(fs->opts.debug_roots, &fs->dsos);
 	if (!ret)
 		ret = kallsyms_new(NULL, &fs->ksyms);
 	if (!ret)
@@ -267,6 +270,7 @@ static int state_init(struct proffs *fs, enum heap_method method)
 	ro.dsos = fs->dsos;
 	ro.heap = fs->heap;
 	ro.ksyms = fs->ksyms;
+	ro.errors = fs->errors;
 	if (!ret)
 		ret = registry_new(&ro, &fs->registry);
 	return ret;
@@ -279,6 +283,7 @@ static void state_free(struct proffs *fs)
 	nodes_free(fs->nodes);
 	kallsyms_free(fs->ksyms);
 	dso_cache_free(fs->dsos);
+	errlog_free(fs->errors);
 	free(fs->opts.debug_roots);
 	free(fs->opts.agent);
 	free(fs->opts.heap_method);

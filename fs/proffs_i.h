@@ -14,6 +14,7 @@
 #include "status.h"
 
 struct dso_cache;
+struct errlog;
 struct heap_agents;
 struct http_server;
 struct nodes;
@@ -49,6 +50,7 @@ struct proffs {
 	struct status_refusals refused;	/* for /prof/status */
 	struct http_server *http;	/* NULL unless -o http= */
 	struct status_refusals http_refused;
+	struct errlog *errors;		/* errors.txt (errors.h) */
 };
 
 /* What /prof/status and /metrics are made of. */
@@ -75,5 +77,14 @@ extern const struct fuse_lowlevel_ops proffs_ops;
 int proffs_check_request(const struct proffs *fs,
 			 const struct proffs_request *req, int parse_ret,
 			 const char **why);
+
+/*
+ * The sentence for the user (errors.txt, an HTTP body) when a request for
+ * name (req as parsed) was refused with err, why being the log's reason:
+ * what is wrong and what to do. Never fails; buf gets len bytes at most.
+ */
+void proffs_explain(const struct proffs *fs, const char *name,
+		    const struct proffs_request *req, int err,
+		    const char *why, char *buf, size_t len);
 
 #endif

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "errors.h"
 #include "log.h"
 #include "output.h"
 #include "profile.h"
@@ -394,11 +395,31 @@ static void count_outcome_locked(struct registry *r, struct session *s,
 	k->latency_sum_ms += out->elapsed_ms;
 }
 
+/* A failed session, for errors.txt: under the pid it profiled (an
+ * /all session under its uid). */
+static void note_failure(struct session *s, int err)
+{
+	char name[64];
+
+	if (!err || err == -ECANCELED || !s->r->o.errors)
+		return;
+	if (s->key.window_ms)
+		snprintf(name, sizeof(name), "%s_%llums",
+			 name_kind_str(s->key.kind),
+			 (unsigned long long)s->key.window_ms);
+	else
+		snprintf(name, sizeof(name), "%s", name_kind_str(s->key.kind));
+	errlog_add(s->r->o.errors, s->key.pid,
+		   s->key.pid ? ERRLOG_NO_UID : s->key.uid, name, err, NULL);
+}
+
 static void finish(struct session *s, int err, struct profile *prof,
 		   const struct run_outcome *out)
 {
 	struct registry *r = s->r;
 	struct reg_wait *queue, *w;
+
+	note_failure(s, err);
 
 	s->prof = prof;
 	if (!err)

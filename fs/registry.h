@@ -31,6 +31,7 @@
 #include "offcpu.h"
 
 struct dso_cache;
+struct errlog;
 struct heap_agents;
 struct kallsyms;
 struct registry;
@@ -44,6 +45,8 @@ struct registry_opts {
 	struct heap_agents *heap;	/* borrowed */
 	struct kallsyms *ksyms;		/* borrowed */
 	enum offcpu_method offcpu;	/* for wall, block and mutex */
+	struct errlog *errors;		/* borrowed, may be NULL: where a
+					 * failed session is noted */
 };
 
 int registry_new(const struct registry_opts *o, struct registry **out);
