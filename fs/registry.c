@@ -49,6 +49,7 @@ struct rendered {
 	uint8_t *buf;
 	size_t len;
 	int err;
+	_Atomic bool consumed;		/* a file reader read it to its end */
 	struct rendered *next;
 };
 
@@ -196,36 +197,53 @@ static void expire_locked(struct registry *r)
 	}
 }
 
-/*
- * A running session of key k, or a result of it still fresh. For a stat
- * (for_size), also a result someone still has open however old: its
- * size is the size of the file being read (an fstat reaches the daemon
- * as a stat of the name).
- */
-static struct session *find_locked(struct registry *r,
-				   const struct session_key *k, bool for_size)
-{
-	uint64_t now = mono_ms();
-
-	for (struct session *s = r->list; s; s = s->next) {
-		if (memcmp(&s->key, k, sizeof(*k)) || atomic_load(&s->stop))
-			continue;
-		/* Still held open by its last readers, but too old to serve
-		 * a new one (FUSE releases files asynchronously). */
-		if (s->done && now - s->done_ms >= r->o.cache_ms &&
-		    !(for_size && s->nhandles))
-			continue;
-		return s;
-	}
-	return NULL;
-}
-
 static struct rendered *find_output_locked(struct session *s,
 					   const struct proffs_request *req)
 {
 	for (struct rendered *o = s->outs; o; o = o->next)
 		if (same_rendering(&o->req, req))
 			return o;
+	return NULL;
+}
+
+/*
+ * A running session of key k, or a result of it still fresh. For a stat
+ * (for_size), also a result someone still has open however old: its
+ * size is the size of the file being read (an fstat reaches the daemon
+ * as a stat of the name).
+ *
+ * A result is fresh for cache_ms, until a reader of the mount has read
+ * req's rendering of it to the end: what opens a name twice (go tool
+ * pprof's sniff, then its read; a browser's stat, then its read; cp's
+ * stat) gets one session, while `watch cat cpu_1s.txt`, a second read
+ * of memstats.txt or `proffs top` get a new one each time. Other
+ * renderings of the same window stay fresh (cpu_2s.pb.gz, then
+ * cpu_2s.svg: the same samples), and so do results only HTTP clients
+ * read (Go's pprof fetches a URL twice, from two processes).
+ */
+static struct session *find_locked(struct registry *r,
+				   const struct session_key *k,
+				   const struct proffs_request *req,
+				   bool for_size)
+{
+	uint64_t now = mono_ms();
+
+	for (struct session *s = r->list; s; s = s->next) {
+		struct rendered *o;
+
+		if (memcmp(&s->key, k, sizeof(*k)) || atomic_load(&s->stop))
+			continue;
+		if (for_size && s->nhandles)
+			return s;
+		/* Still held open by its last readers, but too old to serve
+		 * a new one (FUSE releases files asynchronously). */
+		if (s->done && now - s->done_ms >= r->o.cache_ms)
+			continue;
+		if (s->done && (o = find_output_locked(s, req)) &&
+		    atomic_load(&o->consumed))
+			continue;
+		return s;
+	}
 	return NULL;
 }
 
@@ -289,6 +307,8 @@ static void reply_result(struct registry *r, fuse_req_t req,
 	} else {
 		size_t n = o->len - off < size ? o->len - off : size;
 
+		if ((size_t)off + n >= o->len)
+			atomic_store(&((struct rendered *)o)->consumed, true);
 		count_served(r, !off, n);
 		fuse_reply_buf(req, (const char *)o->buf + off, n);
 	}
@@ -529,7 +549,7 @@ static int open_handle(struct registry *r, const struct reg_target *t,
 	key_of(t, req, &k);
 	pthread_mutex_lock(&r->lock);
 	expire_locked(r);
-	s = find_locked(r, &k, for_size);
+	s = find_locked(r, &k, req, for_size);
 	if (!s)
 		ret = start_locked(r, req, &k, &s, why, whylen);
 	else if (s->done)
@@ -743,7 +763,7 @@ int registry_result_size(struct registry *r, const struct reg_target *t,
 	key_of(t, req, &k);
 	pthread_mutex_lock(&r->lock);
 	expire_locked(r);
-	s = find_locked(r, &k, true);
+	s = find_locked(r, &k, req, true);
 	if (s && s->done)
 		o = find_output_locked(s, req);
 	if (o && !o->err)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* run.c - a session's profile, by kind, and its line in the log. */
 #include <errno.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -31,7 +32,7 @@ static bool allowed(pid_t pid, void *arg)
 static int run_cpu(const struct run_ctx *c, struct profile **out,
 		   struct run_result *r)
 {
-	char title[64];
+	char title[160];
 	struct cpu_opts o = {
 		.pid = c->pid, .hz = c->req->hz,
 		.window_ms = c->req->window_ms, .cache = c->dsos,
@@ -42,11 +43,15 @@ static int run_cpu(const struct run_ctx *c, struct profile **out,
 	struct cpu_stats st;
 	int ret;
 
+	char host[64] = "";
+
+	gethostname(host, sizeof(host) - 1);
 	if (c->uid == (uid_t)-1)
-		snprintf(title, sizeof(title), "all processes");
+		snprintf(title, sizeof(title), "all processes of host %s",
+			 host);
 	else
-		snprintf(title, sizeof(title), "all processes of uid %u",
-			 (unsigned)c->uid);
+		snprintf(title, sizeof(title), "all processes of uid %u on "
+			 "host %s", (unsigned)c->uid, host);
 	r->window_ms = o.window_ms;
 	ret = cpu_profile(&o, out, &st);
 	r->samples = st.samples;

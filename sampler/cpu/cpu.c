@@ -373,6 +373,19 @@ static int note_exit(struct profile *p, const struct cpu_opts *o,
 	return profile_add_comment(p, text);
 }
 
+/* A process that never ran in the window: say so, and what would show
+ * where it waits (issue 28). */
+static int note_idle(struct profile *p, const struct cpu_opts *o)
+{
+	char text[200];
+	uint64_t s = (o->window_ms + 999) / 1000;
+
+	snprintf(text, sizeof(text), "proffs: process %d did not run on a CPU "
+		 "in the window (0 samples); wall_%llus.svg shows where its "
+		 "threads wait", (int)o->pid, (unsigned long long)(s ? s : 1));
+	return profile_add_comment(p, text);
+}
+
 static void run_free(struct cpu_run *run)
 {
 	for (size_t b = 0; b < PROC_BUCKETS; b++)
@@ -449,6 +462,8 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 		ret = note_exit(run.p, o, stats->elapsed_ns);
 	if (!ret && stats->skipped_procs)
 		ret = note_skipped(run.p, stats->skipped_procs);
+	if (!ret && o->pid && !exited && !stats->samples)
+		ret = note_idle(run.p, o);
 	run_free(&run);
 	/* a /proc file of the process gone: the process is */
 	return profile_deliver(run.p, ret == -ENOENT ? -ESRCH : ret, t0,
