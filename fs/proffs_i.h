@@ -51,6 +51,7 @@ struct proffs {
 	struct http_server *http;	/* NULL unless -o http= */
 	struct status_refusals http_refused;
 	struct errlog *errors;		/* errors.txt (errors.h) */
+	char log_where[200];		/* where the log goes, for status */
 };
 
 /* What /prof/status and /metrics are made of. */
@@ -65,6 +66,7 @@ static inline void proffs_status_src(struct proffs *fs,
 		.fuse = &fs->refused,
 		.http = fs->http ? &fs->http_refused : NULL,
 		.uptime_s = ts.tv_sec - fs->start_s,
+		.log_where = fs->log_where,
 	};
 }
 

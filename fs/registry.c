@@ -76,6 +76,7 @@ struct session {
 	bool done;
 	int err;
 	uint64_t done_ms;
+	uint64_t start_ms;
 	struct profile *prof;
 	struct rendered *outs;
 	struct reg_wait *queue;		/* reads parked until done */
@@ -506,6 +507,7 @@ static int start_locked(struct registry *r, const struct proffs_request *req,
 		return -ENOMEM;
 	s->id = ++r->next_id;
 	s->r = r;
+	s->start_ms = mono_ms();
 	s->key = *k;
 	s->req = *req;
 	s->req.kernel = k->kernel;	/* what this caller may see */
@@ -811,4 +813,32 @@ void registry_stats(struct registry *r, struct registry_stats *st)
 	*st = r->stats;
 	st->running = r->nrunning;
 	pthread_mutex_unlock(&r->lock);
+}
+
+size_t registry_running(struct registry *r, struct registry_running *out,
+			size_t n)
+{
+	uint64_t now = mono_ms();
+	size_t got = 0;
+
+	pthread_mutex_lock(&r->lock);
+	for (struct session *s = r->list; s && got < n; s = s->next) {
+		if (s->done || atomic_load(&s->stop))
+			continue;
+		out[got++] = (struct registry_running){
+			.id = s->id, .pid = s->key.pid, .kind = s->key.kind,
+			.window_ms = s->key.window_ms,
+			.elapsed_ms = now - s->start_ms,
+			.readers = s->nhandles,
+		};
+	}
+	pthread_mutex_unlock(&r->lock);
+	/* the list is newest first */
+	for (size_t i = 0; i < got / 2; i++) {
+		struct registry_running t = out[i];
+
+		out[i] = out[got - 1 - i];
+		out[got - 1 - i] = t;
+	}
+	return got;
 }

@@ -92,6 +92,21 @@ struct registry_stats {
 
 void registry_stats(struct registry *r, struct registry_stats *st);
 
+/* A session in flight, for /prof/status. */
+struct registry_running {
+	unsigned id;
+	pid_t pid;			/* 0: a whole host */
+	enum proffs_kind kind;
+	uint64_t window_ms;		/* 0: a snapshot (or a first heap
+					 * read, whose wait is the agent's) */
+	uint64_t elapsed_ms;
+	int readers;			/* open handles */
+};
+
+/* Up to n sessions still sampling, oldest first: how many. */
+size_t registry_running(struct registry *r, struct registry_running *out,
+			size_t n);
+
 /* Stop every session, wait for their threads, free. NULL is a no-op. */
 void registry_free(struct registry *r);
 

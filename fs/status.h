@@ -47,10 +47,13 @@ struct status_src {
 	const struct status_refusals *fuse;	/* refused through the mount */
 	const struct status_refusals *http;	/* ... over HTTP, or NULL */
 	uint64_t uptime_s;
+	const char *log_where;	/* "syslog", a file, "stderr"; or NULL */
 };
 
 /* /prof/status: "key: value" lines, every value an integer but the
- * version's. */
+ * version's; then "# " lines for people: where the log goes, the
+ * sessions in flight with their elapsed and remaining time, the last
+ * warnings. */
 int status_text(const struct status_src *src, char **buf, size_t *len);
 
 /* GET /metrics: Prometheus' text exposition format. */
