@@ -60,8 +60,9 @@ const char *errlog_advice(int err)
 		return "no such process (it exited?): ls /prof lists the "
 		       "processes you may profile";
 	case EACCES:
-		return "you may not profile this process: only your own (with "
-		       "the same uid, and dumpable), or any as root";
+		return "you may not profile this process (you may not ptrace "
+		       "it): only your own (same uid, dumpable), or any as "
+		       "root";
 	case EPERM:
 		return "the daemon lacks a privilege this kind needs: run it "
 		       "as root";

@@ -423,8 +423,14 @@ static int route_profile(const char *name, struct http_route *rt,
 	strcpy(rt->name, name);
 	ret = name_parse_why(name, &rt->req, rt->why, sizeof(rt->why));
 	*why = rt->why;
-	if (ret == -ENOENT)
+	if (ret == -ENOENT) {
+		char sentence[sizeof(rt->why)];
+
+		memcpy(sentence, rt->why, sizeof(sentence));
+		snprintf(rt->why, sizeof(rt->why), "no such profile: %.*s",
+			 (int)sizeof(rt->why) - 20, sentence);
 		return ret;
+	}
 
 	rt->parse_ret = ret;
 	rt->type = HTTP_ROUTE_PROFILE;

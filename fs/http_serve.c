@@ -370,9 +370,15 @@ static int profile(struct http_ctx *x, const struct http_route *rt)
 		return refuse(x, -ENOENT, sentence);
 	}
 	if ((ret = proffs_check_request(fs, &rt->req, rt->parse_ret, &why))) {
+		char both[400];
+
 		proffs_explain(fs, rt->name, &rt->req, ret, why, sentence,
 			       sizeof(sentence));
-		return refuse(x, ret, sentence);
+		/* the log's reason, then what to do */
+		snprintf(both, sizeof(both), "%s%s%s", why,
+			 strcmp(why, sentence) ? ": " : "",
+			 strcmp(why, sentence) ? sentence : "");
+		return refuse(x, ret, both);
 	}
 	if (x->c->head_only)	/* no profile for a HEAD: it would cost one */
 		return http_send(x->c, 200, content_type(rt->req.format), NULL,
