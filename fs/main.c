@@ -26,6 +26,7 @@
 #include "http.h"
 #include "errors.h"
 #include "log.h"
+#include "top.h"
 #include "mountwatch.h"
 #include "nodes.h"
 #include "proffs_i.h"
@@ -53,7 +54,9 @@ static const struct fuse_opt proffs_opt_spec[] = {
 
 static void usage(const char *prog)
 {
-	printf("usage: %s [options] MOUNTPOINT\n\n", prog);
+	printf("usage: %s [options] MOUNTPOINT\n"
+	       "       %s top [-m MOUNTPOINT] PID | -n NAME | -u UNIT | -a\n\n",
+	       prog, prog);
 	printf("Live profiles of Linux processes, as files.\n\n"
 	       "Files (MOUNTPOINT/<pid>/, name/<command>/, unit/<unit>/, "
 	       "all/):\n"
@@ -414,6 +417,9 @@ int main(int argc, char *argv[])
 	enum heap_method heap_method = HEAP_AUTO;
 	int ret = 1;
 
+	/* proffs top: a client of a mount, not a daemon (top.h). */
+	if (argc > 1 && !strcmp(argv[1], "top"))
+		return top_main(argc - 1, argv + 1);
 	keep_freed_memory();
 	argc = drop_mount_source(argc, argv);
 	args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);

@@ -5,6 +5,7 @@ CPU profile says so and names wall, a whole host's profile is headed as
 the host's."""
 
 import os
+import re
 import socket
 import subprocess
 import time
@@ -61,3 +62,91 @@ def test_whole_host_profile_is_headed_as_the_host(proffs, target):
     head = txt.splitlines()[0]
     assert head == 'File: all processes of host %s' % socket.gethostname(), \
         head
+
+
+def tmux(sock, *args, check=True):
+    return subprocess.run(['tmux', '-S', sock] + list(args),
+                          capture_output=True, text=True, check=check,
+                          timeout=10)
+
+
+HOT_ROW = re.compile(r'^\s+\d+(\.\d+)?%\s+\d+(\.\d+)?%\s+hot$', re.M)
+REFRESH = re.compile(r'refresh (\d+)')
+
+
+def test_top_in_tmux_shows_the_hot_function_refreshes_and_quits(
+        proffs, target, tmp_path):
+    """proffs top PID in a terminal (tmux): burn's hot function with its
+    self and total shares within 3 s, the thread count, a new frame each
+    second, and q quits."""
+    t = target('burn')
+    sock = str(tmp_path / 'tmux.sock')
+    tmux(sock, 'new-session', '-d', '-s', 'top', '-x', '120', '-y', '30',
+         f'{util.DAEMON} top -m {proffs.mnt} {t.pid}')
+    try:
+        start = time.monotonic()
+        screen = ''
+        while time.monotonic() - start < 3 and not HOT_ROW.search(screen):
+            time.sleep(0.1)
+            screen = tmux(sock, 'capture-pane', '-p', '-t', 'top').stdout
+        assert HOT_ROW.search(screen), screen
+        assert f'pid {t.pid} (burn), 1 thread ' in screen, screen
+        first = int(REFRESH.search(screen).group(1))
+        while time.monotonic() - start < 10:
+            time.sleep(0.2)
+            screen = tmux(sock, 'capture-pane', '-p', '-t', 'top').stdout
+            m = REFRESH.search(screen)
+            if m and int(m.group(1)) > first:
+                break
+        assert int(REFRESH.search(screen).group(1)) > first, screen
+        # each frame is a new window: the daemon started one per frame
+        assert len(proffs.log_lines(r'session \d+ start: pid=%d kind=cpu '
+                                    r'window_ms=1000' % t.pid)) >= 2
+        tmux(sock, 'send-keys', '-t', 'top', 'q')
+        end = time.monotonic() + 3
+        while time.monotonic() < end and \
+                tmux(sock, 'has-session', '-t', 'top',
+                     check=False).returncode == 0:
+            time.sleep(0.1)
+        assert tmux(sock, 'has-session', '-t', 'top',
+                    check=False).returncode != 0, 'q did not quit'
+    finally:
+        tmux(sock, 'kill-server', check=False)
+
+
+def first_proffs_mount():
+    """The first proffs mount in mountinfo that answers (top's rule)."""
+    with open('/proc/self/mountinfo') as f:
+        for line in f:
+            head, _, tail = line.partition(' - ')
+            if tail.startswith('fuse.proffs '):
+                mp = head.split()[4].encode().decode('unicode_escape')
+                try:
+                    os.stat(mp)
+                    return mp
+                except OSError:
+                    pass
+
+
+def top_output(*args):
+    """proffs top ARGS for 1.5 s, then q: (exit status, stdout)."""
+    p = subprocess.Popen([util.DAEMON, 'top'] + list(args),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    out, err = p.communicate('q', timeout=10)
+    return p.returncode, out + err
+
+
+def test_top_finds_the_mount_and_says_why_not(proffs):
+    """Without -m, the first proffs mount that answers; a process that
+    does not exist: the errno and what errors.txt says."""
+    code, out = top_output('999999999')
+    assert code == 0, out
+    assert ('cannot read %s/999999999/cpu_1s.txt: No such file or '
+            'directory' % first_proffs_mount()) in out, out
+    code, out = top_output('-m', proffs.mnt, '999999999')
+    assert code == 0 and '999999999: ENOENT: no such process' in out, out
+    r = subprocess.run([util.DAEMON, 'top', '-x'], capture_output=True,
+                       text=True, timeout=10)
+    assert r.returncode == 2 and 'usage: proffs top' in r.stderr
