@@ -150,3 +150,25 @@ def test_top_finds_the_mount_and_says_why_not(proffs):
     r = subprocess.run([util.DAEMON, 'top', '-x'], capture_output=True,
                        text=True, timeout=10)
     assert r.returncode == 2 and 'usage: proffs top' in r.stderr
+
+
+def test_status_shows_sessions_in_flight_and_where_the_log_goes(proffs,
+                                                                 target):
+    t = target('burn')
+    cat = subprocess.Popen(['cat', proffs.path(t.pid, 'cpu_3s.pb.gz')],
+                           stdout=subprocess.DEVNULL)
+    try:
+        assert proffs.wait_log(r'window_ms=3000')
+        time.sleep(0.5)
+        with open(os.path.join(proffs.mnt, 'status')) as f:
+            st = f.read()
+    finally:
+        cat.wait(timeout=20)
+    m = re.search(r'^# session \d+: pid %d cpu, \d+ readers?, ([\d.]+) s '
+                  r'elapsed, ([\d.]+) s left$' % t.pid, st, re.M)
+    assert m, st
+    assert abs(float(m.group(1)) + float(m.group(2)) - 3) < 0.2, m.group(0)
+    # a foreground daemon logs to stderr, and says so
+    assert re.search(r'^# log: stderr', st, re.M), st
+    with open(os.path.join(proffs.mnt, 'status')) as f:
+        assert '# session' not in f.read()
