@@ -9,6 +9,7 @@
 #include "access.h"
 #include "cpu.h"
 #include "heap.h"
+#include "kallsyms.h"
 #include "log.h"
 #include "offcpu.h"
 #include "run.h"
@@ -109,6 +110,11 @@ static int run_threads(const struct run_ctx *c, struct profile **out,
 				  .kernel = c->req->kernel };
 	struct threads_stats st;
 	int ret;
+
+	/* Kernel stacks name their functions; the table, read once, gives
+	 * their addresses, as debug=1 prints them (root's kernel frames). */
+	if (o.kernel && c->ksyms && kallsyms_ready(c->ksyms))
+		o.ksyms = c->ksyms;
 
 	ret = threads_profile(&o, out, &st);
 	r->samples = st.threads;

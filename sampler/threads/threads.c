@@ -68,6 +68,7 @@ struct dump {
 	size_t n, nlate;
 	uint8_t *stack;		/* STACK_MAX */
 	bool kernel;		/* read kernel stacks (until refused) */
+	const struct kallsyms *ksyms;	/* their functions' addresses */
 	char *kbuf;		/* KSTACK_MAX, when kernel */
 	struct threads_stats *st;
 	uint64_t first_stop_ns, last_release_ns;
@@ -482,7 +483,7 @@ static int build_profile(struct dump *d, struct profile *p)
 	ret = symbolizer_new(p, d->maps, &sym);
 	if (ret)
 		return ret;
-	ret = kframes_new(p, NULL, &kf);
+	ret = kframes_new(p, d->ksyms, &kf);
 	for (size_t i = 0; i < d->n && !ret; i++) {
 		if (!d->t[i].tid)
 			continue;
@@ -563,7 +564,8 @@ static int check_target(pid_t pid)
 int threads_profile(const struct threads_opts *o, struct profile **out,
 		    struct threads_stats *st)
 {
-	struct dump d = { .pid = o->pid, .st = st, .kernel = o->kernel };
+	struct dump d = { .pid = o->pid, .st = st, .kernel = o->kernel,
+			  .ksyms = o->ksyms };
 	struct profile *p = NULL;
 	uint64_t start = now_ns();
 	struct timespec wall;

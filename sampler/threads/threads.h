@@ -63,10 +63,14 @@
 struct dso_cache;
 struct profile;
 
+struct kallsyms;
+
 struct threads_opts {
 	pid_t pid;
 	struct dso_cache *cache;	/* shared across sessions */
 	bool kernel;			/* kernel frames where readable */
+	const struct kallsyms *ksyms;	/* NULL, or a ready table: their
+					 * addresses (else 0) */
 };
 
 struct threads_stats {

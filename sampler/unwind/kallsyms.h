@@ -22,6 +22,7 @@
 #define PROFFS_KALLSYMS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct kallsyms;
@@ -43,6 +44,15 @@ bool kallsyms_ready(struct kallsyms *k);
  */
 const char *kallsyms_name(const struct kallsyms *k, uint64_t addr,
 			  uint64_t *start);
+
+/*
+ * The address of the function called name (len bytes, not NUL-ended):
+ * 0, or -ENOENT when the table is not ready or has no such name (an
+ * alias perf would not print). For frames the kernel names itself
+ * (/proc/PID/task/TID/stack).
+ */
+int kallsyms_addr(const struct kallsyms *k, const char *name, size_t len,
+		  uint64_t *addr);
 
 /*
  * Whether addr is in a scheduler or lock function (__sched_text_start to

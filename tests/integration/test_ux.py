@@ -172,3 +172,23 @@ def test_status_shows_sessions_in_flight_and_where_the_log_goes(proffs,
     assert re.search(r'^# log: stderr', st, re.M), st
     with open(os.path.join(proffs.mnt, 'status')) as f:
         assert '# session' not in f.read()
+
+
+def test_goroutine_debug1_kernel_frames_have_addresses(proffs, target):
+    """goroutine.txt (debug=1) gives each kernel frame of a sleeping
+    thread its function's address, as Go's dumps give every frame's, not
+    0x0 (root: the kernel shows its stacks and addresses)."""
+    t = target('parked')
+    text = proffs.read(t.pid, 'goroutine.txt').decode()
+    kernel = re.findall(r'^#\t(0x[0-9a-f]+)\t\[k\] (\S+)$', text, re.M)
+    assert kernel, text
+    assert all(int(a, 16) for a, _ in kernel), kernel
+    with open('/proc/kallsyms') as f:
+        syms = {}
+        for line in f:
+            addr, _, name = line.split()[:3]
+            syms.setdefault(name, int(addr, 16))
+    assert all(int(a, 16) == syms[n] for a, n in kernel), kernel
+    for line in text.splitlines():
+        if ' @ ' in line:
+            assert ' 0x0 ' not in line + ' ', line
