@@ -461,6 +461,9 @@ static void put_profile_labels(struct folded_buf *b, const struct top *t)
 	if (!h->pid && *profile_str(p, h->command)) {
 		/* a whole host's (/prof/all): not its first process's */
 		folded_buf_printf(b, "File: %s\n", profile_str(p, h->command));
+	} else if (h->pid && h->name > 0 && *profile_str(p, h->name)) {
+		/* the process's own name, not its first mapping's file */
+		folded_buf_printf(b, "File: %s\n", profile_str(p, h->name));
 	} else if (m && *profile_str(p, m->filename)) {
 		const char *f = profile_str(p, m->filename);
 		const char *base = strrchr(f, '/');

@@ -192,3 +192,14 @@ def test_goroutine_debug1_kernel_frames_have_addresses(proffs, target):
     for line in text.splitlines():
         if ' @ ' in line:
             assert ' 0x0 ' not in line + ' ', line
+
+
+def test_a_process_is_named_as_it_runs_not_as_its_file(proffs, target,
+                                                       tmp_path):
+    """Run through a symlink (Debian's redis-server is one to
+    redis-check-rdb), a process is headed by its own name."""
+    link = tmp_path / 'my-server'
+    os.symlink(os.path.join(util.TARGETS, 'burn'), link)
+    t = target('burn', path=str(link))
+    txt = proffs.read(t.pid, 'cpu_1s.txt').decode()
+    assert txt.splitlines()[0] == 'File: my-server', txt[:200]
