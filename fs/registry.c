@@ -220,7 +220,9 @@ static struct rendered *find_output_locked(struct session *s,
  * of memstats.txt or `proffs top` get a new one each time. Other
  * renderings of the same window stay fresh (cpu_2s.pb.gz, then
  * cpu_2s.svg: the same samples), and so do results only HTTP clients
- * read (Go's pprof fetches a URL twice, from two processes).
+ * read (Go's pprof fetches a URL twice, from two processes). A thread
+ * dump stays for cache_ms whoever read it: it stops every thread, and
+ * a dump while a heap agent is being loaded would be EBUSY.
  */
 static struct session *find_locked(struct registry *r,
 				   const struct session_key *k,
@@ -240,7 +242,8 @@ static struct session *find_locked(struct registry *r,
 		 * a new one (FUSE releases files asynchronously). */
 		if (s->done && now - s->done_ms >= r->o.cache_ms)
 			continue;
-		if (s->done && (o = find_output_locked(s, req)) &&
+		if (s->done && s->key.kind != PROFFS_KIND_GOROUTINE &&
+		    (o = find_output_locked(s, req)) &&
 		    atomic_load(&o->consumed))
 			continue;
 		return s;
