@@ -398,9 +398,12 @@ static int parse_args(struct top *t, int argc, char **argv)
 	return 0;
 }
 
+/* Static: the reader thread may still hold it (and its buffers) when
+ * main returns; reachable, as a leak checker sees it. */
+static struct top t = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
 int top_main(int argc, char **argv)
 {
-	struct top t = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct pollfd pfd[2];
 	pthread_t tid;
 	int ret;
@@ -460,6 +463,10 @@ int top_main(int argc, char **argv)
 		draw(&t);
 	}
 	restore_tty();
+	pthread_mutex_lock(&t.lock);
+	free(t.text);
+	t.text = NULL;
+	pthread_mutex_unlock(&t.lock);
 	/* The reader may sit in a window's read: exit() ends it, and the
 	 * daemon sees an interrupted read. */
 	return 0;

@@ -505,7 +505,7 @@ def test_target_killed_mid_window_gives_partial(proffs, target):
     ('cpu_400s.pb.gz', errno.EINVAL),     # beyond max_window (300 s)
     ('nosuchkind.pb.gz', errno.ENOENT),
     ('cpu.zip', errno.ENOENT),
-    ('cpu_2x.pb.gz', errno.ENOENT),
+    ('cpu_2x.pb.gz', errno.EINVAL),      # no unit s or ms: EINVAL (issue 28)
 ], ids=lambda v: errno.errorcode[v] if isinstance(v, int) else v)
 def test_errors(proffs, target, name, code):
     """(ix) bad names: the errno, and one daemon log line saying why."""
