@@ -136,3 +136,27 @@ def test_errors_txt_is_bounded(proffs, target):
                                        'rb'), errno.EINVAL)
     lines = errors_txt(proffs, t.pid).splitlines()
     assert lines[0].endswith('(4 times)') and len(lines) == 256, lines[0]
+
+
+def test_a_failed_session_is_in_errors_txt(proffs, target):
+    """A session that fails (the target traced by strace: a thread dump
+    is EBUSY) is noted under its pid, with what to do."""
+    import subprocess
+    import time
+    from test_threads import traced_by
+    t = target('parked')
+    st = subprocess.Popen(['strace', '-p', str(t.pid), '-o', '/dev/null'],
+                          stderr=subprocess.DEVNULL)
+    try:
+        end = time.monotonic() + 20
+        while not traced_by(t.pid, st.pid):
+            assert time.monotonic() < end, 'strace never attached'
+            time.sleep(0.05)
+        util.expect_errno(lambda: proffs.read(t.pid, 'goroutine.txt'),
+                          errno.EBUSY)
+    finally:
+        st.terminate()
+        st.wait(timeout=5)
+    first = errors_txt(proffs, t.pid).splitlines()[0]
+    assert re.search(r' goroutine: EBUSY: .*traced by a debugger; try '
+                     r'again', first), first
