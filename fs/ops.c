@@ -250,7 +250,7 @@ static int attr_of(fuse_req_t req, struct proffs *fs,
 	if (n->type == NODE_PROFILE && !n->parse_ret &&
 	    !reg_target_of(req, n, &t))
 		registry_result_size(fs->registry, &t, &n->req, &size);
-	if (n->type == NODE_INDEX || n->type == NODE_STATUS) {
+	if (is_page(n->type)) {
 		char *buf;
 		int ret = render_page(req, fs, n, &buf, &size);
 
@@ -259,8 +259,6 @@ static int attr_of(fuse_req_t req, struct proffs *fs,
 			return ret;
 		if (!ret)
 			free(buf);
-	} else if (n->type == NODE_ERRORS) {
-		size = 4096;	/* a hint: read until EOF (direct_io) */
 	}
 	fill_attr(n, owner, size, st);
 	return 0;
@@ -771,8 +769,7 @@ static int check_open(fuse_req_t req, struct proffs *fs,
 		proffs_explain(fs, n->name, &n->req, ret, why, sentence,
 			       sizeof(sentence));
 		note(req, t->pid, n->name, ret, sentence);
-	}
-	else if (n->tgt.kind == TARGET_UNIT || n->tgt.kind == TARGET_NAME)
+	} else if (n->tgt.kind == TARGET_UNIT || n->tgt.kind == TARGET_NAME)
 		pr_info("fs: open %s by uid %u: pid %d", path,
 			(unsigned)ctx->uid, (int)t->pid);
 	return ret;

@@ -65,6 +65,10 @@ def test_each_mistake_same_errno_and_a_sentence(proffs, target):
                               + urllib.parse.quote(name, safe='?=&'))
         assert status == HTTP_STATUS[code], (name, status, body)
         assert sentence in body.decode(), (name, body)
+    # its stat gives its exact size, as a browser needs
+    with open(proffs.path(t.pid, 'errors.txt'), 'rb') as f:
+        data = f.read()
+    assert os.stat(proffs.path(t.pid, 'errors.txt')).st_size == len(data)
     # HTTP's refusals are in errors.txt too, as their URL
     assert '/%d/cpu_1h: EINVAL' % t.pid in errors_txt(proffs, t.pid)
     # over HTTP, errors.txt is the same file
