@@ -203,3 +203,33 @@ def test_a_process_is_named_as_it_runs_not_as_its_file(proffs, target,
     t = target('burn', path=str(link))
     txt = proffs.read(t.pid, 'cpu_1s.txt').decode()
     assert txt.splitlines()[0] == 'File: my-server', txt[:200]
+
+
+def grammar_words(text):
+    """The kinds, parameters and formats a grammar block names."""
+    lines = text[text.index('name     :='):].splitlines()
+    end = next(i for i, l in enumerate(lines)
+               if l.strip().startswith('format   :='))
+    block = '\n'.join(lines[:end + 1])
+    return set(re.findall(r'[a-z][a-z.]+', block)) - {'name', 'kind',
+                                                       'duration', 'query',
+                                                       'param', 'format'}
+
+
+def test_help_and_man_page_say_the_readmes_grammar():
+    """--help prints the grammar with three examples, --version starts
+    with proffs's own, and the man page's grammar is the README's."""
+    with open(os.path.join(util.REPO, 'README.md')) as f:
+        readme = grammar_words(f.read())
+    with open(os.path.join(util.REPO, 'contrib', 'proffs.1')) as f:
+        man = grammar_words(f.read())
+    assert {'memstats', 'kernel', 'wall', 'sample'} <= readme, readme
+    assert man == readme, (man ^ readme)
+    out = subprocess.run([util.DAEMON, '--help'], capture_output=True,
+                         text=True).stdout
+    assert grammar_words(out) >= readme - {'s', 'ms'}, \
+        readme - grammar_words(out)
+    assert len(re.findall(r'MOUNTPOINT/1234/', out)) >= 3, out
+    first = subprocess.run([util.DAEMON, '--version'], capture_output=True,
+                           text=True).stdout.splitlines()[0]
+    assert first.startswith('proffs version '), first
