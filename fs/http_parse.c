@@ -24,6 +24,7 @@
 #include <strings.h>
 
 #include "http_parse.h"
+#include "kinds.h"
 
 #define SEGS_MAX 8
 #define PARAMS_MAX 32
@@ -573,12 +574,12 @@ int http_route(const char *target, struct http_route *rt, const char **why)
 				rt->type == HTTP_ROUTE_CMDLINE ||
 				rt->type == HTTP_ROUTE_INDEX))
 		return -EINVAL;
-	*why = "not in all/: only CPU profiles of the whole host are, e.g. "
+	*why = "not in all/: only whole-host profiles are (CPU), e.g. "
 	       "cpu_5s.svg";
 	if (rt->has_target && rt->tgt.kind == TARGET_ALL &&
 	    (rt->type == HTTP_ROUTE_CMDLINE || rt->type == HTTP_ROUTE_INDEX ||
 	     (rt->type == HTTP_ROUTE_PROFILE &&
-	      rt->req.kind != PROFFS_KIND_CPU)))
+	      !kinds_row(rt->req.kind)->host)))
 		return -ENOENT;
 	return 0;
 }

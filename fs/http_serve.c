@@ -18,6 +18,7 @@
 #include "errors.h"
 #include "http_i.h"
 #include "index.h"
+#include "kinds.h"
 #include "log.h"
 #include "output.h"
 #include "peer.h"
@@ -172,7 +173,7 @@ static void pprof_links(FILE *f, const struct target *t)
 
 		if (name_parse(kw, &req) ||
 		    !output_supported(req.kind, req.format) ||
-		    (t->kind == TARGET_ALL && req.kind != PROFFS_KIND_CPU))
+		    (t->kind == TARGET_ALL && !kinds_row(req.kind)->host))
 			continue;
 		if (t->kind == TARGET_ALL) {
 			fprintf(f, "<tr><td><a href=\"/all/%s_5s.%s\">%s</a>"

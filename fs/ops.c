@@ -21,6 +21,7 @@
 #include "errors.h"
 #include "heap.h"
 #include "index.h"
+#include "kinds.h"
 #include "log.h"
 #include "name.h"
 #include "nodes.h"
@@ -138,8 +139,8 @@ static int reg_target_of(fuse_req_t req, const struct node_info *n,
 }
 
 /* Classify a name inside a target directory; -ENOENT when not ours,
- * with why (whylen bytes, may be 0) for the user. In /prof/all only CPU
- * profiles: the one kind a whole host can give. */
+ * with why (whylen bytes, may be 0) for the user. In /prof/all only the
+ * kinds a whole host can give (their rows' host). */
 static int classify(const char *name, struct node_info *n, char *why,
 		    size_t whylen)
 {
@@ -151,9 +152,9 @@ static int classify(const char *name, struct node_info *n, char *why,
 	}
 	if (n->tgt.kind == TARGET_ALL) {
 		ret = name_parse_why(name, &n->req, why, whylen);
-		if (ret != -ENOENT && n->req.kind != PROFFS_KIND_CPU) {
-			snprintf(why, whylen, "not in all/: only CPU profiles "
-				 "of the whole host are, e.g. cpu_5s.svg");
+		if (ret != -ENOENT && !kinds_row(n->req.kind)->host) {
+			snprintf(why, whylen, "not in all/: only whole-host "
+				 "profiles are (CPU), e.g. cpu_5s.svg");
 			return -ENOENT;
 		}
 		if (ret == -ENOENT || !output_supported(n->req.kind,
@@ -287,11 +288,11 @@ static bool stat_must_wait(struct proffs *fs, fuse_req_t req,
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct reg_target t;
+	const char *why;
 	size_t size;
 
 	if (n->type != NODE_PROFILE || listed(n->name) ||
-	    n->parse_ret || n->req.hz > fs->opts.max_hz ||
-	    n->req.window_ms > fs->opts.max_window_s * 1000ull ||
+	    proffs_check_limits(fs, &n->req, n->parse_ret, &why) ||
 	    reg_target_of(req, n, &t))
 		return false;
 	if (!registry_result_size(fs->registry, &t, &n->req, &size))

@@ -89,7 +89,7 @@ def test_names_without_a_pid_are_the_callers_own(proffs, target):
     own = errors_txt(proffs)
     assert re.search(r'^\S+ \S+ 999999999: ENOENT: no such process', own,
                      re.M), own
-    assert 'heap.pb.gz: ENOENT: not in all/: only CPU profiles' in own, own
+    assert 'heap.pb.gz: ENOENT: not in all/: only whole-host' in own, own
     # nobody sees none of root's, but its own mistake, in both files
     r = as_user(NOBODY, 'cat', proffs.path(mine.pid, 'cpu_5'))
     assert 'Invalid argument' in r.stderr, r.stderr
