@@ -11,7 +11,6 @@
 #include "clock.h"
 #include "cpu.h"
 #include "heap.h"
-#include "kallsyms.h"
 #include "kinds.h"
 #include "log.h"
 #include "offcpu.h"
@@ -103,9 +102,9 @@ int run_threads(const struct run_ctx *c, struct profile **out,
 	struct threads_stats st;
 	int ret;
 
-	/* Kernel stacks name their functions; the table, read once, gives
-	 * their addresses, as debug=1 prints them (root's kernel frames). */
-	if (o.kernel && c->ksyms && kallsyms_ready(c->ksyms))
+	/* Kernel stacks name their functions; the table gives their
+	 * addresses, as debug=1 prints them (root's kernel frames). */
+	if (o.kernel)
 		o.ksyms = c->ksyms;
 
 	ret = threads_profile(&o, out, &st);

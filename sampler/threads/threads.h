@@ -69,8 +69,10 @@ struct threads_opts {
 	pid_t pid;
 	struct dso_cache *cache;	/* shared across sessions */
 	bool kernel;			/* kernel frames where readable */
-	const struct kallsyms *ksyms;	/* NULL, or a ready table: their
-					 * addresses (else 0) */
+	struct kallsyms *ksyms;		/* NULL, or the table that gives
+					 * kernel frames their addresses
+					 * (read, once, after the threads
+					 * are released; else 0) */
 };
 
 struct threads_stats {
