@@ -49,9 +49,10 @@ int run_cpu(const struct run_ctx *c, struct profile **out, struct run_result *r)
 	ret = cpu_profile(&o, out, &st);
 	r->samples = st.samples;
 	r->lost = st.lost;
-	snprintf(r->detail, sizeof(r->detail), "hz=%u samples=%llu lost=%llu",
-		 o.hz, (unsigned long long)st.samples,
-		 (unsigned long long)st.lost);
+	snprintf(r->detail, sizeof(r->detail), "hz=%u samples=%llu lost=%llu "
+		 "daemon_cpu_us=%llu", o.hz, (unsigned long long)st.samples,
+		 (unsigned long long)st.lost,
+		 (unsigned long long)(st.daemon_cpu_ns / 1000));
 	return ret;
 }
 
