@@ -13,7 +13,8 @@ PROFFS_BUILD_PKGS="meson ninja-build pkg-config gcc g++ libc6-dev binutils
 # The integration tests and their external validators (go tool pprof is
 # in golang-go; perf is the reference profiler; setpriv, findmnt and
 # mount are in util-linux and mount; prometheus scrapes /metrics, curl is
-# a client of another user or namespace, iproute2 makes the namespaces).
+# a client of another user or namespace, iproute2 makes the namespaces;
+# tmux is the terminal proffs top is tested in).
 # The toolchains the tests build their programs with (docs/toolchains.md):
 # clang, lld and mold, rustc, golang-go (above), nodejs.
 # shellcheck disable=SC2034
@@ -21,7 +22,7 @@ PROFFS_TEST_PKGS="python3 python3-pytest linux-perf mount systemd man-db
 	prometheus curl iproute2
 	chromium chromium-driver python3-selenium libxml2-utils
 	clang libclang-rt-14-dev lld mold rustc nodejs strace valgrind
-	libgoogle-perftools-dev libjemalloc-dev bpftrace
+	libgoogle-perftools-dev libjemalloc-dev bpftrace tmux
 	redis-server redis-tools nginx-light sqlite3"
 
 # install_deps PACKAGE...: apt-get update and install what is missing;

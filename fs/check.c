@@ -3,10 +3,14 @@
  * check.c - the daemon's limits on a request, the same whether it came
  * through the mount or over HTTP: a value the name grammar accepts may
  * still be more than this daemon allows (max_window, max_hz), or a kind
- * it cannot take here (heap=uprobe without root).
+ * it cannot take here (heap=uprobe without root); and what the user is
+ * told when it says no.
  */
 #include <errno.h>
+#include <stdio.h>
+#include <string.h>
 
+#include "errors.h"
 #include "heap.h"
 #include "kinds.h"
 #include "proffs_i.h"
@@ -45,4 +49,30 @@ int proffs_check_request(const struct proffs *fs,
 		return ret;
 	}
 	return 0;
+}
+
+void proffs_explain(const struct proffs *fs, const char *name,
+		    const struct proffs_request *req, int err,
+		    const char *why, char *buf, size_t len)
+{
+	struct proffs_request again;
+
+	if (!len)
+		return;
+	if (err == -EINVAL && name_parse_why(name, &again, buf, len))
+		return;
+	if (err == -EINVAL && req->window_ms > fs->opts.max_window_s * 1000ull)
+		snprintf(buf, len, "a window of %llu s is longer than "
+			 "max_window (%u s): ask for %s_%us or less, or mount "
+			 "with -o max_window=N", (unsigned long long)
+			 (req->window_ms + 999) / 1000, fs->opts.max_window_s,
+			 name_kind_str(req->kind), fs->opts.max_window_s);
+	else if (err == -EINVAL && req->hz > fs->opts.max_hz)
+		snprintf(buf, len, "hz=%u is above max_hz (%u): ask for "
+			 "hz=%u or less, or mount with -o max_hz=N", req->hz,
+			 fs->opts.max_hz, fs->opts.max_hz);
+	else if (err == -EACCES || err == -ENOENT || err == -EROFS)
+		snprintf(buf, len, "%s", errlog_advice(err));
+	else
+		snprintf(buf, len, "%s", why ? why : errlog_advice(err));
 }

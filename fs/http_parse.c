@@ -392,7 +392,8 @@ static int profile_name(const struct parsed_target *t, const char *kw,
 
 		if (!name_param_known(k, strlen(k)))
 			continue;
-		*why = "a parameter whose value is not a word";
+		*why = "a parameter's value must be a whole number or a word, "
+		       "e.g. seconds=5 or sample=alloc_space";
 		if (!word(v))
 			return -EINVAL;
 		seconds |= !strcmp(k, "seconds");
@@ -421,10 +422,17 @@ static int route_profile(const char *name, struct http_route *rt,
 		return -EINVAL;
 	}
 	strcpy(rt->name, name);
-	ret = name_parse(name, &rt->req);
-	*why = "no such profile";
-	if (ret == -ENOENT)
+	ret = name_parse_why(name, &rt->req, rt->why, sizeof(rt->why));
+	*why = rt->why;
+	if (ret == -ENOENT) {
+		char sentence[sizeof(rt->why)];
+
+		memcpy(sentence, rt->why, sizeof(sentence));
+		snprintf(rt->why, sizeof(rt->why), "no such profile: %.*s",
+			 (int)sizeof(rt->why) - 20, sentence);
 		return ret;
+	}
+
 	rt->parse_ret = ret;
 	rt->type = HTTP_ROUTE_PROFILE;
 	return 0;
@@ -442,6 +450,10 @@ static int route_file(const struct parsed_target *t, const char *file,
 	}
 	if (!strcmp(file, "cmdline")) {
 		rt->type = HTTP_ROUTE_CMDLINE;
+		return 0;
+	}
+	if (!strcmp(file, "errors.txt")) {
+		rt->type = HTTP_ROUTE_ERRORS;
 		return 0;
 	}
 	if (snprintf(name, sizeof(name), "%s%s%s", file, t->query ? "?" : "",
@@ -532,6 +544,10 @@ static int route(const struct parsed_target *t, struct http_route *rt,
 		rt->type = HTTP_ROUTE_STATUS;
 		return 0;
 	}
+	if (!prefix && t->nsegs == 1 && !strcmp(t->segs[0], "errors.txt")) {
+		rt->type = HTTP_ROUTE_ERRORS;
+		return 0;
+	}
 	if (prefix && t->nsegs - used <= 1)
 		return route_file(t, t->nsegs > used ? t->segs[used] : "", rt,
 				  why);
@@ -558,7 +574,8 @@ int http_route(const char *target, struct http_route *rt, const char **why)
 				rt->type == HTTP_ROUTE_CMDLINE ||
 				rt->type == HTTP_ROUTE_INDEX))
 		return -EINVAL;
-	*why = "not for /all/: only CPU profiles are";
+	*why = "not in all/: only whole-host profiles are (CPU), e.g. "
+	       "cpu_5s.svg";
 	if (rt->has_target && rt->tgt.kind == TARGET_ALL &&
 	    (rt->type == HTTP_ROUTE_CMDLINE || rt->type == HTTP_ROUTE_INDEX ||
 	     (rt->type == HTTP_ROUTE_PROFILE &&

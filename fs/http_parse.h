@@ -68,6 +68,7 @@ enum http_route_type {
 	HTTP_ROUTE_INDEX,	/* /<pid>/, /<pid>/index.html */
 	HTTP_ROUTE_CMDLINE,
 	HTTP_ROUTE_PROFILE,
+	HTTP_ROUTE_ERRORS,	/* /errors.txt, /<pid>/errors.txt */
 };
 
 struct http_route {
@@ -77,6 +78,7 @@ struct http_route {
 	struct proffs_request req;	/* HTTP_ROUTE_PROFILE */
 	int parse_ret;			/* 0 or -EINVAL, as name_parse */
 	char name[256];			/* the file name, for the log */
+	char why[300];			/* a refused name's sentence */
 };
 
 /*

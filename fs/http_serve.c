@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "access.h"
+#include "errors.h"
 #include "http_i.h"
 #include "index.h"
 #include "kinds.h"
@@ -32,6 +33,7 @@ struct http_ctx {
 	struct http_conn *c;
 	const struct http_request *r;
 	struct http_who who;
+	pid_t pid;		/* the target, once known, for errors.txt */
 };
 
 /* The status for a negative errno, as the mount's table has them. */
@@ -58,7 +60,7 @@ static int status_of(int err)
 /* Refuse with err's status, one log line and one count. */
 static int refuse(struct http_ctx *x, int err, const char *why)
 {
-	char body[256], uid[32] = "?";
+	char body[400], uid[32] = "?";
 	int status = status_of(err), n;
 	const char *extra = NULL;
 
@@ -68,6 +70,9 @@ static int refuse(struct http_ctx *x, int err, const char *why)
 		  x->r->method == HTTP_HEAD ? "HEAD" : "GET", x->r->target,
 		  status, strerrorname_np(-err), why);
 	status_refused(&x->c->fs->http_refused, err);
+	if (x->who.known && err != -ENOMEM)
+		errlog_add(x->c->fs->errors, x->pid, x->who.uid,
+			   x->r->target, err, why);
 	if (status == 401)
 		extra = "WWW-Authenticate: Bearer realm=\"proffs\"\r\n";
 	else if (status == 503)
@@ -123,12 +128,13 @@ static int target_pid(struct http_ctx *x, const struct http_route *rt,
 {
 	int ret = target_resolve(&rt->tgt, 0, x->who.uid, pid);
 
-	*why = "no such process";
+	*why = errlog_advice(-ENOENT);
 	if (ret)
 		return ret == -EINVAL ? -ENOENT : ret;
+	x->pid = *pid;
 	ret = access_check(0, x->who.uid, *pid);
 	if (ret == -EACCES)
-		*why = "caller may not ptrace the target";
+		*why = errlog_advice(ret);
 	return ret;
 }
 
@@ -303,6 +309,25 @@ static int counters(struct http_ctx *x, bool metrics)
 				    : "text/plain; charset=utf-8", buf, len);
 }
 
+/* errors.txt: a target's for whoever may profile it, else the
+ * client's own (errors.h). */
+static int errors_page(struct http_ctx *x, const struct http_route *rt)
+{
+	const char *why;
+	char *buf;
+	size_t len;
+	pid_t pid = 0;
+	int ret;
+
+	if (rt->has_target && rt->tgt.kind != TARGET_ALL &&
+	    (ret = target_pid(x, rt, &pid, &why)))
+		return refuse(x, ret, why);
+	ret = errlog_text(x->c->fs->errors, pid, x->who.uid, &buf, &len);
+	if (ret)
+		return refuse(x, ret, "out of memory");
+	return send_page(x, "text/plain; charset=utf-8", buf, len);
+}
+
 /* ---- profiles ---- */
 
 static const char *content_type(enum proffs_format fmt)
@@ -325,7 +350,7 @@ static int profile(struct http_ctx *x, const struct http_route *rt)
 	struct reg_handle *h;
 	const uint8_t *buf;
 	const char *why;
-	char extra[160], reason[96];
+	char extra[160], reason[96], sentence[300];
 	size_t len;
 	int ret;
 
@@ -335,8 +360,27 @@ static int profile(struct http_ctx *x, const struct http_route *rt)
 		t.uid = x->who.uid == 0 ? REG_ANY_UID : x->who.uid;
 	else if ((ret = target_pid(x, rt, &t.pid, &why)))
 		return refuse(x, ret, why);
-	if ((ret = proffs_check_request(fs, &rt->req, rt->parse_ret, &why)))
-		return refuse(x, ret, why);
+	if (!output_supported(rt->req.kind, rt->req.format)) {
+		/* As the mount: no such file (ops.c's classify). */
+		snprintf(sentence, sizeof(sentence), "not a file proffs "
+			 "serves: %s profiles do not come as .%s%s",
+			 name_kind_str(rt->req.kind),
+			 name_format_str(rt->req.format),
+			 rt->req.kind == PROFFS_KIND_MEMSTATS ?
+			 ": memstats.txt" : "");
+		return refuse(x, -ENOENT, sentence);
+	}
+	if ((ret = proffs_check_request(fs, &rt->req, rt->parse_ret, &why))) {
+		char both[400];
+
+		proffs_explain(fs, rt->name, &rt->req, ret, why, sentence,
+			       sizeof(sentence));
+		/* the log's reason, then what to do */
+		snprintf(both, sizeof(both), "%s%s%s", why,
+			 strcmp(why, sentence) ? ": " : "",
+			 strcmp(why, sentence) ? sentence : "");
+		return refuse(x, ret, both);
+	}
 	if (x->c->head_only)	/* no profile for a HEAD: it would cost one */
 		return http_send(x->c, 200, content_type(rt->req.format), NULL,
 				 NULL, 0);
@@ -391,6 +435,8 @@ int http_serve(struct http_conn *c, const struct http_request *r)
 		return cmdline(&x, &rt);
 	case HTTP_ROUTE_PROFILE:
 		return profile(&x, &rt);
+	case HTTP_ROUTE_ERRORS:
+		return errors_page(&x, &rt);
 	}
 	return refuse(&x, -ENOENT, "no such page");
 }

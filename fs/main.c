@@ -25,7 +25,9 @@
 #include "heap.h"
 #include "kallsyms.h"
 #include "http.h"
+#include "errors.h"
 #include "log.h"
+#include "top.h"
 #include "mountwatch.h"
 #include "nodes.h"
 #include "proffs_i.h"
@@ -53,8 +55,26 @@ static const struct fuse_opt proffs_opt_spec[] = {
 
 static void usage(const char *prog)
 {
-	printf("usage: %s [options] MOUNTPOINT\n\n", prog);
+	printf("usage: %s [options] MOUNTPOINT\n"
+	       "       %s top [-m MOUNTPOINT] PID | -n NAME | -u UNIT | -a\n\n",
+	       prog, prog);
 	printf("Live profiles of Linux processes, as files.\n\n"
+	       "Files (MOUNTPOINT/<pid>/, name/<command>/, unit/<unit>/, "
+	       "all/):\n"
+	       "    name     := kind [_duration] [?query] [.format]\n"
+	       "    kind     := cpu | profile | flame | heap | allocs | "
+	       "goroutine\n"
+	       "              | threads | wall | block | mutex | memstats\n"
+	       "    duration := N s | N ms                  (default 30 s)\n"
+	       "    query    := seconds=N | hz=N | rate=N | debug=0|1|2 |\n"
+	       "                sample=WORD | kernel=0|1, joined by &\n"
+	       "    format   := pb.gz | pb | svg | txt | folded\n"
+	       "  e.g.  cat MOUNTPOINT/1234/cpu_5s.txt        5 s CPU, top "
+	       "table\n"
+	       "        go tool pprof MOUNTPOINT/1234/heap_10s.pb.gz\n"
+	       "        cat 'MOUNTPOINT/1234/goroutine?debug=2.txt'\n"
+	       "  Refused? MOUNTPOINT/<pid>/errors.txt and MOUNTPOINT/"
+	       "errors.txt say why.\n\n"
 	       "proffs options:\n"
 	       "    -o max_window=N        longest window in seconds (300)\n"
 	       "    -o max_hz=N            highest sampling rate (1000)\n"
@@ -241,6 +261,50 @@ static int check_opts(struct proffs_opts *o, enum heap_method *method)
 	return o->agent ? 0 : -ENOMEM;
 }
 
+/*
+ * Where a daemon in the background logs: syslog where there is one
+ * (/dev/log), else a file (/var/log/proffs.log as root, else
+ * /tmp/proffs-UID.log), said on stderr before it goes; in the foreground,
+ * stderr (the journal under systemd). /prof/status says which.
+ */
+static void choose_log(struct proffs *fs, int foreground)
+{
+	if (foreground) {
+		snprintf(fs->log_where, sizeof(fs->log_where), "stderr%s",
+			 getenv("JOURNAL_STREAM") ? " (the journal: "
+			 "journalctl -u proffs)" : "");
+		return;
+	}
+	if (!access("/dev/log", W_OK)) {
+		snprintf(fs->log_where, sizeof(fs->log_where), "syslog "
+			 "(journalctl -t proffs, or /var/log/syslog)");
+		return;
+	}
+	if (!geteuid())
+		snprintf(fs->log_where, sizeof(fs->log_where),
+			 "/var/log/proffs.log");
+	else
+		snprintf(fs->log_where, sizeof(fs->log_where),
+			 "/tmp/proffs-%u.log", (unsigned)geteuid());
+	fprintf(stderr, "proffs: no syslog (/dev/log): logging to %s\n",
+		fs->log_where);
+}
+
+/* After fuse_daemonize(), which sends stderr to /dev/null. */
+static void start_log(struct proffs *fs)
+{
+	if (!strncmp(fs->log_where, "syslog", 6)) {
+		openlog("proffs", LOG_PID, LOG_DAEMON);
+		proffs_log_set_sink(syslog_sink);
+		return;
+	}
+	if (!freopen(fs->log_where, "a", stderr))
+		snprintf(fs->log_where, sizeof(fs->log_where), "nowhere: "
+			 "the log file cannot be written");
+	else
+		setvbuf(stderr, NULL, _IOLBF, 0);
+}
+
 static int state_init(struct proffs *fs, enum heap_method method)
 {
 	struct registry_opts ro = {
@@ -257,7 +321,9 @@ static int state_init(struct proffs *fs, enum heap_method method)
 	};
 	int ret;
 
-	ret = dso_cache_new(fs->opts.debug_roots, &fs->dsos);
+	ret = errlog_new(&fs->errors);
+	if (!ret)
+		ret = dso_cache_new(fs->opts.debug_roots, &fs->dsos);
 	if (!ret)
 		ret = kallsyms_new(NULL, &fs->ksyms);
 	/* root's daemons of one boot share the parsed table (kallsyms_i.h) */
@@ -271,6 +337,7 @@ static int state_init(struct proffs *fs, enum heap_method method)
 	ro.dsos = fs->dsos;
 	ro.heap = fs->heap;
 	ro.ksyms = fs->ksyms;
+	ro.errors = fs->errors;
 	if (!ret)
 		ret = registry_new(&ro, &fs->registry);
 	return ret;
@@ -283,6 +350,7 @@ static void state_free(struct proffs *fs)
 	nodes_free(fs->nodes);
 	kallsyms_free(fs->ksyms);
 	dso_cache_free(fs->dsos);
+	errlog_free(fs->errors);
 	free(fs->opts.debug_roots);
 	free(fs->opts.agent);
 	free(fs->opts.heap_method);
@@ -353,6 +421,9 @@ int main(int argc, char *argv[])
 	enum heap_method heap_method = HEAP_AUTO;
 	int ret = 1;
 
+	/* proffs top: a client of a mount, not a daemon (top.h). */
+	if (argc > 1 && !strcmp(argv[1], "top"))
+		return top_main(argc - 1, argv + 1);
 	keep_freed_memory();
 	argc = drop_mount_source(argc, argv);
 	args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
@@ -367,6 +438,8 @@ int main(int argc, char *argv[])
 	}
 	if (cl.show_version) {
 		printf("proffs version %s\n", PROFFS_VERSION);
+		/* before fusermount3's line, which it writes itself */
+		fflush(stdout);
 		fuse_lowlevel_version();
 		ret = 0;
 		goto err_out1;
@@ -396,11 +469,10 @@ int main(int argc, char *argv[])
 		goto err_out3;
 	if (fuse_session_mount(se, cl.mountpoint) != 0)
 		goto err_out4;
+	choose_log(&fs, cl.foreground);
 	fuse_daemonize(cl.foreground);
-	if (!cl.foreground) {
-		openlog("proffs", LOG_PID, LOG_DAEMON);
-		proffs_log_set_sink(syslog_sink);
-	}
+	if (!cl.foreground)
+		start_log(&fs);
 	fs.start_s = now_ns() / 1000000000ull;
 	/* Probes a killed daemon left behind pin the files they name. */
 	uprobe_group_sweep();

@@ -4,35 +4,46 @@
  * kinds.c), two tables (formats, query parameters) and a left-to-right
  * scan.
  *
+ * Which errno (the mount and HTTP answer the same, README's table):
+ *   - ENOENT: not a file proffs serves at all - the kind word or the
+ *     format is not one of the grammar's (and the daemon's output table
+ *     may still say no to a kind in a format: ops.c, http_parse.c).
+ *   - EINVAL: the kind and format name a file proffs serves, and the rest
+ *     of the name - duration or query - is wrong: no unit (cpu_5), a unit
+ *     the grammar lacks (cpu_1h), an unknown parameter (cpu?foo=1), a
+ *     value that is not a number (seconds=-1), zero or too big, a
+ *     parameter given twice, two different windows.
+ *   - The format is checked first: "cpu_0s.xyz" is ENOENT.
+ * Every failure comes with one sentence for the user (name_parse_why()):
+ * what is wrong and a name that would work.
+ *
  * Decisions the spec leaves open:
  *   - The query may stand before or after the format: Go's URL habit gives
  *     "profile?seconds=5.pb.gz", a browser's gives "heap.svg?sample=x".
  *     Query first, the format is only a known suffix ".pb.gz", ".pb", ...
- *     (so "heap?sample=a.b" is ENOENT, not format "b"); format first, it
- *     runs from the first '.' to the '?'.
+ *     (so "heap?sample=a.b" has a sample= that is not a word: EINVAL);
+ *     format first, it runs from the first '.' to the '?'.
  *   - Windows compare in milliseconds: "cpu_1500ms?seconds=1" is EINVAL,
  *     "cpu_1000ms?seconds=1" is fine (window 1000 ms).
  *   - Numbers are plain decimal digits, leading zeros allowed ("cpu_030s"
- *     is "cpu_30s"); a sign, a space or an empty number makes the name
- *     ungrammatical (ENOENT), an overflow makes it EINVAL.
+ *     is "cpu_30s").
  *   - Windows above one year are EINVAL, as an overflow guard (the daemon's
  *     own limit is far lower; hz above 1000000 likewise).
- *   - kernel= takes 0 or 1 (leading zeros allowed, like every number);
- *     another number is EINVAL.
+ *   - kernel= takes 0 or 1 (leading zeros allowed, like every number).
  *   - A parameter given twice is EINVAL even with equal values; a duration
  *     and seconds= with equal values are fine.
- *   - sample= outside [A-Za-z0-9_]+ is ENOENT (not a WORD); a WORD longer
- *     than PROFFS_SAMPLE_MAX - 1 is EINVAL (grammatical, cannot be held).
+ *   - sample= takes [A-Za-z0-9_]+, shorter than PROFFS_SAMPLE_MAX.
  *   - Parameters that do not apply (hz= on heap, rate= on cpu, debug= on
  *     .pb.gz) are accepted and left for the caller to ignore, as Go's
  *     net/http/pprof does.
- *   - Grammar errors win over value errors: "cpu_0s.xyz" is ENOENT.
  *   - On -EINVAL, req->kind and req->format are still filled in: the
  *     daemon uses them to decide whether the name exists at all.
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kinds.h"
@@ -59,7 +70,26 @@ struct parse_state {
 	bool has_seconds;
 	uint64_t seconds_ms;
 	unsigned seen;		/* bit per query parameter */
+	char *why;		/* the first reason, for the user */
+	size_t whylen;
+	const char *name;	/* the whole name, for suggestions */
+	const char *kw;		/* its kind word (kwlen bytes) */
+	size_t kwlen;
+	const char *rest;	/* what follows kind[_duration] */
 };
+
+/* Say why the name fails, unless a reason is there already. */
+__attribute__((format(printf, 2, 3)))
+static void why(struct parse_state *st, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!st->whylen || st->why[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(st->why, st->whylen, fmt, ap);
+	va_end(ap);
+}
 
 /* Decimal digits of s[0..len): 0, -ENOENT (not digits), -EINVAL (too
  * big). */
@@ -83,27 +113,48 @@ static int parse_uint(const char *s, size_t len, uint64_t max,
 
 typedef int (*param_fn)(struct parse_state *st, const char *v, size_t len);
 
+/* A parameter's number, up to max; its reason when it is not one. */
+static int param_uint(struct parse_state *st, const char *key, const char *v,
+		      size_t len, uint64_t max, uint64_t *out)
+{
+	int ret = parse_uint(v, len, max, out);
+
+	if (ret == -ENOENT)
+		why(st, "%s=%.*s: %s= takes a whole number (digits only), "
+		    "e.g. %.*s?%s=5", key, (int)len, v, key, (int)st->kwlen,
+		    st->kw, key);
+	else if (ret)
+		why(st, "%s=%.*s: too big a number", key, (int)len, v);
+	return ret;
+}
+
 static int param_seconds(struct parse_state *st, const char *v, size_t len)
 {
 	uint64_t s;
-	int ret = parse_uint(v, len, WINDOW_LIMIT_MS / 1000, &s);
+	int ret = param_uint(st, "seconds", v, len, WINDOW_LIMIT_MS / 1000, &s);
 
 	if (ret)
 		return ret;
 	st->has_seconds = true;
 	st->seconds_ms = s * 1000;
+	if (!s)
+		why(st, "seconds=0: a window must be longer than 0, e.g. "
+		    "%.*s?seconds=5", (int)st->kwlen, st->kw);
 	return s ? 0 : -EINVAL;
 }
 
 static int param_hz(struct parse_state *st, const char *v, size_t len)
 {
 	uint64_t hz;
-	int ret = parse_uint(v, len, UINT64_MAX, &hz);
+	int ret = param_uint(st, "hz", v, len, UINT64_MAX, &hz);
 
 	if (ret)
 		return ret;
-	if (!hz || hz > HZ_LIMIT)
+	if (!hz || hz > HZ_LIMIT) {
+		why(st, "hz=%.*s: hz= takes 1 to %u samples a second, e.g. "
+		    "hz=99", (int)len, v, HZ_LIMIT);
 		return -EINVAL;
+	}
 	st->req->hz = hz;
 	return 0;
 }
@@ -111,29 +162,38 @@ static int param_hz(struct parse_state *st, const char *v, size_t len)
 static int param_rate(struct parse_state *st, const char *v, size_t len)
 {
 	uint64_t rate;
-	int ret = parse_uint(v, len, UINT64_MAX, &rate);
+	int ret = param_uint(st, "rate", v, len, UINT64_MAX, &rate);
 
 	if (ret)
 		return ret;
-	if (!rate || rate > UINT32_MAX)
+	if (!rate || rate > UINT32_MAX) {
+		why(st, "rate=%.*s: rate= takes 1 to %u bytes between samples "
+		    "(1: every allocation)", (int)len, v, UINT32_MAX);
 		return -EINVAL;
+	}
 	st->req->rate = rate;
 	return 0;
 }
 
 /* A number up to max: grammatical past it, but EINVAL. */
-static int parse_at_most(const char *v, size_t len, uint64_t max,
+static int parse_at_most(struct parse_state *st, const char *key,
+			 const char *v, size_t len, uint64_t max,
 			 uint64_t *out)
 {
-	int ret = parse_uint(v, len, UINT64_MAX, out);
+	int ret = param_uint(st, key, v, len, UINT64_MAX, out);
 
-	return ret ? ret : *out > max ? -EINVAL : 0;
+	if (!ret && *out > max) {
+		why(st, "%s=%.*s: %s= takes 0 to %llu", key, (int)len, v, key,
+		    (unsigned long long)max);
+		ret = -EINVAL;
+	}
+	return ret;
 }
 
 static int param_debug(struct parse_state *st, const char *v, size_t len)
 {
 	uint64_t d;
-	int ret = parse_at_most(v, len, 2, &d);
+	int ret = parse_at_most(st, "debug", v, len, 2, &d);
 
 	if (!ret)
 		st->req->debug = d;
@@ -143,7 +203,7 @@ static int param_debug(struct parse_state *st, const char *v, size_t len)
 static int param_kernel(struct parse_state *st, const char *v, size_t len)
 {
 	uint64_t k;
-	int ret = parse_at_most(v, len, 1, &k);
+	int ret = parse_at_most(st, "kernel", v, len, 1, &k);
 
 	if (!ret)
 		st->req->kernel = k;
@@ -158,13 +218,19 @@ static bool word_char(char c)
 
 static int param_sample(struct parse_state *st, const char *v, size_t len)
 {
-	if (!len)
-		return -ENOENT;
 	for (size_t i = 0; i < len; i++)
 		if (!word_char(v[i]))
-			return -ENOENT;
-	if (len >= PROFFS_SAMPLE_MAX)
+			len = 0;
+	if (!len) {
+		why(st, "sample= takes the name of a sample type (letters, "
+		    "digits, _), e.g. heap.svg?sample=alloc_space");
+		return -ENOENT;
+	}
+	if (len >= PROFFS_SAMPLE_MAX) {
+		why(st, "sample=%.*s: no sample type is that long", (int)len,
+		    v);
 		return -EINVAL;
+	}
 	memcpy(st->req->sample, v, len);
 	st->req->sample[len] = '\0';
 	return 0;
@@ -190,8 +256,11 @@ static int parse_param(struct parse_state *st, const char *s, size_t len)
 	const char *eq = memchr(s, '=', len);
 	size_t klen;
 
-	if (!eq)
+	if (!eq) {
+		why(st, "'%.*s' in the query is not key=value: e.g. "
+		    "%.*s?seconds=5", (int)len, s, (int)st->kwlen, st->kw);
 		return -ENOENT;
+	}
 	klen = eq - s;
 	for (size_t i = 0; i < NPARAMS; i++) {
 		if (strlen(params[i].key) != klen ||
@@ -202,18 +271,18 @@ static int parse_param(struct parse_state *st, const char *s, size_t len)
 			int ret = params[i].parse(st, eq + 1,
 						  len - klen - 1);
 
+			why(st, "%s= given twice: give it once", params[i].key);
 			return ret == -ENOENT ? ret : -EINVAL;
 		}
 		st->seen |= 1u << i;
 		return params[i].parse(st, eq + 1, len - klen - 1);
 	}
+	why(st, "unknown parameter '%.*s': the parameters are seconds, hz, "
+	    "rate, debug, sample and kernel", (int)klen, s);
 	return -ENOENT;
 }
 
-/*
- * The query, from after '?' to end (exclusive). Grammar errors win over
- * value errors: a name is ENOENT if any part is ungrammatical.
- */
+/* The query, from after '?' to end (exclusive). */
 static int parse_query(struct parse_state *st, const char *s,
 		       const char *end)
 {
@@ -224,8 +293,6 @@ static int parse_query(struct parse_state *st, const char *s,
 		const char *stop = amp ? amp : end;
 		int ret = parse_param(st, s, stop - s);
 
-		if (ret == -ENOENT)
-			return ret;
 		if (ret && !verdict)
 			verdict = ret;
 		if (!amp)
@@ -234,27 +301,75 @@ static int parse_query(struct parse_state *st, const char *s,
 	}
 }
 
+/* A duration with a unit the grammar lacks: its seconds, or 0. */
+static uint64_t other_unit_s(const char *unit, size_t len)
+{
+	static const struct {
+		const char *word;
+		uint64_t s;
+	} units[] = { { "m", 60 }, { "min", 60 }, { "h", 3600 },
+		      { "sec", 1 }, { "S", 1 }, { "d", 86400 } };
+
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strlen(units[i].word) == len &&
+		    !memcmp(units[i].word, unit, len))
+			return units[i].s;
+	return 0;
+}
+
 /* "_30s" / "_500ms" at s (s[0] == '_'), up to end. */
 static int parse_duration(struct parse_state *st, const char *s,
 			  const char *end)
 {
 	const char *unit = s + 1;
-	uint64_t v, scale;
+	size_t ulen, nlen;
+	uint64_t v, scale, other;
 	int ret;
 
 	while (unit < end && *unit >= '0' && *unit <= '9')
 		unit++;
-	if ((size_t)(end - unit) == 1 && unit[0] == 's')
+	ulen = end - unit;
+	nlen = unit - s - 1;
+	if (ulen == 1 && unit[0] == 's') {
 		scale = 1000;
-	else if ((size_t)(end - unit) == 2 && !memcmp(unit, "ms", 2))
+	} else if (ulen == 2 && !memcmp(unit, "ms", 2)) {
 		scale = 1;
-	else
+	} else {
+		if (!nlen)
+			why(st, "'%.*s' is not a duration: a number and s or "
+			    "ms, e.g. %.*s_5s%s", (int)(end - s), s,
+			    (int)st->kwlen, st->kw, st->rest);
+		else if (!ulen)
+			why(st, "a duration needs a unit: %.*s_%.*ss%s or "
+			    "%.*s_500ms%s", (int)st->kwlen, st->kw, (int)nlen,
+			    s + 1, st->rest, (int)st->kwlen, st->kw, st->rest);
+		else if ((other = other_unit_s(unit, ulen)) &&
+			 !parse_uint(s + 1, nlen, WINDOW_LIMIT_MS / 1000 /
+				     other, &v))
+			why(st, "a duration is in s or ms, not '%.*s': "
+			    "%.*s_%llus%s", (int)ulen, unit, (int)st->kwlen,
+			    st->kw, (unsigned long long)(v * other), st->rest);
+		else
+			why(st, "'%.*s' is not a unit: a duration is a number "
+			    "and s or ms, e.g. %.*s_5s%s", (int)ulen, unit,
+			    (int)st->kwlen, st->kw, st->rest);
 		return -ENOENT;
-	ret = parse_uint(s + 1, unit - s - 1, WINDOW_LIMIT_MS / scale, &v);
+	}
+	ret = parse_uint(s + 1, nlen, WINDOW_LIMIT_MS / scale, &v);
+	if (ret == -ENOENT)
+		why(st, "'%.*s' is not a duration: a number and s or ms, e.g. "
+		    "%.*s_5s%s", (int)(end - s), s, (int)st->kwlen, st->kw,
+		    st->rest);
+	else if (ret)
+		why(st, "'%.*s': too long a window", (int)(end - s - 1), s + 1);
 	if (ret)
 		return ret;
 	st->has_duration = true;
 	st->duration_ms = v * scale;
+	if (!v)
+		why(st, "'%.*s': a window must be longer than 0, e.g. %.*s_5s%s",
+		    (int)(end - s - 1), s + 1, (int)st->kwlen, st->kw,
+		    st->rest);
 	return v ? 0 : -EINVAL;
 }
 
@@ -336,8 +451,12 @@ static int resolve_window(struct parse_state *st)
 	struct proffs_request *req = st->req;
 
 	if (st->has_duration && st->has_seconds &&
-	    st->duration_ms != st->seconds_ms)
+	    st->duration_ms != st->seconds_ms) {
+		why(st, "two different windows (%llu ms in the name, "
+		    "seconds=%llu): give one", (unsigned long long)
+		    st->duration_ms, (unsigned long long)st->seconds_ms / 1000);
 		return -EINVAL;
+	}
 	if (st->has_duration || st->has_seconds) {
 		req->has_window = true;
 		req->window_ms = st->has_duration ? st->duration_ms
@@ -346,42 +465,63 @@ static int resolve_window(struct parse_state *st)
 	return 0;
 }
 
-int name_parse(const char *name, struct proffs_request *req)
+int name_parse_why(const char *name, struct proffs_request *req, char *buf,
+		   size_t buflen)
 {
-	struct parse_state st = { .req = req };
+	struct parse_state st = { .req = req, .why = buf, .whylen = buflen,
+				  .name = name };
 	const char *stem_end, *q, *q_end, *fmt, *fmt_end, *us;
 	int verdict = 0, ret, f;
 
-	if (!name || strnlen(name, NAME_MAX_LEN + 1) > NAME_MAX_LEN)
+	if (buflen)
+		buf[0] = '\0';
+	if (!name || strnlen(name, NAME_MAX_LEN + 1) > NAME_MAX_LEN) {
+		why(&st, "not a file proffs serves: longer than %d bytes",
+		    NAME_MAX_LEN);
 		return -ENOENT;
+	}
 	set_defaults(req);
 	split(name, &stem_end, &q, &q_end, &fmt, &fmt_end);
 	us = memchr(name, '_', stem_end - name);
-	if (match_kind(name, (us ? us : stem_end) - name, &req->kind,
-		       &req->format))
+	st.kw = name;
+	st.kwlen = (us ? us : stem_end) - name;
+	st.rest = stem_end;
+	if (match_kind(name, st.kwlen, &req->kind, &req->format)) {
+		why(&st, "not a file proffs serves: '%.*s' is not a kind (cpu, "
+		    "wall, heap, allocs, goroutine, block, mutex, memstats, "
+		    "...), e.g. cpu_5s.pb.gz", (int)st.kwlen, name);
 		return -ENOENT;
-	if (us) {
-		ret = parse_duration(&st, us, stem_end);
-		if (ret == -ENOENT)
-			return ret;
-		verdict = ret;
 	}
 	if (fmt) {
 		f = match_format(fmt, fmt_end - fmt);
-		if (f < 0)
+		if (f < 0) {
+			why(&st, "not a file proffs serves: '%.*s' is not a "
+			    "format (pb.gz, pb, svg, txt, folded), e.g. "
+			    "%.*s.svg", (int)(fmt_end - fmt), fmt,
+			    (int)(fmt - 1 - name), name);
 			return -ENOENT;
+		}
 		req->format = f;
+	}
+	/* The kind and format say which file: past them, anything wrong
+	 * is a bad value of that file (EINVAL), never a missing file. */
+	if (us) {
+		ret = parse_duration(&st, us, stem_end);
+		verdict = ret ? -EINVAL : 0;
 	}
 	if (q) {
 		ret = parse_query(&st, q, q_end);
-		if (ret == -ENOENT)
-			return ret;
-		if (!verdict)
-			verdict = ret;
+		if (ret && !verdict)
+			verdict = -EINVAL;
 	}
 	if (!verdict)
 		verdict = resolve_window(&st);
 	return verdict;
+}
+
+int name_parse(const char *name, struct proffs_request *req)
+{
+	return name_parse_why(name, req, NULL, 0);
 }
 
 const char *name_kind_word(size_t i)

@@ -13,11 +13,13 @@
  *   format   := pb.gz | pb | svg | txt | folded
  *
  * Two kinds of failure, because the filesystem answers them at different
- * times: a name outside the grammar is -ENOENT (at lookup); a grammatical
- * name whose values cannot be honoured (seconds=0, both durations given
- * and different, a number that overflows, a parameter given twice) is
- * -EINVAL (lookup succeeds, open fails). Limits that are options of the
- * daemon (maximum window, maximum hz) are checked by the caller, not here.
+ * times: a name that is no file of proffs at all (its kind word or its
+ * format is not the grammar's) is -ENOENT (at lookup); a name whose kind
+ * and format are proffs's but whose duration or query is wrong (no unit,
+ * an unknown parameter, seconds=0, a number that is not one or
+ * overflows, a parameter given twice, two different windows) is -EINVAL
+ * (lookup succeeds, open fails). Limits that are options of the daemon
+ * (maximum window, maximum hz) are checked by the caller, not here.
  *
  * Pure functions, no allocation, no global state.
  */
@@ -79,6 +81,15 @@ struct proffs_request {
  * name exists); otherwise, on failure, *req is unspecified.
  */
 int name_parse(const char *name, struct proffs_request *req);
+
+/*
+ * name_parse(), and on failure one sentence for the user in buf (buflen
+ * bytes, NUL-terminated, "" on success; buflen 0: none): what is wrong
+ * and a name that would work, e.g. "a duration needs a unit:
+ * cpu_5s.pb.gz or cpu_500ms.pb.gz".
+ */
+int name_parse_why(const char *name, struct proffs_request *req, char *buf,
+		   size_t buflen);
 
 /* The kind words of the grammar ("cpu", "profile", "flame", ...), by
  * index from 0; NULL past the last. For indexes and other front ends. */

@@ -33,6 +33,7 @@ enum node_type {
 	NODE_PROFILE,
 	NODE_STATUS,
 	NODE_GROUP_DIR,		/* /prof/unit, /prof/name */
+	NODE_ERRORS,		/* errors.txt (errors.h), root or target */
 };
 
 struct node_info {

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "access.h"
+#include "errors.h"
 #include "heap.h"
 #include "index.h"
 #include "kinds.h"
@@ -36,13 +37,26 @@
 
 /* Names a pid directory lists (SPEC §1); others are looked up only. */
 static const char *const listed_names[] = {
-	"cmdline", "cpu.pb.gz", "heap.pb.gz", "allocs.pb.gz",
+	"errors.txt", "cmdline", "cpu.pb.gz", "heap.pb.gz", "allocs.pb.gz",
 	"goroutine.txt", "index.html",
 };
 
 static struct proffs *fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
+}
+
+/* A refusal for errors.txt: the caller's, about pid (0: none). */
+static void note(fuse_req_t req, pid_t pid, const char *name, int err,
+		 const char *why)
+{
+	errlog_add(fs_of(req)->errors, pid, fuse_req_ctx(req)->uid, name,
+		   err, why);
+}
+
+static bool is_page(enum node_type t)
+{
+	return t == NODE_INDEX || t == NODE_STATUS || t == NODE_ERRORS;
 }
 
 /* The owner of /proc/PID: the target's uid, root if not dumpable. */
@@ -124,16 +138,27 @@ static int reg_target_of(fuse_req_t req, const struct node_info *n,
 	return node_pid(req, n, &t->pid);
 }
 
-/* Classify a name inside a target directory; -ENOENT when not ours. In
- * /prof/all only the kinds a whole host can give (their rows' host). */
-static int classify(const char *name, struct node_info *n)
+/* Classify a name inside a target directory; -ENOENT when not ours,
+ * with why (whylen bytes, may be 0) for the user. In /prof/all only the
+ * kinds a whole host can give (their rows' host). */
+static int classify(const char *name, struct node_info *n, char *why,
+		    size_t whylen)
 {
 	int ret;
 
+	if (!strcmp(name, "errors.txt")) {
+		n->type = NODE_ERRORS;
+		return 0;
+	}
 	if (n->tgt.kind == TARGET_ALL) {
-		ret = name_parse(name, &n->req);
-		if (ret == -ENOENT || !kinds_row(n->req.kind)->host ||
-		    !output_supported(n->req.kind, n->req.format))
+		ret = name_parse_why(name, &n->req, why, whylen);
+		if (ret != -ENOENT && !kinds_row(n->req.kind)->host) {
+			snprintf(why, whylen, "not in all/: only whole-host "
+				 "profiles are (CPU), e.g. cpu_5s.svg");
+			return -ENOENT;
+		}
+		if (ret == -ENOENT || !output_supported(n->req.kind,
+							n->req.format))
 			return -ENOENT;
 		n->type = NODE_PROFILE;
 		n->parse_ret = ret;
@@ -147,17 +172,52 @@ static int classify(const char *name, struct node_info *n)
 		n->type = NODE_INDEX;
 		return 0;
 	}
-	ret = name_parse(name, &n->req);
+	ret = name_parse_why(name, &n->req, why, whylen);
 	if (ret == -ENOENT)
 		return ret;
-	if (!output_supported(n->req.kind, n->req.format))
+	if (!output_supported(n->req.kind, n->req.format)) {
+		snprintf(why, whylen, "not a file proffs serves: %s profiles "
+			 "do not come as .%s%s", name_kind_str(n->req.kind),
+			 name_format_str(n->req.format),
+			 n->req.kind == PROFFS_KIND_MEMSTATS ?
+			 ": memstats.txt" : "");
 		return -ENOENT;
+	}
 	n->type = NODE_PROFILE;
 	n->parse_ret = ret;
 	return 0;
 }
 
-/* Small generated files: index.html of a pid, /status of the daemon. */
+/* Whether the caller may see what a target directory holds: as the
+ * root's listing shows it (SPEC §5), -EACCES or -ENOENT if not. */
+static int may_see(fuse_req_t req, const struct node_info *n, pid_t *pid)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	int ret = node_pid(req, n, pid);
+
+	return ret ? ret : access_check(ctx->pid, ctx->uid, *pid);
+}
+
+/*
+ * errors.txt: in a target directory what concerns its process, for
+ * whoever may profile it; in the root and /prof/all, the caller's own.
+ */
+static int render_errors(fuse_req_t req, struct proffs *fs,
+			 const struct node_info *n, char **buf, size_t *len)
+{
+	pid_t pid = 0;
+	int ret;
+
+	if (n->type == NODE_ERRORS && n->tgt.kind != TARGET_ALL &&
+	    (n->pid || n->tgt.kind != TARGET_PID) &&
+	    (ret = may_see(req, n, &pid)))
+		return ret;
+	return errlog_text(fs->errors, pid, fuse_req_ctx(req)->uid, buf,
+			   len);
+}
+
+/* Small generated files: index.html of a pid, /status of the daemon,
+ * errors.txt. */
 static int render_page(fuse_req_t req, struct proffs *fs,
 		       const struct node_info *n, char **buf, size_t *len)
 {
@@ -166,9 +226,11 @@ static int render_page(fuse_req_t req, struct proffs *fs,
 	int ret;
 
 	if (n->type == NODE_INDEX) {
-		ret = node_pid(req, n, &pid);
+		ret = may_see(req, n, &pid);
 		return ret ? ret : index_html(pid, buf, len);
 	}
+	if (n->type == NODE_ERRORS)
+		return render_errors(req, fs, n, buf, len);
 	proffs_status_src(fs, &src);
 	return status_text(&src, buf, len);
 }
@@ -182,18 +244,22 @@ static int attr_of(fuse_req_t req, struct proffs *fs,
 
 	if (n->type != NODE_ROOT && n->type != NODE_STATUS &&
 	    n->type != NODE_GROUP_DIR && n->tgt.kind != TARGET_ALL &&
+	    !(n->type == NODE_ERRORS && !n->pid &&
+	      n->tgt.kind == TARGET_PID) &&
 	    (node_pid(req, n, &t.pid) || !pid_exists(t.pid, &owner)))
 		return -ENOENT;
 	if (n->type == NODE_PROFILE && !n->parse_ret &&
 	    !reg_target_of(req, n, &t))
 		registry_result_size(fs->registry, &t, &n->req, &size);
-	if (n->type == NODE_INDEX || n->type == NODE_STATUS) {
+	if (is_page(n->type)) {
 		char *buf;
 		int ret = render_page(req, fs, n, &buf, &size);
 
-		if (ret)
+		/* Not the caller's to see: a size of 0, the open says no. */
+		if (ret && ret != -EACCES)
 			return ret;
-		free(buf);
+		if (!ret)
+			free(buf);
 	}
 	fill_attr(n, owner, size, st);
 	return 0;
@@ -302,13 +368,14 @@ static void reply_entry(fuse_req_t req, struct proffs *fs,
 }
 
 /* A name in the root: status, a group (unit, name), all, or a pid. */
-static int lookup_root(const char *name, struct node_info *n)
+static int lookup_root(fuse_req_t req, const char *name,
+		       struct node_info *n)
 {
 	enum target_kind k;
 	uid_t owner;
 
-	if (!strcmp(name, "status")) {
-		n->type = NODE_STATUS;
+	if (!strcmp(name, "status") || !strcmp(name, "errors.txt")) {
+		n->type = name[0] == 's' ? NODE_STATUS : NODE_ERRORS;
 		strcpy(n->name, name);
 		return 0;
 	}
@@ -321,6 +388,13 @@ static int lookup_root(const char *name, struct node_info *n)
 		pr_info("fs: lookup %s: ENOENT: %s", name,
 			proc_parse_pid(name, &n->pid) ?
 			"no such process" : "not a process id");
+		if (name[0] != '.')
+			note(req, 0, name, -ENOENT, proc_parse_pid(name,
+			     &n->pid) ? "no such process: it exited, or "
+			     "never was (ls /prof lists those you may "
+			     "profile)" : "not a process id: /prof holds "
+			     "<pid>/, name/<command>/, unit/<unit>/, all/, "
+			     "status and errors.txt");
 		return -ENOENT;
 	}
 	n->tgt = (struct target){ .kind = TARGET_PID, .pid = n->pid };
@@ -343,15 +417,26 @@ static int lookup_group(fuse_req_t req, const struct node_info *dir,
 		pr_info("fs: lookup %s/%s: ENOENT: %s", target_word(dir->tgt.kind),
 			name, ret == -EINVAL ? "not a name" :
 			"names no process the caller may profile now");
+		if (name[0] != '.') {
+			char path[300];
+
+			snprintf(path, sizeof(path), "%s/%s",
+				 target_word(dir->tgt.kind), name);
+			note(req, 0, path, -ENOENT, ret == -EINVAL ?
+			     "not a unit or command name" : "names no "
+			     "process you may profile now (ls /prof/name)");
+		}
 		return -ENOENT;
 	}
 	return 0;
 }
 
-static int lookup_file(struct proffs *fs, const struct node_info *dir,
-		       const char *name, struct node_info *n)
+static int lookup_file(fuse_req_t req, struct proffs *fs,
+		       const struct node_info *dir, const char *name,
+		       struct node_info *n)
 {
-	char path[400];
+	char path[400], why[300] = "";
+	pid_t pid = 0;
 
 	n->pid = dir->pid;
 	n->tgt = dir->tgt;
@@ -359,13 +444,26 @@ static int lookup_file(struct proffs *fs, const struct node_info *dir,
 		pr_info("fs: lookup %d/%.40s...: ENAMETOOLONG: longer than "
 			"max_name (%u)", (int)dir->pid, name,
 			fs->opts.max_name);
+		snprintf(why, sizeof(why), "the name is longer than max_name "
+			 "(%u bytes)", fs->opts.max_name);
+		if (dir->tgt.kind != TARGET_ALL)
+			node_pid(req, dir, &pid);
+		note(req, pid, name, -ENAMETOOLONG, why);
 		return -ENAMETOOLONG;
 	}
-	if (strlen(name) >= sizeof(n->name) || classify(name, n)) {
+	if (strlen(name) >= sizeof(n->name) ||
+	    classify(name, n, why, sizeof(why))) {
 		snprintf(n->name, sizeof(n->name), "%s", name);
 		node_path(n, path, sizeof(path));
-		pr_info("fs: lookup %s: ENOENT: not a file proffs serves",
-			path);
+		if (!why[0])
+			snprintf(why, sizeof(why), "not a file proffs serves");
+		pr_info("fs: lookup %s: ENOENT: %s", path, why);
+		/* Dot files are what shells and file managers look for. */
+		if (name[0] != '.') {
+			if (dir->tgt.kind != TARGET_ALL)
+				node_pid(req, dir, &pid);
+			note(req, pid, name, -ENOENT, why);
+		}
 		return -ENOENT;
 	}
 	strcpy(n->name, name);
@@ -384,11 +482,11 @@ static void proffs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	if (dir.type == NODE_ROOT)
-		ret = lookup_root(name, &n);
+		ret = lookup_root(req, name, &n);
 	else if (dir.type == NODE_GROUP_DIR)
 		ret = lookup_group(req, &dir, name, &n);
 	else if (dir.type == NODE_PID_DIR)
-		ret = lookup_file(fs, &dir, name, &n);
+		ret = lookup_file(req, fs, &dir, name, &n);
 	else
 		ret = -ENOTDIR;
 	if (ret) {
@@ -496,6 +594,8 @@ static int list_root(fuse_req_t req, struct dirbuf *b)
 	if (!dir)
 		return -errno;
 	ret = dirbuf_add(req, b, "status", S_IFREG);
+	if (!ret)
+		ret = dirbuf_add(req, b, "errors.txt", S_IFREG);
 	for (int k = TARGET_UNIT; !ret && k <= TARGET_ALL; k++)
 		ret = dirbuf_add(req, b, target_word(k), S_IFDIR);
 	while (!ret && (de = readdir(dir))) {
@@ -550,7 +650,7 @@ static int list_pid(fuse_req_t req, const struct node_info *dir,
 	for (size_t i = 0; !ret && i < sizeof(listed_names) / sizeof(listed_names[0]); i++) {
 		memset(&n, 0, sizeof(n));
 		n.tgt.kind = dir->tgt.kind;
-		if (classify(listed_names[i], &n))
+		if (classify(listed_names[i], &n, NULL, 0))
 			continue;	/* kind or format not served yet */
 		ret = dirbuf_add(req, b, listed_names[i], S_IFREG);
 	}
@@ -566,6 +666,13 @@ static void proffs_opendir(fuse_req_t req, fuse_ino_t ino,
 	int ret;
 
 	ret = nodes_get(fs->nodes, ino, &n);
+	/* A process's directory lists only for who may profile it, as
+	 * the root lists it only to them. */
+	if (!ret && n.type == NODE_PID_DIR && n.tgt.kind != TARGET_ALL) {
+		pid_t pid;
+
+		ret = may_see(req, &n, &pid);
+	}
 	if (ret) {
 		fuse_reply_err(req, -ret);
 		return;
@@ -647,7 +754,7 @@ static int check_open(fuse_req_t req, struct proffs *fs,
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	const char *why = NULL;
-	char path[400];
+	char path[400], sentence[300] = "";
 	int ret;
 
 	if ((ret = reg_target_of(req, n, t)) ||
@@ -657,10 +764,13 @@ static int check_open(fuse_req_t req, struct proffs *fs,
 	else
 		ret = proffs_check_request(fs, &n->req, n->parse_ret, &why);
 	node_path(n, path, sizeof(path));
-	if (ret)
+	if (ret) {
 		pr_notice("fs: open %s by uid %u: %s: %s", path,
 			  (unsigned)ctx->uid, strerrorname_np(-ret), why);
-	else if (n->tgt.kind == TARGET_UNIT || n->tgt.kind == TARGET_NAME)
+		proffs_explain(fs, n->name, &n->req, ret, why, sentence,
+			       sizeof(sentence));
+		note(req, t->pid, n->name, ret, sentence);
+	} else if (n->tgt.kind == TARGET_UNIT || n->tgt.kind == TARGET_NAME)
 		pr_info("fs: open %s by uid %u: pid %d", path,
 			(unsigned)ctx->uid, (int)t->pid);
 	return ret;
@@ -685,22 +795,32 @@ static void proffs_open(fuse_req_t req, fuse_ino_t ino,
 			  "profiles are read-only", path,
 			  (unsigned)fuse_req_ctx(req)->uid);
 		ret = -EROFS;
+		note(req, n.pid, n.name, ret, NULL);
 	}
 	if (!ret && (n.type == NODE_ROOT || n.type == NODE_PID_DIR ||
 		     n.type == NODE_GROUP_DIR))
 		ret = -EISDIR;
-	if (!ret && (n.type == NODE_INDEX || n.type == NODE_STATUS))
+	if (!ret && is_page(n.type))
 		ret = open_page(req, fs, &n, fi);
+	if (!ret && n.type == NODE_CMDLINE) {
+		pid_t pid;
+
+		ret = may_see(req, &n, &pid);
+	}
 	if (!ret && n.type == NODE_PROFILE)
 		ret = check_open(req, fs, &n, &t);
 	if (!ret && n.type == NODE_PROFILE) {
 		ret = registry_open(fs->registry, &t, &n.req, &h, why,
 				    sizeof(why));
-		if (ret)
+		if (ret) {
 			pr_notice("fs: open %s: %s: cannot start a session: "
 				  "%s", path, strerrorname_np(-ret), why);
-		else
+			note(req, t.pid, n.name, ret, ret == -EBUSY ?
+			     "too many sessions at once (max_sessions): "
+			     "try again when one ends" : NULL);
+		} else {
 			fi->fh = (uintptr_t)h;
+		}
 	}
 	if (ret) {
 		status_refused(&fs->refused, ret);
@@ -743,7 +863,7 @@ static void proffs_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 	if (n.type == NODE_PROFILE) {
 		registry_read((struct reg_handle *)(uintptr_t)fi->fh, req,
 			      size, off);
-	} else if (n.type == NODE_INDEX || n.type == NODE_STATUS) {
+	} else if (is_page(n.type)) {
 		struct dirbuf *pg = dirbuf_get((struct dirbuf *)(uintptr_t)
 					       fi->fh);
 
@@ -767,7 +887,7 @@ static void proffs_release(fuse_req_t req, fuse_ino_t ino,
 	struct node_info n;
 
 	if (fi->fh && !nodes_get(fs->nodes, ino, &n) &&
-	    (n.type == NODE_INDEX || n.type == NODE_STATUS)) {
+	    is_page(n.type)) {
 		dirbuf_put((struct dirbuf *)(uintptr_t)fi->fh);
 	} else if (fi->fh) {
 		registry_release((struct reg_handle *)(uintptr_t)fi->fh);

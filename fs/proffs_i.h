@@ -15,6 +15,7 @@
 #include "status.h"
 
 struct dso_cache;
+struct errlog;
 struct heap_agents;
 struct http_server;
 struct nodes;
@@ -50,6 +51,8 @@ struct proffs {
 	struct status_refusals refused;	/* for /prof/status */
 	struct http_server *http;	/* NULL unless -o http= */
 	struct status_refusals http_refused;
+	struct errlog *errors;		/* errors.txt (errors.h) */
+	char log_where[200];		/* where the log goes, for status */
 };
 
 /* What /prof/status and /metrics are made of. */
@@ -62,6 +65,7 @@ static inline void proffs_status_src(struct proffs *fs,
 		.http = fs->http ? &fs->http_refused : NULL,
 		.dsos = fs->dsos, .ksyms = fs->ksyms,
 		.uptime_s = now_ns() / 1000000000ull - fs->start_s,
+		.log_where = fs->log_where,
 	};
 }
 
@@ -80,5 +84,14 @@ int proffs_check_request(const struct proffs *fs,
 int proffs_check_limits(const struct proffs *fs,
 			const struct proffs_request *req, int parse_ret,
 			const char **why);
+
+/*
+ * The sentence for the user (errors.txt, an HTTP body) when a request for
+ * name (req as parsed) was refused with err, why being the log's reason:
+ * what is wrong and what to do. Never fails; buf gets len bytes at most.
+ */
+void proffs_explain(const struct proffs *fs, const char *name,
+		    const struct proffs_request *req, int err,
+		    const char *why, char *buf, size_t len);
 
 #endif

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "errors.h"
 #include "kinds.h"
 #include "log.h"
 #include "output.h"
@@ -50,6 +51,7 @@ struct rendered {
 	uint8_t *buf;
 	size_t len;
 	int err;
+	_Atomic bool consumed;		/* a file reader read it to its end */
 	struct rendered *next;
 };
 
@@ -76,6 +78,7 @@ struct session {
 	bool done;
 	int err;
 	uint64_t done_ms;
+	uint64_t start_ms;
 	struct profile *prof;
 	struct rendered *outs;
 	struct reg_wait *queue;		/* reads parked until done */
@@ -183,36 +186,56 @@ static void expire_locked(struct registry *r)
 	}
 }
 
-/*
- * A running session of key k, or a result of it still fresh. For a stat
- * (for_size), also a result someone still has open however old: its
- * size is the size of the file being read (an fstat reaches the daemon
- * as a stat of the name).
- */
-static struct session *find_locked(struct registry *r,
-				   const struct session_key *k, bool for_size)
-{
-	uint64_t now = now_ms();
-
-	for (struct session *s = r->list; s; s = s->next) {
-		if (memcmp(&s->key, k, sizeof(*k)) || atomic_load(&s->stop))
-			continue;
-		/* Still held open by its last readers, but too old to serve
-		 * a new one (FUSE releases files asynchronously). */
-		if (s->done && now - s->done_ms >= r->o.cache_ms &&
-		    !(for_size && s->nhandles))
-			continue;
-		return s;
-	}
-	return NULL;
-}
-
 static struct rendered *find_output_locked(struct session *s,
 					   const struct proffs_request *req)
 {
 	for (struct rendered *o = s->outs; o; o = o->next)
 		if (same_rendering(&o->req, req))
 			return o;
+	return NULL;
+}
+
+/*
+ * A running session of key k, or a result of it still fresh. For a stat
+ * (for_size), also a result someone still has open however old: its
+ * size is the size of the file being read (an fstat reaches the daemon
+ * as a stat of the name).
+ *
+ * A result is fresh for cache_ms, until a reader of the mount has read
+ * req's rendering of it to the end: what opens a name twice (go tool
+ * pprof's sniff, then its read; a browser's stat, then its read; cp's
+ * stat) gets one session, while `watch cat cpu_1s.txt`, a second read
+ * of memstats.txt or `proffs top` get a new one each time. Other
+ * renderings of the same window stay fresh (cpu_2s.pb.gz, then
+ * cpu_2s.svg: the same samples), and so do results only HTTP clients
+ * read (Go's pprof fetches a URL twice, from two processes). A thread
+ * dump stays for cache_ms whoever read it: it stops every thread, and
+ * a dump while a heap agent is being loaded would be EBUSY.
+ */
+static struct session *find_locked(struct registry *r,
+				   const struct session_key *k,
+				   const struct proffs_request *req,
+				   bool for_size)
+{
+	uint64_t now = now_ms();
+
+	for (struct session *s = r->list; s; s = s->next) {
+		struct rendered *o;
+
+		if (memcmp(&s->key, k, sizeof(*k)) || atomic_load(&s->stop))
+			continue;
+		if (for_size && s->nhandles)
+			return s;
+		/* Still held open by its last readers, but too old to serve
+		 * a new one (FUSE releases files asynchronously). */
+		if (s->done && now - s->done_ms >= r->o.cache_ms)
+			continue;
+		if (s->done && s->key.kind != PROFFS_KIND_GOROUTINE &&
+		    (o = find_output_locked(s, req)) &&
+		    atomic_load(&o->consumed))
+			continue;
+		return s;
+	}
 	return NULL;
 }
 
@@ -276,6 +299,8 @@ static void reply_result(struct registry *r, fuse_req_t req,
 	} else {
 		size_t n = o->len - off < size ? o->len - off : size;
 
+		if ((size_t)off + n >= o->len)
+			atomic_store(&((struct rendered *)o)->consumed, true);
 		count_served(r, !off, n);
 		fuse_reply_buf(req, (const char *)o->buf + off, n);
 	}
@@ -382,11 +407,31 @@ static void count_outcome_locked(struct registry *r, struct session *s,
 	k->latency_sum_ms += out->elapsed_ms;
 }
 
+/* A failed session, for errors.txt: under the pid it profiled (an
+ * /all session under its uid). */
+static void note_failure(struct session *s, int err)
+{
+	char name[64];
+
+	if (!err || err == -ECANCELED || !s->r->o.errors)
+		return;
+	if (s->key.window_ms)
+		snprintf(name, sizeof(name), "%s_%llums",
+			 name_kind_str(s->key.kind),
+			 (unsigned long long)s->key.window_ms);
+	else
+		snprintf(name, sizeof(name), "%s", name_kind_str(s->key.kind));
+	errlog_add(s->r->o.errors, s->key.pid,
+		   s->key.pid ? ERRLOG_NO_UID : s->key.uid, name, err, NULL);
+}
+
 static void finish(struct session *s, int err, struct profile *prof,
 		   const struct run_outcome *out)
 {
 	struct registry *r = s->r;
 	struct reg_wait *queue, *w;
+
+	note_failure(s, err);
 
 	s->prof = prof;
 	if (!err)
@@ -453,6 +498,7 @@ static int start_locked(struct registry *r, const struct proffs_request *req,
 		return -ENOMEM;
 	s->id = ++r->next_id;
 	s->r = r;
+	s->start_ms = now_ms();
 	s->key = *k;
 	s->req = *req;
 	s->req.kernel = k->kernel;	/* what this caller may see */
@@ -496,7 +542,7 @@ static int open_handle(struct registry *r, const struct reg_target *t,
 	key_of(t, req, &k);
 	pthread_mutex_lock(&r->lock);
 	expire_locked(r);
-	s = find_locked(r, &k, for_size);
+	s = find_locked(r, &k, req, for_size);
 	if (!s)
 		ret = start_locked(r, req, &k, &s, why, whylen);
 	else if (s->done)
@@ -708,7 +754,7 @@ int registry_result_size(struct registry *r, const struct reg_target *t,
 	key_of(t, req, &k);
 	pthread_mutex_lock(&r->lock);
 	expire_locked(r);
-	s = find_locked(r, &k, true);
+	s = find_locked(r, &k, req, true);
 	if (s && s->done)
 		o = find_output_locked(s, req);
 	if (o && !o->err)
@@ -756,4 +802,32 @@ void registry_stats(struct registry *r, struct registry_stats *st)
 	*st = r->stats;
 	st->running = r->nrunning;
 	pthread_mutex_unlock(&r->lock);
+}
+
+size_t registry_running(struct registry *r, struct registry_running *out,
+			size_t n)
+{
+	uint64_t now = now_ms();
+	size_t got = 0;
+
+	pthread_mutex_lock(&r->lock);
+	for (struct session *s = r->list; s && got < n; s = s->next) {
+		if (s->done || atomic_load(&s->stop))
+			continue;
+		out[got++] = (struct registry_running){
+			.id = s->id, .pid = s->key.pid, .kind = s->key.kind,
+			.window_ms = s->key.window_ms,
+			.elapsed_ms = now - s->start_ms,
+			.readers = s->nhandles,
+		};
+	}
+	pthread_mutex_unlock(&r->lock);
+	/* the list is newest first */
+	for (size_t i = 0; i < got / 2; i++) {
+		struct registry_running t = out[i];
+
+		out[i] = out[got - 1 - i];
+		out[got - 1 - i] = t;
+	}
+	return got;
 }

@@ -31,6 +31,7 @@
 #include "offcpu.h"
 
 struct dso_cache;
+struct errlog;
 struct heap_agents;
 struct kallsyms;
 struct registry;
@@ -44,6 +45,8 @@ struct registry_opts {
 	struct heap_agents *heap;	/* borrowed */
 	struct kallsyms *ksyms;		/* borrowed */
 	enum offcpu_method offcpu;	/* for wall, block and mutex */
+	struct errlog *errors;		/* borrowed, may be NULL: where a
+					 * failed session is noted */
 };
 
 int registry_new(const struct registry_opts *o, struct registry **out);
@@ -88,6 +91,21 @@ struct registry_stats {
 };
 
 void registry_stats(struct registry *r, struct registry_stats *st);
+
+/* A session in flight, for /prof/status. */
+struct registry_running {
+	unsigned id;
+	pid_t pid;			/* 0: a whole host */
+	enum proffs_kind kind;
+	uint64_t window_ms;		/* 0: a snapshot (or a first heap
+					 * read, whose wait is the agent's) */
+	uint64_t elapsed_ms;
+	int readers;			/* open handles */
+};
+
+/* Up to n sessions still sampling, oldest first: how many. */
+size_t registry_running(struct registry *r, struct registry_running *out,
+			size_t n);
 
 /* Stop every session, wait for their threads, free. NULL is a no-op. */
 void registry_free(struct registry *r);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "access.h"
 #include "clock.h"
@@ -26,7 +27,7 @@ static bool allowed(pid_t pid, void *arg)
 
 int run_cpu(const struct run_ctx *c, struct profile **out, struct run_result *r)
 {
-	char title[64];
+	char title[160];
 	struct cpu_opts o = {
 		.pid = c->pid, .hz = c->req->hz,
 		.window_ms = c->req->window_ms, .cache = c->dsos,
@@ -35,13 +36,16 @@ int run_cpu(const struct run_ctx *c, struct profile **out, struct run_result *r)
 		.allow = allowed, .allow_arg = (void *)c, .all_title = title,
 	};
 	struct cpu_stats st;
+	char host[64] = "";
 	int ret;
 
+	gethostname(host, sizeof(host) - 1);
 	if (c->uid == (uid_t)-1)
-		snprintf(title, sizeof(title), "all processes");
+		snprintf(title, sizeof(title), "all processes of host %s",
+			 host);
 	else
-		snprintf(title, sizeof(title), "all processes of uid %u",
-			 (unsigned)c->uid);
+		snprintf(title, sizeof(title), "all processes of uid %u on "
+			 "host %s", (unsigned)c->uid, host);
 	ret = cpu_profile(&o, out, &st);
 	r->samples = st.samples;
 	r->lost = st.lost;
@@ -98,6 +102,11 @@ int run_threads(const struct run_ctx *c, struct profile **out,
 				  .kernel = c->req->kernel };
 	struct threads_stats st;
 	int ret;
+
+	/* Kernel stacks name their functions; the table gives their
+	 * addresses, as debug=1 prints them (root's kernel frames). */
+	if (o.kernel)
+		o.ksyms = c->ksyms;
 
 	ret = threads_profile(&o, out, &st);
 	r->samples = st.threads;

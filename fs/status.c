@@ -16,6 +16,7 @@
 #include "dso.h"
 #include "heap.h"
 #include "kallsyms.h"
+#include "log.h"
 #include "name.h"
 #include "registry.h"
 #include "status.h"
@@ -53,8 +54,15 @@ static void refusal_rows(const struct status_refusals *c,
 	rows[i] = (struct refusal_row){ "other", atomic_load(&c->other_n) };
 }
 
+#define STATUS_RUNNING_MAX 32
+
 struct snapshot {
 	struct registry_stats reg;
+	struct registry_running running[STATUS_RUNNING_MAX];
+	size_t nrunning;
+	char warnings[PROFFS_LOG_RECENT][PROFFS_LOG_LINE];
+	size_t nwarnings;
+	const char *log_where;
 	struct heap_agent_counts agents;
 	struct refusal_row fuse[REFUSAL_ROWS], http[REFUSAL_ROWS];
 	bool has_http;
@@ -92,6 +100,10 @@ static int take(const struct status_src *src, struct snapshot **out)
 	if (!s)
 		return -ENOMEM;
 	registry_stats(src->registry, &s->reg);
+	s->nrunning = registry_running(src->registry, s->running,
+				       STATUS_RUNNING_MAX);
+	s->nwarnings = proffs_log_recent(s->warnings, PROFFS_LOG_RECENT);
+	s->log_where = src->log_where;
 	if (src->heap)
 		heap_agents_counts(src->heap, &s->agents);
 	refusal_rows(src->fuse, s->fuse);
@@ -136,6 +148,35 @@ static void text_kind(FILE *f, const struct snapshot *s, int k)
 		ks->latency_sum_ms);
 }
 
+/* The "# " lines: what a person wants to know at a glance. */
+static void write_people(FILE *f, const struct snapshot *s)
+{
+	if (s->log_where)
+		fprintf(f, "# log: %s\n", s->log_where);
+	for (size_t i = 0; i < s->nrunning; i++) {
+		const struct registry_running *r = &s->running[i];
+		char pid[32];
+
+		if (r->pid)
+			snprintf(pid, sizeof(pid), "pid %d", (int)r->pid);
+		else
+			snprintf(pid, sizeof(pid), "all");
+		fprintf(f, "# session %u: %s %s, %d reader%s, %.1f s elapsed",
+			r->id, pid, name_kind_str(r->kind), r->readers,
+			r->readers == 1 ? "" : "s", r->elapsed_ms / 1000.0);
+		if (r->window_ms > r->elapsed_ms)
+			fprintf(f, ", %.1f s left", (r->window_ms -
+						     r->elapsed_ms) / 1000.0);
+		else if (!r->window_ms && (r->kind == PROFFS_KIND_HEAP ||
+					   r->kind == PROFFS_KIND_ALLOCS))
+			fprintf(f, " (a first heap read waits %d s for "
+				"allocations)", PROFFS_DEFAULT_SECONDS);
+		fputc('\n', f);
+	}
+	for (size_t i = 0; i < s->nwarnings; i++)
+		fprintf(f, "# %s\n", s->warnings[i]);
+}
+
 static void write_text(FILE *f, const struct snapshot *s)
 {
 	fprintf(f, "version: %s\nuptime_seconds: %llu\n"
@@ -168,6 +209,7 @@ static void write_text(FILE *f, const struct snapshot *s)
 		if (s->agents.failed[e])
 			fprintf(f, "agent_failed_%s: %llu\n", errno_label(e),
 				s->agents.failed[e]);
+	write_people(f, s);
 }
 
 /* "# HELP" and "# TYPE" of one metric family. */

@@ -54,10 +54,13 @@ struct status_src {
 	uint64_t uptime_s;
 	struct dso_cache *dsos;			/* may be NULL */
 	const struct kallsyms *ksyms;		/* may be NULL */
+	const char *log_where;	/* "syslog", a file, "stderr"; or NULL */
 };
 
 /* /prof/status: "key: value" lines, every value an integer but the
- * version's. */
+ * version's; then "# " lines for people: where the log goes, the
+ * sessions in flight with their elapsed and remaining time, the last
+ * warnings. */
 int status_text(const struct status_src *src, char **buf, size_t *len);
 
 /* GET /metrics: Prometheus' text exposition format. */

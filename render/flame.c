@@ -529,7 +529,15 @@ static int default_titles(const struct profile *p, const struct tree *t,
 		     *kind ? " " : "", h->pid, *cmd ? " (" : "", cmd,
 		     *cmd ? ")" : "") < 0)
 		goto fail;
-	if (asprintf(sub, "%s (%s)%s%s, total %s",
+	/* An empty graph says why, if the profile does (its last
+	 * comment: "process N did not run ..."). */
+	if (!t->total && profile_ncomments(p)) {
+		if (asprintf(sub, "%s", profile_str(p, profile_comment(p,
+				profile_ncomments(p) - 1))) < 0) {
+			free(*title);
+			goto fail;
+		}
+	} else if (asprintf(sub, "%s (%s)%s%s, total %s",
 		     profile_str(p, st->type), profile_str(p, st->unit),
 		     *win ? ", window " : "", win, tot) < 0) {
 		free(*title);
@@ -606,8 +614,11 @@ int flame_render(const struct profile *p, const struct flame_opts *o,
 		ret = default_titles(p, &t, vi, &title, &sub);
 	if (ret)
 		goto out;
+	/* An empty graph's subtitle is why it is empty, if the profile
+	 * says (default_titles), whatever the caller's subtitle. */
 	put_document(&out, &t, o->title ? o->title : title,
-		     o->subtitle ? o->subtitle : sub, o->palette);
+		     o->subtitle && (t.total || !profile_ncomments(p)) ?
+		     o->subtitle : sub, o->palette);
 	ret = folded_buf_finish(&out, buf, len);
 out:
 	free(title);

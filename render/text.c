@@ -458,7 +458,13 @@ static void put_profile_labels(struct folded_buf *b, const struct top *t)
 	const struct pf_mapping *m = profile_mapping(p, 1);
 	size_t i;
 
-	if (m && *profile_str(p, m->filename)) {
+	if (!h->pid && *profile_str(p, h->command)) {
+		/* a whole host's (/prof/all): not its first process's */
+		folded_buf_printf(b, "File: %s\n", profile_str(p, h->command));
+	} else if (h->pid && h->name > 0 && *profile_str(p, h->name)) {
+		/* the process's own name, not its first mapping's file */
+		folded_buf_printf(b, "File: %s\n", profile_str(p, h->name));
+	} else if (m && *profile_str(p, m->filename)) {
 		const char *f = profile_str(p, m->filename);
 		const char *base = strrchr(f, '/');
 

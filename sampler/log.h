@@ -12,6 +12,7 @@
 #define PROFFS_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 enum proffs_log_level {
 	PROFFS_LOG_ERR,
@@ -30,6 +31,15 @@ void proffs_log(enum proffs_log_level level, const char *fmt, ...)
 
 /* Replace the sink (NULL restores stderr). */
 void proffs_log_set_sink(proffs_log_sink_t sink);
+
+/*
+ * The last PROFFS_LOG_RECENT warnings and errors, oldest first, each
+ * "HH:MM:SS warning: text", into out[i] (PROFFS_LOG_LINE bytes each):
+ * how many. For /prof/status, whatever the sink.
+ */
+#define PROFFS_LOG_RECENT 5
+#define PROFFS_LOG_LINE 200
+size_t proffs_log_recent(char out[][PROFFS_LOG_LINE], size_t n);
 
 /* Messages above this level are dropped (default PROFFS_LOG_INFO). */
 void proffs_log_set_level(enum proffs_log_level level);

@@ -116,6 +116,9 @@ struct pf_header {
 	/* For renderers' titles; not part of the pprof message. */
 	int pid;
 	int64_t command;		/* string index: target command line */
+	int64_t name;			/* string index: the name the process
+					 * runs as (comm, or its executable's
+					 * when comm is cut short); 0: none */
 	int64_t kind;			/* string index: "cpu", "heap", ... */
 };
 

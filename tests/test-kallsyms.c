@@ -7,6 +7,7 @@
  * from /proc/PID/task/TID/stack text. With the machine's own
  * /proc/kallsyms too, when it shows addresses.
  */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -182,6 +183,25 @@ static void test_frames(void)
 	MUST(kframes_proc_stack(kf, "[<0>] a\n[<0>] b\n[<0>] c\n", locs, 2,
 				&n));
 	CHECK(n == 2, "%d frames past max", n);
+	/* a named frame is at its function's address, an alias perf would
+	 * not print too (__local_fn beside local_fn); 0 when unknown */
+	MUST(kframes_proc_stack(kf, "[<0>] __local_fn+0x10/0x20\n"
+				"[<0>] pipe_read+0x1/0x2\n"
+				"[<0>] nowhere+0x1/0x2\n", locs, 8, &n));
+	CHECK(n == 3 && profile_location(p, locs[0])->address ==
+	      0xffffffff81001000ull && profile_location(p, locs[1])->address
+	      == 0xffffffff81003800ull && !profile_location(p,
+	      locs[2])->address, "named frames' addresses");
+	{
+		uint64_t addr = 0;
+
+		CHECK(!kallsyms_addr(k, "vfs_readX", 8, &addr) &&
+		      addr == 0xffffffff81004000ull, "vfs_read: %llx",
+		      (unsigned long long)addr);
+		CHECK(kallsyms_addr(k, "vfs_rea", 7, &addr) == -ENOENT &&
+		      kallsyms_addr(k, "some_data", 9, &addr) == -ENOENT,
+		      "a prefix, a data symbol");
+	}
 	kframes_free(kf);
 	profile_free(p);
 	kallsyms_free(k);

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test-name.c - fs/name.c against a table of names: every kind, format,
- * parameter and default, each bad form (ENOENT) and each bad value
- * (EINVAL), and the 255-byte limit. Each parse starts from a request
+ * parameter and default, each name that is no file of proffs (ENOENT:
+ * its kind or format is not the grammar's), each bad duration or query
+ * of one that is (EINVAL), the sentence that says why, and the 255-byte
+ * limit. Each parse starts from a request
  * full of garbage, so a default that is not written shows up.
  */
 #include <errno.h>
@@ -166,21 +168,21 @@ static const struct name_case cases[] = {
 	INVAL("cpu?kernel=2", CPU, PBGZ),
 	INVAL("threads.txt?kernel=0&kernel=0", GOR, TXT),
 	INVAL("cpu?kernel=18446744073709551616", CPU, PBGZ),
-	NOENT("cpu?kernel="),
-	NOENT("cpu?kernel=no"),
-	NOENT("cpu?kernel"),
-	NOENT("cpu?Kernel=0"),
+	INVAL("cpu?kernel=", CPU, PBGZ),
+	INVAL("cpu?kernel=no", CPU, PBGZ),
+	INVAL("cpu?kernel", CPU, PBGZ),
+	INVAL("cpu?Kernel=0", CPU, PBGZ),
 	/* a parameter twice, equal or not */
 	INVAL("cpu?hz=1&hz=1", CPU, PBGZ),
 	INVAL("cpu?hz=1&hz=2", CPU, PBGZ),
 	INVAL("cpu?seconds=5&seconds=5", CPU, PBGZ),
 	INVAL("heap.svg?sample=a&sample=b", HEAP, SVG),
 	/* grammar errors win over value errors */
-	NOENT("cpu_0s?hz=x"),
+	INVAL("cpu_0s?hz=x", CPU, PBGZ),
 	NOENT("cpu_0s.xyz"),
-	NOENT("cpu?hz=0&bogus=1"),
-	NOENT("cpu?hz=1&hz=x"),
-	NOENT("cpu?seconds=0&"),
+	INVAL("cpu?hz=0&bogus=1", CPU, PBGZ),
+	INVAL("cpu?hz=1&hz=x", CPU, PBGZ),
+	INVAL("cpu?seconds=0&", CPU, PBGZ),
 	/* unknown kinds and formats, case */
 	NOENT(""),
 	NOENT("CPU"),
@@ -202,54 +204,54 @@ static const struct name_case cases[] = {
 	NOENT(".pb.gz"),
 	/* bad durations */
 	NOENT("_30s"),
-	NOENT("cpu_"),
-	NOENT("cpu_30"),
-	NOENT("cpu_s"),
-	NOENT("cpu_ms"),
-	NOENT("cpu_30S"),
-	NOENT("cpu_30m"),
-	NOENT("cpu_30sec"),
-	NOENT("cpu_30us"),
-	NOENT("cpu_+30s"),
-	NOENT("cpu_-30s"),
-	NOENT("cpu_ 30s"),
-	NOENT("cpu_3 0s"),
+	INVAL("cpu_", CPU, PBGZ),
+	INVAL("cpu_30", CPU, PBGZ),
+	INVAL("cpu_s", CPU, PBGZ),
+	INVAL("cpu_ms", CPU, PBGZ),
+	INVAL("cpu_30S", CPU, PBGZ),
+	INVAL("cpu_30m", CPU, PBGZ),
+	INVAL("cpu_30sec", CPU, PBGZ),
+	INVAL("cpu_30us", CPU, PBGZ),
+	INVAL("cpu_+30s", CPU, PBGZ),
+	INVAL("cpu_-30s", CPU, PBGZ),
+	INVAL("cpu_ 30s", CPU, PBGZ),
+	INVAL("cpu_3 0s", CPU, PBGZ),
 	NOENT("cpu_1.5s"),
-	NOENT("cpu_30s_5s"),
-	NOENT("cpu__30s"),
+	INVAL("cpu_30s_5s", CPU, PBGZ),
+	INVAL("cpu__30s", CPU, PBGZ),
 	NOENT("cpu30s"),
 	/* bad queries */
-	NOENT("cpu?"),
-	NOENT("cpu.svg?"),
-	NOENT("cpu?.svg"),
-	NOENT("cpu?&hz=1"),
-	NOENT("cpu?hz=1&"),
-	NOENT("cpu?hz=1&&rate=2"),
-	NOENT("cpu?&&"),
-	NOENT("cpu?hz"),
-	NOENT("cpu?hz="),
-	NOENT("cpu?=5"),
-	NOENT("cpu?hz==5"),
-	NOENT("cpu?hz=+5"),
-	NOENT("cpu?hz=-5"),
-	NOENT("cpu?hz=5x"),
-	NOENT("cpu?hz=0x10"),
-	NOENT("cpu?hz= 5"),
-	NOENT("cpu?HZ=5"),
-	NOENT("cpu?freq=5"),
-	NOENT("cpu?seconds=5s"),
-	NOENT("cpu?sample="),
-	NOENT("cpu?sample=a-b"),
-	NOENT("cpu?sample=a b"),
-	NOENT("heap?sample=a.b"),
-	NOENT("heap.svg?sample=a.b"),
-	NOENT("flame.svg?sample=x.svg"),
-	NOENT("cpu?hz=5?rate=1"),
-	NOENT("cpu.svg?hz=5.txt"),
-	NOENT("cpu?hz=5.svg.txt"),
-	NOENT("cpu?hz=5..svg"),
-	NOENT("cpu?hz=5.svg?"),
-	NOENT("cpu?hz=5;rate=1"),
+	INVAL("cpu?", CPU, PBGZ),
+	INVAL("cpu.svg?", CPU, SVG),
+	INVAL("cpu?.svg", CPU, PBGZ),
+	INVAL("cpu?&hz=1", CPU, PBGZ),
+	INVAL("cpu?hz=1&", CPU, PBGZ),
+	INVAL("cpu?hz=1&&rate=2", CPU, PBGZ),
+	INVAL("cpu?&&", CPU, PBGZ),
+	INVAL("cpu?hz", CPU, PBGZ),
+	INVAL("cpu?hz=", CPU, PBGZ),
+	INVAL("cpu?=5", CPU, PBGZ),
+	INVAL("cpu?hz==5", CPU, PBGZ),
+	INVAL("cpu?hz=+5", CPU, PBGZ),
+	INVAL("cpu?hz=-5", CPU, PBGZ),
+	INVAL("cpu?hz=5x", CPU, PBGZ),
+	INVAL("cpu?hz=0x10", CPU, PBGZ),
+	INVAL("cpu?hz= 5", CPU, PBGZ),
+	INVAL("cpu?HZ=5", CPU, PBGZ),
+	INVAL("cpu?freq=5", CPU, PBGZ),
+	INVAL("cpu?seconds=5s", CPU, PBGZ),
+	INVAL("cpu?sample=", CPU, PBGZ),
+	INVAL("cpu?sample=a-b", CPU, PBGZ),
+	INVAL("cpu?sample=a b", CPU, PBGZ),
+	INVAL("heap?sample=a.b", HEAP, PBGZ),
+	INVAL("heap.svg?sample=a.b", HEAP, SVG),
+	INVAL("flame.svg?sample=x.svg", CPU, SVG),
+	INVAL("cpu?hz=5?rate=1", CPU, PBGZ),
+	INVAL("cpu.svg?hz=5.txt", CPU, SVG),
+	INVAL("cpu?hz=5.svg.txt", CPU, TXT),
+	INVAL("cpu?hz=5..svg", CPU, SVG),
+	INVAL("cpu?hz=5.svg?", CPU, PBGZ),
+	INVAL("cpu?hz=5;rate=1", CPU, PBGZ),
 	NOENT("?hz=5"),
 	/* trailing and leading garbage */
 	NOENT("cpu_30s.pb.gz "),
@@ -364,6 +366,49 @@ static void test_strings(void)
 	      "fmt -1");
 }
 
+/* Every failure says why, and the mistakes say what to do. */
+static void test_why(void)
+{
+	static const struct {
+		const char *name;
+		int ret;
+		const char *why;
+	} whys[] = {
+		{ "cpu_5.pb.gz", -EINVAL, "a duration needs a unit: "
+		  "cpu_5s.pb.gz or cpu_500ms.pb.gz" },
+		{ "cpu_5s.pdf", -ENOENT, "'pdf' is not a format" },
+		{ "heap?seconds=-1.pb.gz", -EINVAL, "seconds=-1: seconds= "
+		  "takes a whole number" },
+		{ "cpu_1h", -EINVAL, "not 'h': cpu_3600s" },
+		{ "cpu?foo=1", -EINVAL, "unknown parameter 'foo'" },
+		{ "?foo=1", -ENOENT, "not a file proffs serves" },
+		{ "cpu_0s", -EINVAL, "longer than 0" },
+		{ "cpu?hz=1&hz=1", -EINVAL, "hz= given twice" },
+		{ "cpu_2s?seconds=3", -EINVAL, "two different windows" },
+		{ "goroutine.txt?debug=3", -EINVAL, "debug= takes 0 to 2" },
+	};
+	struct proffs_request r;
+	char why[200];
+
+	for (size_t i = 0; i < sizeof(whys) / sizeof(whys[0]); i++) {
+		int ret = name_parse_why(whys[i].name, &r, why, sizeof(why));
+
+		CHECK(ret == whys[i].ret, "'%s': returned %d", whys[i].name,
+		      ret);
+		CHECK(strstr(why, whys[i].why), "'%s': why '%s', want '%s'",
+		      whys[i].name, why, whys[i].why);
+	}
+	/* every failing case has a sentence, every good one none */
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int ret = name_parse_why(cases[i].name, &r, why, sizeof(why));
+
+		CHECK(ret ? why[0] != '\0' : why[0] == '\0',
+		      "'%s': returned %d, why '%s'", cases[i].name, ret, why);
+	}
+	CHECK(name_parse_why("cpu_5", &r, why, 8) == -EINVAL &&
+	      strlen(why) == 7, "a short buffer: '%s'", why);
+}
+
 int main(void)
 {
 	size_t n = sizeof(cases) / sizeof(cases[0]);
@@ -372,6 +417,7 @@ int main(void)
 		run_case(&cases[i]);
 	test_length();
 	test_strings();
+	test_why();
 	if (failures) {
 		fprintf(stderr, "test-name: %d failure(s)\n", failures);
 		return 1;

@@ -409,6 +409,19 @@ static int note_skipped(struct profile *p, uint64_t n)
 	return profile_add_comment(p, text);
 }
 
+/* A process that never ran in the window: say so, and what would show
+ * where it waits (issue 28). */
+static int note_idle(struct profile *p, const struct cpu_opts *o)
+{
+	char text[200];
+	uint64_t s = (o->window_ms + 999) / 1000;
+
+	snprintf(text, sizeof(text), "proffs: process %d did not run on a CPU "
+		 "in the window (0 samples); wall_%llus.svg shows where its "
+		 "threads wait", (int)o->pid, (unsigned long long)(s ? s : 1));
+	return profile_add_comment(p, text);
+}
+
 static void run_free(struct cpu_run *run)
 {
 	for (size_t b = 0; b < PROC_BUCKETS; b++)
@@ -496,6 +509,8 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 		ret = window_note_exit(&w, run.p, stats->elapsed_ns);
 	if (!ret && stats->skipped_procs)
 		ret = note_skipped(run.p, stats->skipped_procs);
+	if (!ret && o->pid && !w.exited && !stats->samples)
+		ret = note_idle(run.p, o);
 	for (size_t b = 0; b < PROC_BUCKETS && !ret; b++)
 		for (c = run.procs[b]; c && !ret; c = c->next)
 			ret = symbolizer_note(c->sc.sym);

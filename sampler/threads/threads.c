@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "kallsyms.h"
 #include "kframes.h"
 #include "log.h"
 #include "maps.h"
@@ -69,6 +70,7 @@ struct dump {
 	size_t n, nlate;
 	uint8_t *stack;		/* STACK_MAX */
 	bool kernel;		/* read kernel stacks (until refused) */
+	struct kallsyms *ksyms;		/* their functions' addresses */
 	char *kbuf;		/* KSTACK_MAX, when kernel */
 	struct threads_stats *st;
 	uint64_t first_stop_ns, last_release_ns;
@@ -483,7 +485,10 @@ static int build_profile(struct dump *d, struct profile *p)
 		if (keys[i] < 0)
 			return -ENOMEM;
 	}
-	ret = kframes_new(p, NULL, &kf);
+	/* The table's first read (100-150 ms) comes after the threads
+	 * ran again, and only for a dump that has kernel stacks. */
+	ret = kframes_new(p, d->kernel && d->ksyms &&
+			  kallsyms_ready(d->ksyms) ? d->ksyms : NULL, &kf);
 	for (size_t i = 0; i < d->n && !ret; i++) {
 		if (!d->t[i].tid)
 			continue;
@@ -565,7 +570,8 @@ static int check_target(pid_t pid)
 int threads_profile(const struct threads_opts *o, struct profile **out,
 		    struct threads_stats *st)
 {
-	struct dump d = { .pid = o->pid, .st = st, .kernel = o->kernel };
+	struct dump d = { .pid = o->pid, .st = st, .kernel = o->kernel,
+			  .ksyms = o->ksyms };
 	struct profile *p = NULL;
 	uint64_t start = now_ns();
 	int64_t wall = wall_ns();

@@ -63,10 +63,16 @@
 struct dso_cache;
 struct profile;
 
+struct kallsyms;
+
 struct threads_opts {
 	pid_t pid;
 	struct dso_cache *cache;	/* shared across sessions */
 	bool kernel;			/* kernel frames where readable */
+	struct kallsyms *ksyms;		/* NULL, or the table that gives
+					 * kernel frames their addresses
+					 * (read, once, after the threads
+					 * are released; else 0) */
 };
 
 struct threads_stats {

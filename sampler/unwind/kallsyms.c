@@ -37,6 +37,9 @@ struct kallsyms {
 	char *names;
 	size_t names_len, names_cap;
 	bool unsorted;		/* the file was not in address order */
+	/* Every text symbol, aliases too, sorted by name (kallsyms_addr()):
+	 * built on first use, under lock; NULL until then. */
+	struct kallsyms *by_name;
 	/* [start, end) of the scheduler's and the lock functions, from
 	 * their section markers; 0, 0 when the file has none. */
 	uint64_t sched[2], locks[2];
@@ -58,6 +61,16 @@ int kallsyms_new(const char *path, struct kallsyms **out)
 	return 0;
 }
 
+/* The name index: a table of its own, which borrows k's path. */
+static void free_by_name(struct kallsyms *all)
+{
+	if (!all)
+		return;
+	free(all->syms);
+	free(all->names);
+	free(all);
+}
+
 void kallsyms_free(struct kallsyms *k)
 {
 	if (!k)
@@ -65,6 +78,7 @@ void kallsyms_free(struct kallsyms *k)
 	pthread_mutex_destroy(&k->lock);
 	free(k->syms);
 	free(k->names);
+	free_by_name(k->by_name);
 	free(k->path);
 	free(k->cache_dir);
 	free(k);
@@ -201,7 +215,7 @@ static void settle(struct kallsyms *k)
 }
 
 /* The file in READ_CHUNK reads, lines parsed where they lie. */
-static int load_file(struct kallsyms *k)
+static int read_file(struct kallsyms *k)
 {
 	int fd = open(k->path, O_RDONLY | O_CLOEXEC);
 	size_t have = 0;
@@ -239,11 +253,46 @@ static int load_file(struct kallsyms *k)
 		ret = add_line(k, buf, buf + have);	/* no final newline */
 	free(buf);
 	close(fd);
+	return ret;
+}
+
+static int load_file(struct kallsyms *k)
+{
+	int ret = read_file(k);
+
 	if (ret)
 		return ret;
 	settle(k);
 	/* Hidden from this reader: every address 0, one symbol left. */
 	return k->n > 1 && k->syms[k->n - 1].addr ? 0 : -EPERM;
+}
+
+static int by_name(const void *a, const void *b, void *arg)
+{
+	const struct kallsyms *k = arg;
+
+	return strcmp(k->names + ((const struct ksym *)a)->name,
+		      k->names + ((const struct ksym *)b)->name);
+}
+
+/* The name index of kallsyms_addr(), read from the file itself on first
+ * use: settle() and the boot's cache keep one symbol per address, and
+ * the kernel's own stacks may name an alias (__do_sys_pause beside
+ * __x64_sys_pause). Only thread dumps ask, so a CPU read never pays its
+ * second read of the file and its sort (30-60 ms). Under k->lock. */
+static struct kallsyms *index_names(struct kallsyms *k)
+{
+	struct kallsyms *all = calloc(1, sizeof(*all));
+
+	if (!all)
+		return NULL;
+	all->path = k->path;
+	if (read_file(all)) {
+		free_by_name(all);
+		return NULL;
+	}
+	qsort_r(all->syms, all->n, sizeof(*all->syms), by_name, all);
+	return all;
 }
 
 /* This boot's table from the cache, else from the file, then cached. */
@@ -351,4 +400,40 @@ bool kallsyms_in_sched(const struct kallsyms *k, uint64_t addr)
 		return false;
 	return (addr >= k->sched[0] && addr < k->sched[1]) ||
 	       (addr >= k->locks[0] && addr < k->locks[1]);
+}
+
+int kallsyms_addr(const struct kallsyms *k, const char *name, size_t len,
+		  uint64_t *addr)
+{
+	struct kallsyms *mk = (struct kallsyms *)k;	/* index: lazy */
+	const struct kallsyms *all;
+	size_t lo = 0, hi;
+
+	if (atomic_load_explicit(&k->state, memory_order_acquire) <= 0)
+		return -ENOENT;
+	pthread_mutex_lock(&mk->lock);
+	if (!mk->by_name)
+		mk->by_name = index_names(mk);
+	all = mk->by_name;
+	pthread_mutex_unlock(&mk->lock);
+	if (!all)
+		return -ENOENT;
+	hi = all->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const char *m = all->names + all->syms[mid].name;
+		int c = strncmp(m, name, len);
+
+		if (!c && m[len])
+			c = 1;	/* m is longer: it sorts after name */
+		if (!c) {
+			*addr = all->syms[mid].addr;
+			return 0;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -ENOENT;
 }

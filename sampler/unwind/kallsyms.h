@@ -64,6 +64,15 @@ const char *kallsyms_name(const struct kallsyms *k, uint64_t addr,
 			  uint64_t *start);
 
 /*
+ * The address of the function called name (len bytes, not NUL-ended):
+ * 0, or -ENOENT when the table is not ready or has no such name (an
+ * alias perf would not print). For frames the kernel names itself
+ * (/proc/PID/task/TID/stack).
+ */
+int kallsyms_addr(const struct kallsyms *k, const char *name, size_t len,
+		  uint64_t *addr);
+
+/*
  * Whether addr is in a scheduler or lock function (__sched_text_start to
  * _end, __lock_text_start to _end): what the kernel's own stack traces of
  * a sleeping thread leave out (in_sched_functions(), as

@@ -119,10 +119,22 @@ static int named_at(struct kframes *kf, const char *name, size_t len,
 	return ret;
 }
 
+/* A function the kernel named: at its address where the table has it
+ * (Go's debug=1 dumps print every frame's address), else 0. */
+static int named(struct kframes *kf, const char *name, size_t len,
+		 uint64_t *loc)
+{
+	uint64_t addr = 0;
+
+	if (kf->ksyms && kallsyms_addr(kf->ksyms, name, len, &addr))
+		addr = 0;
+	return named_at(kf, name, len, addr, loc);
+}
+
 int kframes_named(struct kframes *kf, const char *name, size_t len,
 		  uint64_t *loc)
 {
-	return named_at(kf, name, len, 0, loc);
+	return named(kf, name, len, loc);
 }
 
 static inline size_t hash_key(uint64_t x)
@@ -214,8 +226,7 @@ int kframes_proc_stack(struct kframes *kf, const char *text, uint64_t *locs,
 			if (name + len > eol)
 				len = eol - name;
 			if (len) {
-				ret = named_at(kf, name, len, 0,
-					       &locs[(*n)++]);
+				ret = named(kf, name, len, &locs[(*n)++]);
 				if (ret)
 					return ret;
 			}

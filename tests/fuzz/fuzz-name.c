@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * fuzz-name.c - libFuzzer harness for fs/name.c: the input is a file name.
- * Checks that name_parse returns only 0, -ENOENT or -EINVAL; that a parsed
+ * Checks that name_parse returns only 0, -ENOENT or -EINVAL; that
+ * name_parse_why says why exactly when it fails, in any room; that a parsed
  * request is in range; that on -EINVAL kind and format are still valid;
  * and that a parsed request, spelled out canonically, parses back to
  * itself. Not built by meson:
@@ -112,6 +113,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fail(name, "EINVAL without kind and format");
 	if (name_parse(name, &again) != ret)
 		fail(name, "not deterministic");
+	{
+		char why[300], small[7];
+
+		/* the sentence for the user: there iff it failed, and
+		 * whatever the room, a string */
+		if (name_parse_why(name, &again, why, sizeof(why)) != ret ||
+		    (ret ? !why[0] : why[0] != '\0'))
+			fail(name, "no sentence, or one on success");
+		if (name_parse_why(name, &again, small, sizeof(small)) != ret ||
+		    !memchr(small, '\0', sizeof(small)))
+			fail(name, "the sentence overran a small buffer");
+	}
 	if (ret == 0) {
 		check_range(name, &r);
 		if (!same(&r, &again))

@@ -240,7 +240,7 @@ def status(proffs):
     """/prof/status as {key: int} (version aside)."""
     with open(os.path.join(proffs.mnt, 'status')) as f:
         return {k: int(v) for k, v in (l.split(': ', 1) for l in f)
-                if k != 'version'}
+                if k != 'version' and not k.startswith('#')}
 
 
 @pytest.mark.parametrize('proffs_options', [('allow_other', 'max_sessions=1')],

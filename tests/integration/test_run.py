@@ -62,6 +62,11 @@ def test_run_sh_profiles_the_demo_and_unmounts(tmp_path):
         for fn, want in DEMO.items():
             assert abs(p.share(fn) - want) < 0.1, (fn, p.share(fn))
         assert f'fusermount3 -u {mnt}' in text
+        # a line per step, as it starts, and where the daemon logs
+        steps = re.findall(r'^run\.sh \[(\d)/6\] ', text, re.M)
+        assert steps == [str(i) for i in range(1, 7)], text
+        assert re.search(r'^ +the daemon logs to (syslog|/\S+)', text,
+                         re.M), text
     except BaseException:
         subprocess.run(['fusermount3', '-u', '-z', mnt],
                        stderr=subprocess.DEVNULL)
