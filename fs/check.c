@@ -8,6 +8,7 @@
 #include <errno.h>
 
 #include "heap.h"
+#include "past.h"
 #include "proffs_i.h"
 
 int proffs_check_request(const struct proffs *fs,
@@ -20,7 +21,8 @@ int proffs_check_request(const struct proffs *fs,
 		*why = "bad value in the file name";
 		return parse_ret;
 	}
-	if (req->window_ms > fs->opts.max_window_s * 1000ull) {
+	/* A past window waits for nothing: record_s bounds it. */
+	if (!req->last && req->window_ms > fs->opts.max_window_s * 1000ull) {
 		*why = "window longer than max_window";
 		return -EINVAL;
 	}
@@ -28,6 +30,8 @@ int proffs_check_request(const struct proffs *fs,
 		*why = "hz above max_hz";
 		return -EINVAL;
 	}
+	if ((ret = past_check(fs->rec, req, why)))
+		return ret;
 	if ((req->kind == PROFFS_KIND_HEAP ||
 	     req->kind == PROFFS_KIND_ALLOCS) &&
 	    (ret = heap_agents_check(fs->heap))) {

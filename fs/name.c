@@ -212,6 +212,26 @@ static int param_sample(struct parse_state *st, const char *v, size_t len)
 	return 0;
 }
 
+/* base=prev | base=lastNs */
+static int param_base(struct parse_state *st, const char *v, size_t len)
+{
+	uint64_t n;
+	int ret;
+
+	if (len == 4 && !memcmp(v, "prev", 4)) {
+		st->req->base = PROFFS_BASE_PREV;
+		return 0;
+	}
+	if (len < 6 || memcmp(v, "last", 4) || v[len - 1] != 's')
+		return -ENOENT;
+	ret = parse_uint(v + 4, len - 5, WINDOW_LIMIT_MS / 1000, &n);
+	if (ret)
+		return ret;
+	st->req->base = PROFFS_BASE_LAST;
+	st->req->base_ms = n * 1000;
+	return n ? 0 : -EINVAL;
+}
+
 static const struct {
 	const char *key;
 	param_fn parse;
@@ -222,6 +242,7 @@ static const struct {
 	{ "debug", param_debug },
 	{ "sample", param_sample },
 	{ "kernel", param_kernel },
+	{ "base", param_base },
 };
 
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
@@ -276,25 +297,30 @@ static int parse_query(struct parse_state *st, const char *s,
 	}
 }
 
-/* "_30s" / "_500ms" at s (s[0] == '_'), up to end. */
+/* "_30s" / "_500ms" / "_last30s" at s (s[0] == '_'), up to end. */
 static int parse_duration(struct parse_state *st, const char *s,
 			  const char *end)
 {
-	const char *unit = s + 1;
+	const char *unit;
 	uint64_t v, scale;
+	bool last = end - s > 5 && !memcmp(s + 1, "last", 4);
 	int ret;
 
+	if (last)
+		s += 4;		/* s + 1 is the number */
+	unit = s + 1;
 	while (unit < end && *unit >= '0' && *unit <= '9')
 		unit++;
 	if ((size_t)(end - unit) == 1 && unit[0] == 's')
 		scale = 1000;
-	else if ((size_t)(end - unit) == 2 && !memcmp(unit, "ms", 2))
+	else if (!last && (size_t)(end - unit) == 2 && !memcmp(unit, "ms", 2))
 		scale = 1;
 	else
-		return -ENOENT;
+		return -ENOENT;	/* "last" counts seconds, the recorder's unit */
 	ret = parse_uint(s + 1, unit - s - 1, WINDOW_LIMIT_MS / scale, &v);
 	if (ret)
 		return ret;
+	st->req->last = last;
 	st->has_duration = true;
 	st->duration_ms = v * scale;
 	return v ? 0 : -EINVAL;

@@ -6,10 +6,10 @@
  *   name     := kind [ "_" duration ] [ "?" query ] [ "." format ]
  *   kind     := cpu | profile | flame | heap | allocs | goroutine | threads
  *             | wall | block | mutex | memstats
- *   duration := INT ( "s" | "ms" )
+ *   duration := INT ( "s" | "ms" ) | "last" INT "s"
  *   query    := param ( "&" param )*
  *   param    := seconds=INT | hz=INT | rate=INT | debug=INT | sample=WORD
- *             | kernel=INT
+ *             | kernel=INT | base=prev | base=last INT s
  *   format   := pb.gz | pb | svg | txt | folded
  *
  * Two kinds of failure, because the filesystem answers them at different
@@ -49,6 +49,13 @@ enum proffs_format {
 	PROFFS_FMT__COUNT,
 };
 
+/* base=: what a differential profile compares with (SPEC §10) */
+enum proffs_base {
+	PROFFS_BASE_NONE,
+	PROFFS_BASE_PREV,	/* the window of the same length before */
+	PROFFS_BASE_LAST,	/* the recorder's last base_ms, per second */
+};
+
 #define PROFFS_SAMPLE_MAX 32
 #define PROFFS_DEFAULT_SECONDS 30
 #define PROFFS_DEFAULT_HZ 99
@@ -65,6 +72,9 @@ struct proffs_request {
 	char sample[PROFFS_SAMPLE_MAX];	/* "" when absent */
 	bool kernel;		/* kernel frames where the daemon may see
 				 * them: kernel=1 (default), kernel=0 */
+	bool last;		/* _lastNs: the past, from the recorder */
+	enum proffs_base base;	/* base=: a differential profile */
+	uint64_t base_ms;	/* base=lastNs */
 };
 
 /*

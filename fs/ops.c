@@ -24,6 +24,7 @@
 #include "name.h"
 #include "nodes.h"
 #include "output.h"
+#include "past.h"
 #include "proc.h"
 #include "proffs_i.h"
 #include "refuse.h"
@@ -181,7 +182,8 @@ static int attr_of(fuse_req_t req, struct proffs *fs,
 
 	if (n->type != NODE_ROOT && n->type != NODE_STATUS &&
 	    n->type != NODE_GROUP_DIR && n->tgt.kind != TARGET_ALL &&
-	    (node_pid(req, n, &t.pid) || !pid_exists(t.pid, &owner)))
+	    (node_pid(req, n, &t.pid) || (!pid_exists(t.pid, &owner) &&
+					   !past_known(fs->rec, t.pid, &owner))))
 		return -ENOENT;
 	if (n->type == NODE_PROFILE && !n->parse_ret &&
 	    !reg_target_of(req, n, &t))
@@ -221,16 +223,20 @@ static bool stat_must_wait(struct proffs *fs, fuse_req_t req,
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct reg_target t;
+	const char *why;
 	size_t size;
 
 	if (n->type != NODE_PROFILE || listed(n->name) ||
 	    n->parse_ret || n->req.hz > fs->opts.max_hz ||
-	    n->req.window_ms > fs->opts.max_window_s * 1000ull ||
-	    reg_target_of(req, n, &t))
+	    (!n->req.last &&
+	     n->req.window_ms > fs->opts.max_window_s * 1000ull) ||
+	    past_check(fs->rec, &n->req, &why) || reg_target_of(req, n, &t))
 		return false;
 	if (!registry_result_size(fs->registry, &t, &n->req, &size))
 		return false;
-	return !t.pid || !access_check(ctx->pid, ctx->uid, t.pid);
+	return !t.pid || !access_check(ctx->pid, ctx->uid, t.pid) ||
+	       (n->req.last &&
+		!past_access(fs->rec, ctx->pid, ctx->uid, t.pid));
 }
 
 struct stat_wait {
@@ -301,7 +307,8 @@ static void reply_entry(fuse_req_t req, struct proffs *fs,
 }
 
 /* A name in the root: status, a group (unit, name), all, or a pid. */
-static int lookup_root(const char *name, struct node_info *n)
+static int lookup_root(struct proffs *fs, const char *name,
+		       struct node_info *n)
 {
 	enum target_kind k;
 	uid_t owner;
@@ -316,7 +323,10 @@ static int lookup_root(const char *name, struct node_info *n)
 		n->type = k == TARGET_ALL ? NODE_PID_DIR : NODE_GROUP_DIR;
 		return 0;
 	}
-	if (!proc_parse_pid(name, &n->pid) || !pid_exists(n->pid, &owner)) {
+	/* An exited process stays while the recorder keeps it (past.h). */
+	if (!proc_parse_pid(name, &n->pid) ||
+	    (!pid_exists(n->pid, &owner) &&
+	     !past_known(fs->rec, n->pid, &owner))) {
 		pr_info("fs: lookup %s: ENOENT: %s", name,
 			proc_parse_pid(name, &n->pid) ?
 			"no such process" : "not a process id");
@@ -383,7 +393,7 @@ static void proffs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	if (dir.type == NODE_ROOT)
-		ret = lookup_root(name, &n);
+		ret = lookup_root(fs, name, &n);
 	else if (dir.type == NODE_GROUP_DIR)
 		ret = lookup_group(req, &dir, name, &n);
 	else if (dir.type == NODE_PID_DIR)
@@ -650,7 +660,9 @@ static int check_open(fuse_req_t req, struct proffs *fs,
 	int ret;
 
 	if ((ret = reg_target_of(req, n, t)) ||
-	    (t->pid && (ret = access_check(ctx->pid, ctx->uid, t->pid))))
+	    (t->pid && (ret = access_check(ctx->pid, ctx->uid, t->pid)) &&
+	     (ret != -ENOENT || !n->req.last ||
+	      (ret = past_access(fs->rec, ctx->pid, ctx->uid, t->pid)))))
 		why = ret == -ENOENT ? "no such process"
 				     : "caller may not ptrace the target";
 	else

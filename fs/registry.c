@@ -59,6 +59,9 @@ struct session_key {
 	uint32_t hz;
 	uint32_t rate;
 	bool kernel;
+	bool last;			/* from the recorder */
+	enum proffs_base base;
+	uint64_t base_ms;
 };
 
 struct session {
@@ -134,6 +137,9 @@ static void key_of(const struct reg_target *t,
 		  req->kind == PROFFS_KIND_ALLOCS ? req->rate : 0;
 	k->kernel = name_kind_kernel(req->kind) && req->kernel &&
 		    t->kernel;
+	k->last = req->last;
+	k->base = req->base;
+	k->base_ms = req->base_ms;
 }
 
 static bool same_rendering(const struct proffs_request *a,
@@ -432,6 +438,7 @@ static void *session_main(void *arg)
 		.stop = &s->stop, .dsos = r->o.dsos, .heap = r->o.heap,
 		.ksyms = r->o.ksyms,
 		.max_stacks = r->o.max_stacks, .offcpu = r->o.offcpu,
+		.rec = r->o.rec ? *r->o.rec : NULL,
 	};
 
 	ret = run_session(&rc, &prof, &out);

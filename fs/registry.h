@@ -44,6 +44,9 @@ struct registry_opts {
 	struct heap_agents *heap;	/* borrowed */
 	struct kallsyms *ksyms;		/* borrowed */
 	enum offcpu_method offcpu;	/* for wall, block and mutex */
+	/* The flight recorder (past.h), NULL without -o record: borrowed,
+	 * read when a session starts (it is started after the mount). */
+	struct recorder *const *rec;
 };
 
 int registry_new(const struct registry_opts *o, struct registry **out);

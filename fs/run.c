@@ -10,6 +10,7 @@
 #include "heap.h"
 #include "log.h"
 #include "offcpu.h"
+#include "past.h"
 #include "run.h"
 #include "threads.h"
 
@@ -48,12 +49,20 @@ static int run_cpu(const struct run_ctx *c, struct profile **out,
 		snprintf(title, sizeof(title), "all processes of uid %u",
 			 (unsigned)c->uid);
 	r->window_ms = o.window_ms;
-	ret = cpu_profile(&o, out, &st);
+	if (c->req->last) {	/* the past: at once, from the recorder */
+		memset(&st, 0, sizeof(st));
+		ret = past_window(c->rec, c->pid, c->uid, c->req, out);
+	} else {
+		ret = cpu_profile(&o, out, &st);
+	}
+	if (!ret && c->req->base != PROFFS_BASE_NONE)
+		ret = past_diff(c->rec, c->pid, c->uid, c->req, out);
 	r->samples = st.samples;
 	r->lost = st.lost;
-	snprintf(r->detail, sizeof(r->detail), "hz=%u samples=%llu lost=%llu",
-		 o.hz, (unsigned long long)st.samples,
-		 (unsigned long long)st.lost);
+	snprintf(r->detail, sizeof(r->detail),
+		 "hz=%u samples=%llu lost=%llu%s%s", o.hz, (unsigned long long)st.samples,
+		 (unsigned long long)st.lost, c->req->last ? " recorder" : "",
+		 c->req->base != PROFFS_BASE_NONE ? " diff" : "");
 	return ret;
 }
 
