@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "diff.h"
 #include "flame.h"
 #include "folded.h"
 #include "heap_text.h"
@@ -55,6 +56,8 @@ static int render_txt(const struct profile *p,
 
 	if (si < -1)
 		return si;
+	if (req->base != PROFFS_BASE_NONE)	/* deltas */
+		return diff_text_render(p, si, (char **)buf, len);
 	return text_top_render(p, si, (char **)buf, len);
 }
 
@@ -130,6 +133,7 @@ static int render_svg(const struct profile *p,
 	o.title = title;
 	o.subtitle = sub;
 	o.palette = palettes[req->kind];
+	o.diff = req->base != PROFFS_BASE_NONE;
 	return flame_render(p, &o, (char **)buf, len);
 }
 

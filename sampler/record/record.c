@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "cpu.h"
 #include "log.h"
 #include "maps.h"
 #include "perf.h"
@@ -35,11 +36,18 @@ struct rstack {
 	int64_t tid_str, name_str;
 };
 
-/* A process the ring holds samples of, live or exited. */
+/*
+ * A process the ring holds samples of, live or exited. Only the
+ * recorder's thread writes the hash chains (under recorder.lock) and
+ * uses maps, unw and sym; dict and stacks change under lock, which a
+ * reader takes inside recorder.lock: so a slow first symbolization of a
+ * new process blocks no reader of another.
+ */
 struct rproc {
 	pid_t pid;
 	unsigned long long start;	/* tells a reused pid apart */
-	bool exited;
+	pthread_mutex_t lock;		/* dict, stacks */
+	_Atomic bool exited;
 	bool broken;			/* would not load: samples skipped */
 	struct proc_creds creds;	/* as last seen alive */
 	uint64_t creds_sec;
@@ -113,6 +121,7 @@ static void proc_unload(struct rproc *p)
 static void proc_free(struct rproc *p)
 {
 	proc_unload(p);
+	pthread_mutex_destroy(&p->lock);
 	for (uint32_t i = 0; i < p->nstacks; i++)
 		free(p->stacks[i].locs);
 	free(p->stacks);
@@ -175,6 +184,7 @@ static struct rproc *proc_get(struct recorder *r, pid_t pid)
 	struct rproc **head = &r->procs[(uint32_t)pid % PROC_BUCKETS];
 	struct rproc *p;
 
+	/* the recorder's thread alone writes the chains: no lock to read */
 	for (p = *head; p; p = p->next)
 		if (p->pid == pid && !p->exited)
 			return p->broken ? NULL : p;
@@ -184,15 +194,19 @@ static struct rproc *proc_get(struct recorder *r, pid_t pid)
 	p->pid = pid;
 	p->seen_sec = r->now_sec;
 	p->creds_sec = r->now_sec;
-	p->next = *head;
-	*head = p;
+	pthread_mutex_init(&p->lock, NULL);
+	/* loaded before readers can see it: maps and files take time */
 	if (proc_stat_fields(pid, NULL, &p->start) || proc_load(r, p)) {
 		proc_unload(p);
 		p->broken = true;
-		return NULL;
 	}
-	r->st.procs++;
-	return p;
+	pthread_mutex_lock(&r->lock);
+	p->next = *head;
+	*head = p;
+	if (!p->broken)
+		r->st.procs++;
+	pthread_mutex_unlock(&r->lock);
+	return p->broken ? NULL : p;
 }
 
 static int stacks_grow(struct rproc *p)
@@ -268,14 +282,19 @@ static void bucket_clear(struct rbucket *b)
 	b->sec = 0;
 }
 
-static int bucket_add(struct recorder *r, struct rproc *p, uint32_t stack)
+/* A sample of second sec (CLOCK_MONOTONIC, the time the kernel took it:
+ * a busy recorder reads its rings late). */
+static int bucket_add(struct recorder *r, struct rproc *p, uint32_t stack,
+		      uint64_t sec)
 {
-	struct rbucket *b = &r->buckets[r->now_sec % r->nbuckets];
+	struct rbucket *b = &r->buckets[sec % r->nbuckets];
 	struct rentry *e;
 
-	if (b->sec != r->now_sec) {
+	if (b->sec > sec || sec + r->o.span_s <= r->now_sec)
+		return 0;	/* older than the span */
+	if (b->sec != sec) {
 		bucket_clear(b);
-		b->sec = r->now_sec;
+		b->sec = sec;
 	}
 	/* At most hz x CPUs entries a second: a scan is enough. */
 	for (uint32_t i = b->n; i-- > 0;)
@@ -308,21 +327,26 @@ static void on_sample(const struct perf_sample *s, void *arg)
 
 	if (!s->pid || s->pid == (uint32_t)r->self)
 		return;
-	pthread_mutex_lock(&r->lock);
 	p = proc_get(r, s->pid);
 	if (!p)
-		goto out;
+		return;
 	unwind_stack(p->unw, &s->regs, s->stack, s->stack_len, pcs,
 		     MAX_FRAMES, &n);
-	for (int i = 0; i < n; i++)
-		if (symbolizer_location(p->sym, pcs[i], &locs[i]))
-			goto out;
-	stack = stack_of(p, locs, n, s->tid);
-	if (stack < 0 || bucket_add(r, p, stack))
-		goto out;
-	p->seen_sec = r->now_sec;
-	r->st.samples++;
-out:
+	pthread_mutex_lock(&p->lock);
+	stack = 0;
+	for (int i = 0; !stack && i < n; i++)
+		stack = symbolizer_location(p->sym, pcs[i], &locs[i]);
+	if (!stack)
+		stack = stack_of(p, locs, n, s->tid);
+	pthread_mutex_unlock(&p->lock);
+	if (stack < 0)
+		return;
+	pthread_mutex_lock(&r->lock);
+	if (!bucket_add(r, p, stack, s->time ? s->time / 1000000000ull
+					     : r->now_sec)) {
+		p->seen_sec = r->now_sec;
+		r->st.samples++;
+	}
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -349,11 +373,22 @@ static uint64_t mem_held(struct recorder *r)
 	return m;
 }
 
-/* Processes no bucket names any more go; exits are noticed. */
-static void sweep_procs(struct recorder *r, uint64_t now)
+/* Whether p exited (or its pid was reused). Its maps go at the next
+ * sweep, on the recorder's thread, which alone uses them. */
+static void check_exit(struct rproc *p)
 {
 	unsigned long long start;
 
+	if (p->exited || p->broken ||
+	    (!proc_stat_fields(p->pid, NULL, &start) && start == p->start))
+		return;
+	p->exit_ns = clock_ns(CLOCK_REALTIME);
+	p->exited = true;
+}
+
+/* Processes no bucket names any more go; exits are noticed. */
+static void sweep_procs(struct recorder *r, uint64_t now)
+{
 	for (size_t b = 0; b < PROC_BUCKETS; b++) {
 		struct rproc **pp = &r->procs[b], *p;
 
@@ -361,13 +396,10 @@ static void sweep_procs(struct recorder *r, uint64_t now)
 			bool gone = p->broken ? now - p->seen_sec >
 						BROKEN_KEEP_S : !p->refs;
 
-			if (!p->exited && !p->broken &&
-			    (proc_stat_fields(p->pid, NULL, &start) ||
-			     start != p->start)) {
-				p->exited = true;
-				p->exit_ns = clock_ns(CLOCK_REALTIME);
+			check_exit(p);
+			if (p->exited && p->maps)
 				proc_unload(p);
-			} else if (!p->exited && !p->broken &&
+			if (!p->exited && !p->broken &&
 				   now - p->creds_sec >= CREDS_EVERY_S) {
 				proc_creds(p->pid, &p->creds);
 				p->creds_sec = now;
@@ -414,6 +446,7 @@ static void *record_main(void *arg)
 	uint64_t swept = 0;
 	int ret;
 
+	cpu_raise_priority();	/* see cpu.h: a lagging reader loses */
 	while (!atomic_load(&r->stop)) {
 		uint64_t now = mono_sec();
 
@@ -542,16 +575,19 @@ static int proc_window(struct recorder *r, struct rproc *p,
 		       const struct span *w, struct profile **out,
 		       uint64_t *nsamples)
 {
-	uint32_t *counts = calloc(p->nstacks ? p->nstacks : 1,
-				  sizeof(*counts));
+	uint32_t *counts;
 	static const char *const none[] = { NULL };
 	int64_t period = 1000000000ll / r->o.hz;
 	struct profile *q = NULL;
 	int ret;
 
 	*nsamples = 0;
-	if (!counts)
+	pthread_mutex_lock(&p->lock);
+	counts = calloc(p->nstacks ? p->nstacks : 1, sizeof(*counts));
+	if (!counts) {
+		pthread_mutex_unlock(&p->lock);
 		return -ENOMEM;
+	}
 	for (uint32_t i = 0; i < r->nbuckets; i++) {
 		const struct rbucket *b = &r->buckets[i];
 
@@ -576,6 +612,7 @@ static int proc_window(struct recorder *r, struct rproc *p,
 		ret = profile_add_sample(q, s->locs, s->nlocs, labels, 2,
 					 values);
 	}
+	pthread_mutex_unlock(&p->lock);
 	free(counts);
 	if (ret) {
 		profile_free(q);
@@ -673,6 +710,8 @@ int record_profile(struct recorder *r, const struct record_query *q,
 	pthread_mutex_lock(&r->lock);
 	if (q->pid) {
 		proc = find_locked(r, q->pid);
+		if (proc)	/* the sweep may not have seen it go yet */
+			check_exit(proc);
 		ret = proc ? proc_window(r, proc, &w, &p, &n) : -ESRCH;
 	} else {
 		ret = all_window(r, q, &w, &p, &n);
