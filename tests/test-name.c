@@ -364,6 +364,60 @@ static void test_strings(void)
 	      "fmt -1");
 }
 
+/* The past (SPEC §10): _lastNs and base=prev | base=lastNs. */
+static void test_past(void)
+{
+	static const struct {
+		const char *name;
+		int ret;
+		bool last;
+		uint64_t window_ms;
+		enum proffs_base base;
+		uint64_t base_ms;
+	} cases[] = {
+		{ "cpu_last30s.pb.gz", 0, true, 30000, PROFFS_BASE_NONE, 0 },
+		{ "cpu_last1s", 0, true, 1000, PROFFS_BASE_NONE, 0 },
+		{ "flame_last600s.svg", 0, true, 600000, PROFFS_BASE_NONE, 0 },
+		{ "cpu_last10s.svg?base=prev", 0, true, 10000,
+		  PROFFS_BASE_PREV, 0 },
+		{ "cpu_last10s?base=prev.svg", 0, true, 10000,
+		  PROFFS_BASE_PREV, 0 },
+		{ "cpu_5s.txt?base=last60s", 0, false, 5000,
+		  PROFFS_BASE_LAST, 60000 },
+		{ "cpu_30s", 0, false, 30000, PROFFS_BASE_NONE, 0 },
+		{ "cpu_last0s", -EINVAL, true, 0, 0, 0 },
+		{ "cpu_5s?base=last0s", -EINVAL, false, 0, 0, 0 },
+		{ "cpu_5s?base=prev&base=prev", -EINVAL, false, 0, 0, 0 },
+		{ "cpu_last5ms", -ENOENT, false, 0, 0, 0 },
+		{ "cpu_last", -ENOENT, false, 0, 0, 0 },
+		{ "cpu_lasts", -ENOENT, false, 0, 0, 0 },
+		{ "cpu_last5", -ENOENT, false, 0, 0, 0 },
+		{ "cpu_5s?base=next", -ENOENT, false, 0, 0, 0 },
+		{ "cpu_5s?base=last5", -ENOENT, false, 0, 0, 0 },
+		{ "cpu_5s?base=last5ms", -ENOENT, false, 0, 0, 0 },
+		{ "cpu_5s?base=", -ENOENT, false, 0, 0, 0 },
+	};
+	struct proffs_request r;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int ret = name_parse(cases[i].name, &r);
+
+		CHECK(ret == cases[i].ret, "'%s': returned %d, want %d",
+		      cases[i].name, ret, cases[i].ret);
+		if (ret || cases[i].ret)
+			continue;
+		CHECK(r.last == cases[i].last && r.has_window &&
+		      r.window_ms == cases[i].window_ms &&
+		      r.base == cases[i].base &&
+		      r.base_ms == cases[i].base_ms,
+		      "'%s': last %d window %llu base %d base_ms %llu",
+		      cases[i].name, r.last, (unsigned long long)r.window_ms,
+		      r.base, (unsigned long long)r.base_ms);
+	}
+	CHECK(!name_parse("cpu_30s", &r) && !r.last && !r.base,
+	      "a live window is no past one");
+}
+
 int main(void)
 {
 	size_t n = sizeof(cases) / sizeof(cases[0]);
@@ -372,6 +426,7 @@ int main(void)
 		run_case(&cases[i]);
 	test_length();
 	test_strings();
+	test_past();
 	if (failures) {
 		fprintf(stderr, "test-name: %d failure(s)\n", failures);
 		return 1;

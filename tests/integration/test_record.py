@@ -191,3 +191,31 @@ def test_fresh_window_against_the_recorders_last_seconds(proffs, target):
     assert pprof_flat(top, 'after') > 0, top
     assert pprof_flat(top, 'before') < 0, top
     assert 'scaled to this window' in top
+
+
+@pytest.mark.parametrize('proffs_options',
+                         [RECORD + ('http=127.0.0.1:0',)], indirect=True)
+def test_http_last_is_the_recorder_too(proffs, target):
+    import test_http
+    t = target('burn')
+    time.sleep(4.5)
+    url = test_http.base(proffs) + \
+        f'/debug/pprof/profile?pid={t.pid}&last=4'
+    t0 = time.monotonic()
+    status, _, body = test_http.get(url)
+    assert status == 200, body
+    assert time.monotonic() - t0 < 1.0
+    path = save(body, 'record-http-last4.pb.gz')
+    validate_pprof(path)
+    shares = leaf_shares(path)
+    assert abs(shares['hot'] / (shares['hot'] + shares['sibling']) -
+               0.75) <= 0.05, shares
+    t.kill()
+    # exited: still there by pid, with base=prev too
+    status, _, body = test_http.get(url + '&base=prev&seconds=4')
+    assert status == 200, body
+    validate_pprof(save(body, 'record-http-diff.pb.gz'))
+    status, _, body = test_http.get(test_http.base(proffs) +
+                                    f'/debug/pprof/profile?pid={t.pid}'
+                                    '&last=x')
+    assert status == 400, (status, body)
