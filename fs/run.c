@@ -50,6 +50,10 @@ static int run_cpu(const struct run_ctx *c, struct profile **out,
 			 (unsigned)c->uid);
 	r->window_ms = o.window_ms;
 	if (c->req->last) {	/* the past: at once, from the recorder */
+		/* as a sampling session does (cpu.h): on a machine whose
+		 * CPUs busy threads share, a thread at their priority
+		 * takes seconds to render and reply */
+		cpu_raise_priority();
 		memset(&st, 0, sizeof(st));
 		ret = past_window(c->rec, c->pid, c->uid, c->req, out);
 	} else {

@@ -513,6 +513,13 @@ void record_stop(struct recorder *r)
 		return;
 	atomic_store(&r->stop, true);
 	pthread_join(r->thread, NULL);
+	pr_info("record: stopped: samples=%llu lost=%llu procs=%u "
+		"mem_bytes=%llu dropped_buckets=%llu cpu_ms=%llu",
+		(unsigned long long)r->st.samples,
+		(unsigned long long)r->st.lost, r->st.procs,
+		(unsigned long long)r->st.mem_bytes,
+		(unsigned long long)r->st.dropped_buckets,
+		(unsigned long long)(r->st.cpu_ns / 1000000));
 	perf_close(r->rec);
 	for (uint32_t i = 0; i < r->nbuckets; i++) {
 		bucket_clear(&r->buckets[i]);
