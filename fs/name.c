@@ -58,6 +58,7 @@ static const struct kind_entry kinds[] = {
 	{ "block", PROFFS_KIND_BLOCK, PROFFS_FMT_PB_GZ },
 	{ "mutex", PROFFS_KIND_MUTEX, PROFFS_FMT_PB_GZ },
 	{ "memstats", PROFFS_KIND_MEMSTATS, PROFFS_FMT_TXT },
+	{ "trace", PROFFS_KIND_TRACE, PROFFS_FMT_JSON },
 };
 
 /* Longer suffixes first: "pb.gz" must win over "pb". */
@@ -67,6 +68,7 @@ static const char *const formats[PROFFS_FMT__COUNT] = {
 	[PROFFS_FMT_SVG] = "svg",
 	[PROFFS_FMT_TXT] = "txt",
 	[PROFFS_FMT_FOLDED] = "folded",
+	[PROFFS_FMT_JSON] = "json",
 };
 
 static const char *const kind_names[PROFFS_KIND__COUNT] = {
@@ -78,6 +80,7 @@ static const char *const kind_names[PROFFS_KIND__COUNT] = {
 	[PROFFS_KIND_BLOCK] = "block",
 	[PROFFS_KIND_MUTEX] = "mutex",
 	[PROFFS_KIND_MEMSTATS] = "memstats",
+	[PROFFS_KIND_TRACE] = "trace",
 };
 
 /* Kinds whose stacks may show kernel frames, and from which threads:
@@ -87,6 +90,7 @@ enum kernel_frames { KF_NONE, KF_RUNNING, KF_SLEEPING };
 
 static const enum kernel_frames kind_kernel[PROFFS_KIND__COUNT] = {
 	[PROFFS_KIND_CPU] = KF_RUNNING,
+	[PROFFS_KIND_TRACE] = KF_RUNNING,
 	[PROFFS_KIND_GOROUTINE] = KF_SLEEPING,
 	[PROFFS_KIND_WALL] = KF_SLEEPING,
 	[PROFFS_KIND_BLOCK] = KF_SLEEPING,

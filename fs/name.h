@@ -5,12 +5,12 @@
  *
  *   name     := kind [ "_" duration ] [ "?" query ] [ "." format ]
  *   kind     := cpu | profile | flame | heap | allocs | goroutine | threads
- *             | wall | block | mutex | memstats
+ *             | wall | block | mutex | memstats | trace
  *   duration := INT ( "s" | "ms" ) | "last" INT "s"
  *   query    := param ( "&" param )*
  *   param    := seconds=INT | hz=INT | rate=INT | debug=INT | sample=WORD
  *             | kernel=INT | base=prev | base=last INT s
- *   format   := pb.gz | pb | svg | txt | folded
+ *   format   := pb.gz | pb | svg | txt | folded | json
  *
  * Two kinds of failure, because the filesystem answers them at different
  * times: a name outside the grammar is -ENOENT (at lookup); a grammatical
@@ -37,6 +37,7 @@ enum proffs_kind {
 	PROFFS_KIND_BLOCK,	/* off the CPU, waiting to synchronize */
 	PROFFS_KIND_MUTEX,	/* the part of block spent on locks */
 	PROFFS_KIND_MEMSTATS,	/* Go's runtime.MemStats, txt only */
+	PROFFS_KIND_TRACE,	/* on-CPU stacks over time, json only */
 	PROFFS_KIND__COUNT,
 };
 
@@ -46,6 +47,7 @@ enum proffs_format {
 	PROFFS_FMT_SVG,
 	PROFFS_FMT_TXT,
 	PROFFS_FMT_FOLDED,
+	PROFFS_FMT_JSON,	/* Chrome trace events (trace) */
 	PROFFS_FMT__COUNT,
 };
 

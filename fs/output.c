@@ -14,6 +14,7 @@
 #include "profile.h"
 #include "text.h"
 #include "threads_text.h"
+#include "trace.h"
 
 typedef int (*render_fn)(const struct profile *p,
 			 const struct proffs_request *req, uint8_t **buf,
@@ -189,6 +190,15 @@ static int render_memstats_txt(const struct profile *p,
 	return heap_text_memstats(p, (char **)buf, len);
 }
 
+/* trace.json: Chrome trace events, one track per thread. */
+static int render_trace(const struct profile *p,
+			const struct proffs_request *req, uint8_t **buf,
+			size_t *len)
+{
+	(void)req;
+	return trace_render(p, (char **)buf, len);
+}
+
 /* renderers[kind][format]; NULL = not served (ENOENT at lookup). */
 static const render_fn renderers[PROFFS_KIND__COUNT][PROFFS_FMT__COUNT] = {
 #define TIMED_RENDERERS { \
@@ -227,6 +237,9 @@ static const render_fn renderers[PROFFS_KIND__COUNT][PROFFS_FMT__COUNT] = {
 	},
 	[PROFFS_KIND_MEMSTATS] = {
 		[PROFFS_FMT_TXT] = render_memstats_txt,
+	},
+	[PROFFS_KIND_TRACE] = {
+		[PROFFS_FMT_JSON] = render_trace,
 	},
 };
 

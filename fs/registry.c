@@ -131,6 +131,7 @@ static void key_of(const struct reg_target *t,
 		       0 : req->window_ms;
 	/* Parameters a kind ignores must not split sessions. */
 	k->hz = req->kind == PROFFS_KIND_CPU || req->kind == PROFFS_KIND_WALL ||
+		req->kind == PROFFS_KIND_TRACE ||
 		req->kind == PROFFS_KIND_BLOCK ||
 		req->kind == PROFFS_KIND_MUTEX ? req->hz : 0;
 	k->rate = req->kind == PROFFS_KIND_HEAP ||

@@ -39,6 +39,7 @@ static int run_cpu(const struct run_ctx *c, struct profile **out,
 		.ksyms = c->req->kernel ? c->ksyms : NULL,
 		.stop = c->stop, .max_stacks = c->max_stacks,
 		.allow = allowed, .allow_arg = (void *)c, .all_title = title,
+		.timeline = c->req->kind == PROFFS_KIND_TRACE,
 	};
 	struct cpu_stats st;
 	int ret;
@@ -226,6 +227,7 @@ int run_session(const struct run_ctx *c, struct profile **out,
 
 	switch (c->req->kind) {
 	case PROFFS_KIND_CPU:
+	case PROFFS_KIND_TRACE:	/* the same samples, each with its time */
 		ret = run_cpu(c, out, &r);
 		break;
 	case PROFFS_KIND_GOROUTINE:

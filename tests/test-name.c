@@ -336,9 +336,9 @@ static void test_strings(void)
 {
 	static const char *const kinds[] = { "cpu", "heap", "allocs",
 					     "goroutine", "wall", "block",
-					     "mutex", "memstats" };
+					     "mutex", "memstats", "trace" };
 	static const char *const fmts[] = { "pb.gz", "pb", "svg", "txt",
-					    "folded" };
+					    "folded", "json" };
 	struct proffs_request r;
 	char name[64];
 	int i;

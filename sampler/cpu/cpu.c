@@ -55,7 +55,8 @@ struct cpu_run {
 	struct proc_ctx *last;		/* the last sample's, a fast path */
 	struct kframes *kf;		/* NULL: no kernel frames */
 	unsigned nprocs;		/* contexts that unwind (PROC_MAX) */
-	int64_t key_thread, key_thread_name, key_pid, key_comm;
+	int64_t key_thread, key_thread_name, key_pid, key_comm, key_ts;
+	uint64_t t0;			/* window start, CLOCK_MONOTONIC ns */
 	struct thread_slot *threads;	/* THREAD_SLOTS */
 	struct cpu_stats *st;
 	uint32_t max_stacks;
@@ -217,7 +218,7 @@ static void on_sample(const struct perf_sample *s, void *arg)
 	struct cpu_run *run = arg;
 	uint64_t pcs[MAX_FRAMES], locs[PERF_KERNEL_FRAMES + MAX_FRAMES];
 	int64_t values[2] = { 1, (int64_t)s->period };
-	struct pf_label labels[4];
+	struct pf_label labels[5];
 	struct proc_ctx *c;
 	int n, nk, nlabels = 2, ret;
 
@@ -253,6 +254,12 @@ static void on_sample(const struct perf_sample *s, void *arg)
 		labels[nlabels++] = (struct pf_label){ .key = run->key_comm,
 						       .str = c->comm_str };
 	}
+	if (run->o->timeline)
+		labels[nlabels++] = (struct pf_label){
+			.key = run->key_ts,
+			.num = s->time > run->t0 ? (int64_t)(s->time - run->t0)
+						 : 0,
+		};
 	if (!ret)
 		ret = profile_add_sample(run->p, locs, n, labels, nlabels,
 					 values);
@@ -299,6 +306,7 @@ static int setup_profile(struct cpu_run *run, const struct cpu_opts *o)
 	run->key_thread_name = profile_intern(run->p, "thread_name");
 	run->key_pid = profile_intern(run->p, "pid");
 	run->key_comm = profile_intern(run->p, "comm");
+	run->key_ts = profile_intern(run->p, "ts");
 	if (proc_name_profile(run->p, o->pid, "cpu"))
 		return -ENOMEM;
 	h = profile_header(run->p);
@@ -306,7 +314,8 @@ static int setup_profile(struct cpu_run *run, const struct cpu_opts *o)
 		h->command = profile_intern(run->p, o->all_title ?
 					    o->all_title : "all processes");
 	if (run->key_thread < 0 || run->key_thread_name < 0 ||
-	    run->key_pid < 0 || run->key_comm < 0 || h->command < 0)
+	    run->key_pid < 0 || run->key_comm < 0 || run->key_ts < 0 ||
+	    h->command < 0)
 		return -ENOMEM;
 	run->threads = calloc(THREAD_SLOTS, sizeof(*run->threads));
 	return run->threads ? 0 : -ENOMEM;
@@ -433,6 +442,7 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 	if (!ret && o->ksyms && kallsyms_ready(o->ksyms))
 		ret = kframes_new(run.p, o->ksyms, &run.kf);
 	t0 = clock_ns(CLOCK_REALTIME);
+	run.t0 = clock_ns(CLOCK_MONOTONIC);	/* the samples' clock */
 	if (!ret)
 		ret = o->pid ? perf_open(o->pid, o->hz, run.kf != NULL, &rec)
 			     : open_all(o, run.kf != NULL, &rec);

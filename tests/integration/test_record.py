@@ -4,9 +4,15 @@ every process; cpu_lastNs names answer from it at once, also for a
 process that exited; base= gives differential profiles (pprof, SVG, txt).
 Every pprof read here goes through go tool pprof (util.save)."""
 
+import collections
 import errno
+import json
 import os
 import re
+import shutil
+import subprocess
+import tempfile
+import threading
 import time
 import urllib.parse
 
@@ -219,3 +225,153 @@ def test_http_last_is_the_recorder_too(proffs, target):
                                     f'/debug/pprof/profile?pid={t.pid}'
                                     '&last=x')
     assert status == 400, (status, body)
+
+
+# -- trace_Ns.json ------------------------------------------------------------
+
+SPEEDSCOPE = '1.25.0'
+
+
+def speedscope_release():
+    """speedscope's built app, from npm (a real client), installed once
+    into the build directory."""
+    prefix = os.path.join(util.BUILD, 'tests', 'speedscope')
+    release = os.path.join(prefix, 'node_modules', 'speedscope', 'dist',
+                           'release')
+    if not os.path.exists(os.path.join(release, 'index.html')):
+        npm = shutil.which('npm')
+        assert npm, 'npm is not installed (contrib/deps.sh: npm)'
+        subprocess.run([npm, 'install', '--prefix', prefix, '--no-audit',
+                        '--no-fund', '--no-save',
+                        f'speedscope@{SPEEDSCOPE}'], check=True,
+                       timeout=300, stdout=subprocess.DEVNULL)
+    return release
+
+
+class Server:
+    """A local HTTP server over a directory (speedscope fetches its
+    profile: file:// fetches are refused)."""
+
+    def __init__(self, root):
+        import functools
+        import http.server
+        handler = functools.partial(QuietHandler, directory=root)
+        self.httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0),
+                                                     handler)
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever,
+                         daemon=True).start()
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _quiet_handler():
+    import http.server
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+    return Quiet
+
+
+QuietHandler = _quiet_handler()
+
+
+def trace_events(data):
+    d = json.loads(data)
+    return d['traceEvents']
+
+
+def slice_self_time(events):
+    """Self time per slice name (µs), replaying each thread's B/E events;
+    checks they nest."""
+    out = collections.Counter()
+    stacks = {}
+    for e in events:
+        if e['ph'] == 'M':
+            continue
+        st = stacks.setdefault(e['tid'], [])
+        if st:
+            out[st[-1][0]] += e['ts'] - st[-1][1]
+            st[-1][1] = e['ts']
+        if e['ph'] == 'B':
+            st.append([e['name'], e['ts']])
+        else:
+            assert e['ph'] == 'E' and st, e
+            st.pop()
+            if st:
+                st[-1][1] = e['ts']
+    assert not any(stacks.values()), 'slices left open'
+    return out
+
+
+def test_trace_json_loads_in_speedscope(proffs, target, driver):
+    release = speedscope_release()
+    burn, workers = target('burn'), target('workers', 3)
+    names = {(burn.pid, 'trace_3s.json?hz=999'): None,
+             (burn.pid, 'cpu_3s.pb.gz?hz=999'): None,
+             (workers.pid, 'trace_3s.json'): None}
+
+    def one(key):
+        names[key] = proffs.read(*key)
+    ths = [threading.Thread(target=one, args=(k,)) for k in names]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    trace = names[(burn.pid, 'trace_3s.json?hz=999')]
+    path = save(names[(burn.pid, 'cpu_3s.pb.gz?hz=999')],
+                'trace-twin-cpu.pb.gz')
+    validate_pprof(path)
+    cpu = util.flat_shares(util.traces(path))
+
+    # metadata first, then nested slices; slice time per function as
+    # the CPU profile of the same window has it, within 5 points
+    ev = trace_events(trace)
+    kinds = [e['ph'] for e in ev]
+    assert kinds[0] == 'M' and 'M' not in kinds[kinds.index('B'):]
+    assert ev[0]['name'] == 'process_name'
+    self_time = slice_self_time(ev)
+    total = sum(self_time.values())
+    for func in ('hot', 'sibling'):
+        assert abs(self_time[func] / total - cpu[func]) <= 0.05, \
+            (func, self_time[func] / total, cpu)
+
+    # one track per thread that ran, named, in speedscope
+    wev = trace_events(names[(workers.pid, 'trace_3s.json')])
+    tids = {e['tid'] for e in wev if e['ph'] == 'B'}
+    assert len(tids) == 3, tids
+    named = {e['tid']: e['args']['name'] for e in wev
+             if e['ph'] == 'M' and e['name'] == 'thread_name'}
+    assert tids <= set(named), (tids, named)
+    root = tempfile.mkdtemp(prefix='proffs-speedscope-')
+    os.symlink(release, os.path.join(root, 'ss'))
+    for name, data in (('burn.json', trace),
+                       ('workers.json', names[(workers.pid,
+                                               'trace_3s.json')])):
+        with open(os.path.join(root, name), 'wb') as f:
+            f.write(data)
+    srv = Server(root)
+    try:
+        for name, n in (('burn.json', 1), ('workers.json', 3)):
+            base = f'http://127.0.0.1:{srv.port}'
+            driver.get('about:blank')   # a new hash alone loads nothing
+            driver.get(f'{base}/ss/index.html#profileURL={base}/{name}')
+            end = time.monotonic() + 30
+            text = ''
+            while time.monotonic() < end:
+                text = driver.execute_script(
+                    'return document.body.innerText')
+                if 'tid' in text:
+                    break
+                time.sleep(0.2)
+            # speedscope numbers the tracks: "(1/3)"; one alone, none
+            assert (f'(1/{n})' in text) if n > 1 else ('(1/' not in text), \
+                text
+            assert re.search(r'\(tid \d+\)', text), text
+            assert 'rror' not in text, text
+    finally:
+        srv.stop()
+        shutil.rmtree(root)
