@@ -17,6 +17,11 @@ int past_check(const struct recorder *rec, const struct proffs_request *req,
 
 	if (!req->last && req->base == PROFFS_BASE_NONE)
 		return 0;
+	if (req->kind == PROFFS_KIND_TRACE) {
+		*why = "trace takes no last window or base= (the recorder "
+		       "keeps per-second counts, not a timeline)";
+		return -EINVAL;
+	}
 	if (req->kind != PROFFS_KIND_CPU) {
 		*why = "last windows and base= are for cpu profiles (the "
 		       "recorder samples CPU)";

@@ -37,18 +37,18 @@ def leaf_shares(path):
     return util.flat_shares(util.traces(path))
 
 
-@pytest.mark.parametrize('proffs_options', [RECORD + ('record_s=14',)],
+@pytest.mark.parametrize('proffs_options', [RECORD + ('record_s=8',)],
                          indirect=True)
 def test_last_window_split_then_after_exit_then_aged_out(proffs, target):
     t = target('burn')
-    time.sleep(10.5)
-    data, took = read_timed(proffs, t.pid, 'cpu_last10s.pb.gz')
+    time.sleep(6.5)
+    data, took = read_timed(proffs, t.pid, 'cpu_last6s.pb.gz')
     assert took < 1.0, f'a last window took {took:.2f} s'
-    path = save(data, 'record-last10s.pb.gz')
+    path = save(data, 'record-last6s.pb.gz')
     p = validate_pprof(path)
     assert p.sample_types == ['samples/count', 'cpu/nanoseconds']
     assert p.period == 10**9 // 997
-    assert p.duration_ns == 10 * 10**9
+    assert p.duration_ns == 6 * 10**9
     shares = leaf_shares(path)
     hot, sib = shares.get('hot', 0), shares.get('sibling', 0)
     assert hot + sib > 0.95, shares
@@ -57,7 +57,7 @@ def test_last_window_split_then_after_exit_then_aged_out(proffs, target):
     assert sum(s.values[0] for s in p.samples) > 500, 'too few samples'
     # nothing sampled at the read: the session took no window
     assert proffs.log_lines(r'session \d+ done: pid=%d kind=cpu '
-                            r'window_ms=10000 .*recorder' % t.pid)
+                            r'window_ms=6000 .*recorder' % t.pid)
 
     # the whole host, from the recorder: burn among the pids
     data = proffs.read('all', 'cpu_last5s.pb.gz')
@@ -68,7 +68,7 @@ def test_last_window_split_then_after_exit_then_aged_out(proffs, target):
     t.kill()
     assert not os.path.exists(f'/proc/{t.pid}')
     # gone from /proc, still readable by its pid
-    data, took = read_timed(proffs, t.pid, 'cpu_last9s.pb.gz')
+    data, took = read_timed(proffs, t.pid, 'cpu_last5s.pb.gz')
     assert took < 1.0
     path = save(data, 'record-after-exit.pb.gz')
     validate_pprof(path)
@@ -76,12 +76,12 @@ def test_last_window_split_then_after_exit_then_aged_out(proffs, target):
     assert abs(shares['hot'] / (shares['hot'] + shares['sibling']) -
                0.75) <= 0.04, shares
     assert 'exited' in pprof('-top', path)
-    txt = proffs.read(t.pid, 'cpu_last9s.txt').decode()
+    txt = proffs.read(t.pid, 'cpu_last5s.txt').decode()
     assert re.search(r'\bhot\n', txt)
 
-    # record_s=14: 15 s on, its buckets aged out, and so did the pid
-    time.sleep(15.5)
-    expect_errno(lambda: proffs.read(t.pid, 'cpu_last5s.pb.gz'),
+    # record_s=8: 9 s on, its buckets aged out, and so did the pid
+    time.sleep(9.5)
+    expect_errno(lambda: proffs.read(t.pid, 'cpu_last4s.pb.gz'),
                  errno.ENOENT)
     assert not os.path.exists(proffs.path(t.pid))
 
@@ -100,6 +100,12 @@ def test_last_window_without_the_recorder_is_einval(proffs, target):
                  errno.ENOENT)
     expect_errno(lambda: proffs.read(t.pid, 'cpu_5s?base=next.pb.gz'),
                  errno.ENOENT)
+    # json is trace's format alone; trace has no past (yet)
+    expect_errno(lambda: proffs.read(t.pid, 'cpu_5s.json'), errno.ENOENT)
+    expect_errno(lambda: proffs.read(t.pid, 'trace_5s.pb.gz'),
+                 errno.ENOENT)
+    expect_errno(lambda: proffs.read(t.pid, 'trace_last5s.json'),
+                 errno.EINVAL)
 
 
 @pytest.mark.parametrize('proffs_options', [RECORD + ('record_s=30',)],
@@ -147,12 +153,12 @@ return out;
 
 @pytest.mark.parametrize('proffs_options', [RECORD], indirect=True)
 def test_base_prev_diff_has_new_up_and_old_down(proffs, target, driver):
-    # before() for 5 s, then after(): the last 5 s against the 5 s before
-    t = target('switcher', 5)
+    # before() for 3 s, then after(): the last 3 s against the 3 s before
+    t = target('switcher', 3)
     assert t.proc.stdout.readline().strip() == b'switched'
-    time.sleep(5.5)
-    names = ['cpu_last5s?base=prev.pb.gz', 'cpu_last5s?base=prev.svg',
-             'cpu_last5s?base=prev.txt']
+    time.sleep(3.5)
+    names = ['cpu_last3s?base=prev.pb.gz', 'cpu_last3s?base=prev.svg',
+             'cpu_last3s?base=prev.txt']
     got = {n: proffs.read(t.pid, n) for n in names}
     path = save(got[names[0]], 'record-diff.pb.gz')
     validate_pprof(path)
@@ -188,9 +194,9 @@ def test_base_prev_diff_has_new_up_and_old_down(proffs, target, driver):
 
 @pytest.mark.parametrize('proffs_options', [RECORD], indirect=True)
 def test_fresh_window_against_the_recorders_last_seconds(proffs, target):
-    t = target('switcher', 4)
+    t = target('switcher', 2.5)
     assert t.proc.stdout.readline().strip() == b'switched'
-    data = proffs.read(t.pid, 'cpu_2s.pb.gz?base=last6s')
+    data = proffs.read(t.pid, 'cpu_2s.pb.gz?base=last4s')
     path = save(data, 'record-diff-last.pb.gz')
     validate_pprof(path)
     top = pprof('-top', path)
@@ -204,21 +210,21 @@ def test_fresh_window_against_the_recorders_last_seconds(proffs, target):
 def test_http_last_is_the_recorder_too(proffs, target):
     import test_http
     t = target('burn')
-    time.sleep(4.5)
+    time.sleep(3.5)
     url = test_http.base(proffs) + \
-        f'/debug/pprof/profile?pid={t.pid}&last=4'
+        f'/debug/pprof/profile?pid={t.pid}&last=3'
     t0 = time.monotonic()
     status, _, body = test_http.get(url)
     assert status == 200, body
     assert time.monotonic() - t0 < 1.0
-    path = save(body, 'record-http-last4.pb.gz')
+    path = save(body, 'record-http-last3.pb.gz')
     validate_pprof(path)
     shares = leaf_shares(path)
     assert abs(shares['hot'] / (shares['hot'] + shares['sibling']) -
                0.75) <= 0.05, shares
     t.kill()
     # exited: still there by pid, with base=prev too
-    status, _, body = test_http.get(url + '&base=prev&seconds=4')
+    status, _, body = test_http.get(url + '&base=prev&seconds=3')
     assert status == 200, body
     validate_pprof(save(body, 'record-http-diff.pb.gz'))
     status, _, body = test_http.get(test_http.base(proffs) +
@@ -312,7 +318,7 @@ def test_trace_json_loads_in_speedscope(proffs, target, driver):
     burn, workers = target('burn'), target('workers', 3)
     names = {(burn.pid, 'trace_3s.json?hz=999'): None,
              (burn.pid, 'cpu_3s.pb.gz?hz=999'): None,
-             (workers.pid, 'trace_3s.json'): None}
+             (workers.pid, 'trace_3s.json?hz=999'): None}
 
     def one(key):
         names[key] = proffs.read(*key)
@@ -340,7 +346,7 @@ def test_trace_json_loads_in_speedscope(proffs, target, driver):
             (func, self_time[func] / total, cpu)
 
     # one track per thread that ran, named, in speedscope
-    wev = trace_events(names[(workers.pid, 'trace_3s.json')])
+    wev = trace_events(names[(workers.pid, 'trace_3s.json?hz=999')])
     tids = {e['tid'] for e in wev if e['ph'] == 'B'}
     assert len(tids) == 3, tids
     named = {e['tid']: e['args']['name'] for e in wev
