@@ -356,7 +356,7 @@ def test_trace_json_loads_in_speedscope(proffs, target, driver):
     os.symlink(release, os.path.join(root, 'ss'))
     for name, data in (('burn.json', trace),
                        ('workers.json', names[(workers.pid,
-                                               'trace_3s.json')])):
+                                               'trace_3s.json?hz=999')])):
         with open(os.path.join(root, name), 'wb') as f:
             f.write(data)
     srv = Server(root)
