@@ -91,7 +91,8 @@ static void put_value(struct folded_buf *b, int64_t v, const char *unit,
 	char s[64], t[72];
 
 	text_format_value(mag(v), unit, s, sizeof(s));
-	snprintf(t, sizeof(t), "%s%s", !sign ? "" : v < 0 ? "-" : "+", s);
+	snprintf(t, sizeof(t), "%s%s", !sign || !v ? "" : v < 0 ? "-" : "+",
+		 s);
 	folded_buf_printf(b, " %11s", t);
 }
 

@@ -195,6 +195,10 @@ int trace_render(const struct profile *p, char **buf, size_t *len)
 		labels_of(p, profile_sample(p, i), &k, &ts[n], &has_ts);
 		n += has_ts;
 	}
+	if (ns && !n) {		/* samples, none with a time */
+		free(ts);
+		return -EINVAL;
+	}
 	qsort(ts, n, sizeof(*ts), by_thread_time);
 	ret = folded_walk_init(&w, p);
 	if (ret) {
