@@ -8,15 +8,14 @@
 #include <errno.h>
 
 #include "heap.h"
+#include "kinds.h"
 #include "past.h"
 #include "proffs_i.h"
 
-int proffs_check_request(const struct proffs *fs,
-			 const struct proffs_request *req, int parse_ret,
-			 const char **why)
+int proffs_check_limits(const struct proffs *fs,
+			const struct proffs_request *req, int parse_ret,
+			const char **why)
 {
-	int ret;
-
 	if (parse_ret) {
 		*why = "bad value in the file name";
 		return parse_ret;
@@ -30,10 +29,18 @@ int proffs_check_request(const struct proffs *fs,
 		*why = "hz above max_hz";
 		return -EINVAL;
 	}
-	if ((ret = past_check(fs->rec, req, why)))
+	return past_check(fs->rec, req, why);
+}
+
+int proffs_check_request(const struct proffs *fs,
+			 const struct proffs_request *req, int parse_ret,
+			 const char **why)
+{
+	int ret = proffs_check_limits(fs, req, parse_ret, why);
+
+	if (ret)
 		return ret;
-	if ((req->kind == PROFFS_KIND_HEAP ||
-	     req->kind == PROFFS_KIND_ALLOCS) &&
+	if (kinds_row(req->kind)->uprobes &&
 	    (ret = heap_agents_check(fs->heap))) {
 		*why = "heap=uprobe needs root (CAP_SYS_ADMIN) to place "
 		       "uprobes";

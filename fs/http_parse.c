@@ -24,6 +24,7 @@
 #include <strings.h>
 
 #include "http_parse.h"
+#include "kinds.h"
 
 #define SEGS_MAX 8
 #define PARAMS_MAX 32
@@ -573,7 +574,7 @@ int http_route(const char *target, struct http_route *rt, const char **why)
 	if (rt->has_target && rt->tgt.kind == TARGET_ALL &&
 	    (rt->type == HTTP_ROUTE_CMDLINE || rt->type == HTTP_ROUTE_INDEX ||
 	     (rt->type == HTTP_ROUTE_PROFILE &&
-	      rt->req.kind != PROFFS_KIND_CPU)))
+	      !kinds_row(rt->req.kind)->host)))
 		return -ENOENT;
 	return 0;
 }

@@ -17,6 +17,7 @@
 #include "access.h"
 #include "http_i.h"
 #include "index.h"
+#include "kinds.h"
 #include "log.h"
 #include "output.h"
 #include "past.h"
@@ -175,7 +176,7 @@ static void pprof_links(FILE *f, const struct target *t)
 
 		if (name_parse(kw, &req) ||
 		    !output_supported(req.kind, req.format) ||
-		    (t->kind == TARGET_ALL && req.kind != PROFFS_KIND_CPU))
+		    (t->kind == TARGET_ALL && !kinds_row(req.kind)->host))
 			continue;
 		if (t->kind == TARGET_ALL) {
 			fprintf(f, "<tr><td><a href=\"/all/%s_5s.%s\">%s</a>"

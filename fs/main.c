@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "config.h"
 #include "dso.h"
 #include "heap.h"
@@ -413,12 +414,7 @@ int main(int argc, char *argv[])
 		openlog("proffs", LOG_PID, LOG_DAEMON);
 		proffs_log_set_sink(syslog_sink);
 	}
-	{
-		struct timespec ts;
-
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		fs.start_s = ts.tv_sec;
-	}
+	fs.start_s = now_ns() / 1000000000ull;
 	/* Probes a killed daemon left behind pin the files they name. */
 	uprobe_group_sweep();
 	pr_info("fs: mounted on %s", cl.mountpoint);

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "mountwatch.h"
 
@@ -32,14 +33,6 @@ struct mountwatch {
 	char dev[32];		/* "0:N" as mountinfo writes it */
 	unsigned minor;		/* the fusectl connection number */
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /*
  * Find the last proffs mount at mnt (or any proffs mount of device dev,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * name.c - the file-name grammar, as three tables (kinds, formats, query
- * parameters) and a left-to-right scan.
+ * name.c - the file-name grammar: the words of the kinds (their rows in
+ * kinds.c), two tables (formats, query parameters) and a left-to-right
+ * scan.
  *
  * Decisions the spec leaves open:
  *   - The query may stand before or after the format: Go's URL habit gives
@@ -34,32 +35,12 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "kinds.h"
 #include "name.h"
 
 #define NAME_MAX_LEN 255
 #define HZ_LIMIT 1000000u
 #define WINDOW_LIMIT_MS (365ull * 24 * 3600 * 1000)
-
-struct kind_entry {
-	const char *word;
-	enum proffs_kind kind;
-	enum proffs_format default_format;
-};
-
-static const struct kind_entry kinds[] = {
-	{ "cpu", PROFFS_KIND_CPU, PROFFS_FMT_PB_GZ },
-	{ "profile", PROFFS_KIND_CPU, PROFFS_FMT_PB_GZ },
-	{ "flame", PROFFS_KIND_CPU, PROFFS_FMT_SVG },
-	{ "heap", PROFFS_KIND_HEAP, PROFFS_FMT_PB_GZ },
-	{ "allocs", PROFFS_KIND_ALLOCS, PROFFS_FMT_PB_GZ },
-	{ "goroutine", PROFFS_KIND_GOROUTINE, PROFFS_FMT_PB_GZ },
-	{ "threads", PROFFS_KIND_GOROUTINE, PROFFS_FMT_PB_GZ },
-	{ "wall", PROFFS_KIND_WALL, PROFFS_FMT_PB_GZ },
-	{ "block", PROFFS_KIND_BLOCK, PROFFS_FMT_PB_GZ },
-	{ "mutex", PROFFS_KIND_MUTEX, PROFFS_FMT_PB_GZ },
-	{ "memstats", PROFFS_KIND_MEMSTATS, PROFFS_FMT_TXT },
-	{ "trace", PROFFS_KIND_TRACE, PROFFS_FMT_JSON },
-};
 
 /* Longer suffixes first: "pb.gz" must win over "pb". */
 static const char *const formats[PROFFS_FMT__COUNT] = {
@@ -69,32 +50,6 @@ static const char *const formats[PROFFS_FMT__COUNT] = {
 	[PROFFS_FMT_TXT] = "txt",
 	[PROFFS_FMT_FOLDED] = "folded",
 	[PROFFS_FMT_JSON] = "json",
-};
-
-static const char *const kind_names[PROFFS_KIND__COUNT] = {
-	[PROFFS_KIND_CPU] = "cpu",
-	[PROFFS_KIND_HEAP] = "heap",
-	[PROFFS_KIND_ALLOCS] = "allocs",
-	[PROFFS_KIND_GOROUTINE] = "goroutine",
-	[PROFFS_KIND_WALL] = "wall",
-	[PROFFS_KIND_BLOCK] = "block",
-	[PROFFS_KIND_MUTEX] = "mutex",
-	[PROFFS_KIND_MEMSTATS] = "memstats",
-	[PROFFS_KIND_TRACE] = "trace",
-};
-
-/* Kinds whose stacks may show kernel frames, and from which threads:
- * those on a CPU (perf's callchains) or those asleep (their kernel
- * stacks, which the kernel shows root alone). */
-enum kernel_frames { KF_NONE, KF_RUNNING, KF_SLEEPING };
-
-static const enum kernel_frames kind_kernel[PROFFS_KIND__COUNT] = {
-	[PROFFS_KIND_CPU] = KF_RUNNING,
-	[PROFFS_KIND_TRACE] = KF_RUNNING,
-	[PROFFS_KIND_GOROUTINE] = KF_SLEEPING,
-	[PROFFS_KIND_WALL] = KF_SLEEPING,
-	[PROFFS_KIND_BLOCK] = KF_SLEEPING,
-	[PROFFS_KIND_MUTEX] = KF_SLEEPING,
 };
 
 /* What parsing has seen so far, beyond the request itself. */
@@ -339,13 +294,16 @@ static int match_format(const char *s, size_t len)
 	return -ENOENT;
 }
 
-static const struct kind_entry *match_kind(const char *s, size_t len)
+/* The kind a word names, and the format of a name that gives none. */
+static int match_kind(const char *s, size_t len, enum proffs_kind *kind,
+		      enum proffs_format *format)
 {
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (strlen(kinds[i].word) == len &&
-		    !memcmp(kinds[i].word, s, len))
-			return &kinds[i];
-	return NULL;
+	const char *w;
+
+	for (size_t i = 0; !kinds_word(i, &w, kind, format); i++)
+		if (strlen(w) == len && !memcmp(w, s, len))
+			return 0;
+	return -ENOENT;
 }
 
 static void set_defaults(struct proffs_request *req)
@@ -419,7 +377,6 @@ int name_parse(const char *name, struct proffs_request *req)
 {
 	struct parse_state st = { .req = req };
 	const char *stem_end, *q, *q_end, *fmt, *fmt_end, *us;
-	const struct kind_entry *k;
 	int verdict = 0, ret, f;
 
 	if (!name || strnlen(name, NAME_MAX_LEN + 1) > NAME_MAX_LEN)
@@ -427,11 +384,9 @@ int name_parse(const char *name, struct proffs_request *req)
 	set_defaults(req);
 	split(name, &stem_end, &q, &q_end, &fmt, &fmt_end);
 	us = memchr(name, '_', stem_end - name);
-	k = match_kind(name, (us ? us : stem_end) - name);
-	if (!k)
+	if (match_kind(name, (us ? us : stem_end) - name, &req->kind,
+		       &req->format))
 		return -ENOENT;
-	req->kind = k->kind;
-	req->format = k->default_format;
 	if (us) {
 		ret = parse_duration(&st, us, stem_end);
 		if (ret == -ENOENT)
@@ -458,7 +413,11 @@ int name_parse(const char *name, struct proffs_request *req)
 
 const char *name_kind_word(size_t i)
 {
-	return i < sizeof(kinds) / sizeof(kinds[0]) ? kinds[i].word : NULL;
+	enum proffs_format format;
+	enum proffs_kind kind;
+	const char *w;
+
+	return kinds_word(i, &w, &kind, &format) ? NULL : w;
 }
 
 bool name_param_known(const char *key, size_t len)
@@ -472,7 +431,9 @@ bool name_param_known(const char *key, size_t len)
 
 const char *name_kind_str(enum proffs_kind kind)
 {
-	return (unsigned)kind < PROFFS_KIND__COUNT ? kind_names[kind] : "?";
+	const struct kind_ops *k = kinds_row(kind);
+
+	return k ? k->name : "?";
 }
 
 const char *name_format_str(enum proffs_format fmt)
@@ -482,12 +443,14 @@ const char *name_format_str(enum proffs_format fmt)
 
 bool name_kind_kernel(enum proffs_kind kind)
 {
-	return (unsigned)kind < PROFFS_KIND__COUNT &&
-	       kind_kernel[kind] != KF_NONE;
+	const struct kind_ops *k = kinds_row(kind);
+
+	return k && k->frames != KIND_FRAMES_NONE;
 }
 
 bool name_kind_sleeping(enum proffs_kind kind)
 {
-	return (unsigned)kind < PROFFS_KIND__COUNT &&
-	       kind_kernel[kind] == KF_SLEEPING;
+	const struct kind_ops *k = kinds_row(kind);
+
+	return k && k->frames == KIND_FRAMES_SLEEPING;
 }

@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/heap_ring.h"
+
 enum proffs_kind {
 	PROFFS_KIND_CPU,	/* cpu, profile, flame */
 	PROFFS_KIND_HEAP,
@@ -61,7 +63,9 @@ enum proffs_base {
 #define PROFFS_SAMPLE_MAX 32
 #define PROFFS_DEFAULT_SECONDS 30
 #define PROFFS_DEFAULT_HZ 99
-#define PROFFS_DEFAULT_RATE 524288
+/* The heap's: what the agent samples at unless told (Go's MemProfileRate),
+ * defined once, with the agent. */
+#define PROFFS_DEFAULT_RATE PH_DEFAULT_RATE
 
 struct proffs_request {
 	enum proffs_kind kind;

@@ -20,6 +20,7 @@
 #include "access.h"
 #include "heap.h"
 #include "index.h"
+#include "kinds.h"
 #include "log.h"
 #include "name.h"
 #include "nodes.h"
@@ -125,14 +126,14 @@ static int reg_target_of(fuse_req_t req, const struct node_info *n,
 }
 
 /* Classify a name inside a target directory; -ENOENT when not ours. In
- * /prof/all only CPU profiles: the one kind a whole host can give. */
+ * /prof/all only the kinds a whole host can give (their rows' host). */
 static int classify(const char *name, struct node_info *n)
 {
 	int ret;
 
 	if (n->tgt.kind == TARGET_ALL) {
 		ret = name_parse(name, &n->req);
-		if (ret == -ENOENT || n->req.kind != PROFFS_KIND_CPU ||
+		if (ret == -ENOENT || !kinds_row(n->req.kind)->host ||
 		    !output_supported(n->req.kind, n->req.format))
 			return -ENOENT;
 		n->type = NODE_PROFILE;
@@ -227,10 +228,8 @@ static bool stat_must_wait(struct proffs *fs, fuse_req_t req,
 	size_t size;
 
 	if (n->type != NODE_PROFILE || listed(n->name) ||
-	    n->parse_ret || n->req.hz > fs->opts.max_hz ||
-	    (!n->req.last &&
-	     n->req.window_ms > fs->opts.max_window_s * 1000ull) ||
-	    past_check(fs->rec, &n->req, &why) || reg_target_of(req, n, &t))
+	    proffs_check_limits(fs, &n->req, n->parse_ret, &why) ||
+	    reg_target_of(req, n, &t))
 		return false;
 	if (!registry_result_size(fs->registry, &t, &n->req, &size))
 		return false;

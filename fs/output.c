@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* output.c - the (kind, format) -> renderer table. */
+/* output.c - the renderers of the kinds' rows (kinds.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +9,7 @@
 #include "flame.h"
 #include "folded.h"
 #include "heap_text.h"
+#include "kinds.h"
 #include "output.h"
 #include "pprof.h"
 #include "profile.h"
@@ -16,24 +17,35 @@
 #include "threads_text.h"
 #include "trace.h"
 
-typedef int (*render_fn)(const struct profile *p,
-			 const struct proffs_request *req, uint8_t **buf,
-			 size_t *len);
-
-static int render_pb_gz(const struct profile *p,
-			const struct proffs_request *req, uint8_t **buf,
-			size_t *len)
+/* pprof, with the labels the kind merges away merged (kinds.h). */
+static int encode_pb(const struct profile *p,
+		     const struct proffs_request *req, bool gzip,
+		     uint8_t **buf, size_t *len)
 {
-	(void)req;
-	return pprof_encode(p, true, buf, len);
+	const char *const *labels = kinds_row(req->kind)->merge_labels;
+	struct profile *merged;
+	int ret;
+
+	if (!labels)
+		return pprof_encode(p, gzip, buf, len);
+	ret = profile_copy_dropping_labels(p, labels, &merged);
+	if (ret)
+		return ret;
+	ret = pprof_encode(merged, gzip, buf, len);
+	profile_free(merged);
+	return ret;
 }
 
-static int render_pb(const struct profile *p,
-		     const struct proffs_request *req, uint8_t **buf,
-		     size_t *len)
+int output_pb_gz(const struct profile *p, const struct proffs_request *req,
+		 uint8_t **buf, size_t *len)
 {
-	(void)req;
-	return pprof_encode(p, false, buf, len);
+	return encode_pb(p, req, true, buf, len);
+}
+
+int output_pb(const struct profile *p, const struct proffs_request *req,
+	      uint8_t **buf, size_t *len)
+{
+	return encode_pb(p, req, false, buf, len);
 }
 
 /* The sample type a request names (sample=), or -1 for the default;
@@ -49,9 +61,8 @@ static int sample_index(const struct profile *p,
 	return i < 0 ? -EINVAL : i;
 }
 
-static int render_txt(const struct profile *p,
-		      const struct proffs_request *req, uint8_t **buf,
-		      size_t *len)
+int output_txt(const struct profile *p, const struct proffs_request *req,
+	       uint8_t **buf, size_t *len)
 {
 	int si = sample_index(p, req);
 
@@ -63,18 +74,16 @@ static int render_txt(const struct profile *p,
 }
 
 /* heap.txt and allocs.txt: the top table; ?debug=1 Go's legacy text. */
-static int render_heap_txt(const struct profile *p,
-			   const struct proffs_request *req, uint8_t **buf,
-			   size_t *len)
+int output_heap_txt(const struct profile *p, const struct proffs_request *req,
+		    uint8_t **buf, size_t *len)
 {
 	if (req->debug >= 1)
 		return heap_text_render(p, (char **)buf, len);
-	return render_txt(p, req, buf, len);
+	return output_txt(p, req, buf, len);
 }
 
-static int render_folded(const struct profile *p,
-			 const struct proffs_request *req, uint8_t **buf,
-			 size_t *len)
+int output_folded(const struct profile *p, const struct proffs_request *req,
+		  uint8_t **buf, size_t *len)
 {
 	int si = sample_index(p, req);
 
@@ -110,17 +119,8 @@ static void flame_titles(const struct profile *p, int si, char *title,
 		 h->duration_nanos / 1e9, when, total);
 }
 
-static const enum flame_palette palettes[PROFFS_KIND__COUNT] = {
-	[PROFFS_KIND_HEAP] = FLAME_MEMORY,
-	[PROFFS_KIND_ALLOCS] = FLAME_MEMORY,
-	[PROFFS_KIND_WALL] = FLAME_OFFCPU,
-	[PROFFS_KIND_BLOCK] = FLAME_OFFCPU,
-	[PROFFS_KIND_MUTEX] = FLAME_OFFCPU,
-};
-
-static int render_svg(const struct profile *p,
-		      const struct proffs_request *req, uint8_t **buf,
-		      size_t *len)
+int output_svg(const struct profile *p, const struct proffs_request *req,
+	       uint8_t **buf, size_t *len)
 {
 	char title[512], sub[256];
 	struct flame_opts o = { .sample_index = sample_index(p, req) };
@@ -133,120 +133,44 @@ static int render_svg(const struct profile *p,
 		     sizeof(sub));
 	o.title = title;
 	o.subtitle = sub;
-	o.palette = palettes[req->kind];
+	o.palette = kinds_row(req->kind)->palette;
 	o.diff = req->base != PROFFS_BASE_NONE;
 	return flame_render(p, &o, (char **)buf, len);
 }
 
-/* A thread dump in pprof: one sample per distinct stack (and thread name
- * and state), value = the threads parked there, as Go's goroutine profile. */
-static int render_threads_pb(const struct profile *p, bool gzip,
-			     uint8_t **buf, size_t *len)
-{
-	static const char *const per_thread[] = { "thread", "syscall", NULL };
-	struct profile *merged;
-	int ret;
-
-	ret = profile_copy_dropping_labels(p, per_thread, &merged);
-	if (ret)
-		return ret;
-	ret = pprof_encode(merged, gzip, buf, len);
-	profile_free(merged);
-	return ret;
-}
-
-static int render_threads_pb_gz(const struct profile *p,
-				const struct proffs_request *req,
-				uint8_t **buf, size_t *len)
-{
-	(void)req;
-	return render_threads_pb(p, true, buf, len);
-}
-
-static int render_threads_pb_raw(const struct profile *p,
-				 const struct proffs_request *req,
-				 uint8_t **buf, size_t *len)
-{
-	(void)req;
-	return render_threads_pb(p, false, buf, len);
-}
-
 /* goroutine.txt: Go's debug=1 (grouped, the default) or debug=2 (every
  * thread). */
-static int render_threads_txt(const struct profile *p,
-			      const struct proffs_request *req,
-			      uint8_t **buf, size_t *len)
+int output_threads_txt(const struct profile *p,
+		       const struct proffs_request *req, uint8_t **buf,
+		       size_t *len)
 {
 	return threads_text_render(p, req->debug ? req->debug : 1,
 				   (char **)buf, len);
 }
 
 /* memstats.txt: Go's runtime.MemStats block alone. */
-static int render_memstats_txt(const struct profile *p,
-			       const struct proffs_request *req,
-			       uint8_t **buf, size_t *len)
+int output_memstats_txt(const struct profile *p,
+			const struct proffs_request *req, uint8_t **buf,
+			size_t *len)
 {
 	(void)req;
 	return heap_text_memstats(p, (char **)buf, len);
 }
 
 /* trace.json: Chrome trace events, one track per thread. */
-static int render_trace(const struct profile *p,
-			const struct proffs_request *req, uint8_t **buf,
-			size_t *len)
+int output_trace_json(const struct profile *p,
+		      const struct proffs_request *req, uint8_t **buf,
+		      size_t *len)
 {
 	(void)req;
 	return trace_render(p, (char **)buf, len);
 }
 
-/* renderers[kind][format]; NULL = not served (ENOENT at lookup). */
-static const render_fn renderers[PROFFS_KIND__COUNT][PROFFS_FMT__COUNT] = {
-#define TIMED_RENDERERS { \
-		[PROFFS_FMT_PB_GZ] = render_pb_gz, \
-		[PROFFS_FMT_PB] = render_pb, \
-		[PROFFS_FMT_SVG] = render_svg, \
-		[PROFFS_FMT_TXT] = render_txt, \
-		[PROFFS_FMT_FOLDED] = render_folded, \
-	}
-	/* cpu and the off-CPU kinds: samples over a window */
-	[PROFFS_KIND_CPU] = TIMED_RENDERERS,
-	[PROFFS_KIND_WALL] = TIMED_RENDERERS,
-	[PROFFS_KIND_BLOCK] = TIMED_RENDERERS,
-	[PROFFS_KIND_MUTEX] = TIMED_RENDERERS,
-#undef TIMED_RENDERERS
-	[PROFFS_KIND_HEAP] = {
-		[PROFFS_FMT_PB_GZ] = render_pb_gz,
-		[PROFFS_FMT_PB] = render_pb,
-		[PROFFS_FMT_SVG] = render_svg,
-		[PROFFS_FMT_TXT] = render_heap_txt,
-		[PROFFS_FMT_FOLDED] = render_folded,
-	},
-	[PROFFS_KIND_ALLOCS] = {
-		[PROFFS_FMT_PB_GZ] = render_pb_gz,
-		[PROFFS_FMT_PB] = render_pb,
-		[PROFFS_FMT_SVG] = render_svg,
-		[PROFFS_FMT_TXT] = render_heap_txt,
-		[PROFFS_FMT_FOLDED] = render_folded,
-	},
-	[PROFFS_KIND_GOROUTINE] = {
-		[PROFFS_FMT_PB_GZ] = render_threads_pb_gz,
-		[PROFFS_FMT_PB] = render_threads_pb_raw,
-		[PROFFS_FMT_SVG] = render_svg,
-		[PROFFS_FMT_TXT] = render_threads_txt,
-		[PROFFS_FMT_FOLDED] = render_folded,
-	},
-	[PROFFS_KIND_MEMSTATS] = {
-		[PROFFS_FMT_TXT] = render_memstats_txt,
-	},
-	[PROFFS_KIND_TRACE] = {
-		[PROFFS_FMT_JSON] = render_trace,
-	},
-};
-
 bool output_supported(enum proffs_kind kind, enum proffs_format fmt)
 {
-	return kind < PROFFS_KIND__COUNT && fmt < PROFFS_FMT__COUNT &&
-	       renderers[kind][fmt];
+	const struct kind_ops *k = kinds_row(kind);
+
+	return k && (unsigned)fmt < PROFFS_FMT__COUNT && k->render[fmt];
 }
 
 int output_render(const struct profile *p, const struct proffs_request *req,
@@ -254,5 +178,5 @@ int output_render(const struct profile *p, const struct proffs_request *req,
 {
 	if (!output_supported(req->kind, req->format))
 		return -ENOENT;
-	return renderers[req->kind][req->format](p, req, buf, len);
+	return kinds_row(req->kind)->render[req->format](p, req, buf, len);
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "access.h"
+#include "kinds.h"
 #include "log.h"
 #include "past.h"
 #include "profile.h"
@@ -22,7 +23,7 @@ int past_check(const struct recorder *rec, const struct proffs_request *req,
 		       "keeps per-second counts, not a timeline)";
 		return -EINVAL;
 	}
-	if (req->kind != PROFFS_KIND_CPU) {
+	if (!(kinds_row(req->kind)->key & KIND_KEY_PAST)) {
 		*why = "last windows and base= are for cpu profiles (the "
 		       "recorder samples CPU)";
 		return -EINVAL;

@@ -8,6 +8,7 @@
 
 #include <time.h>
 
+#include "clock.h"
 #include "fuse_lowlevel.h"
 #include "name.h"
 #include "offcpu.h"
@@ -62,14 +63,11 @@ struct proffs {
 static inline void proffs_status_src(struct proffs *fs,
 				     struct status_src *src)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	*src = (struct status_src){
 		.registry = fs->registry, .heap = fs->heap,
 		.fuse = &fs->refused,
 		.http = fs->http ? &fs->http_refused : NULL,
-		.uptime_s = ts.tv_sec - fs->start_s,
+		.uptime_s = now_ns() / 1000000000ull - fs->start_s,
 	};
 }
 
@@ -82,5 +80,11 @@ extern const struct fuse_lowlevel_ops proffs_ops;
 int proffs_check_request(const struct proffs *fs,
 			 const struct proffs_request *req, int parse_ret,
 			 const char **why);
+
+/* Its first half: the name's values and the daemon's limits (max_window,
+ * max_hz), without what the kind needs of this host. */
+int proffs_check_limits(const struct proffs *fs,
+			const struct proffs_request *req, int parse_ret,
+			const char **why);
 
 #endif

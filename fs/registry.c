@@ -15,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
+#include "kinds.h"
 #include "log.h"
 #include "output.h"
 #include "profile.h"
@@ -106,41 +108,28 @@ struct registry {
 	struct registry_stats stats;	/* protected by lock */
 };
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
+/* Requests of the same key share a session: the kind's row says which
+ * parameters change what is measured (kinds.h). */
 static void key_of(const struct reg_target *t,
 		   const struct proffs_request *req, struct session_key *k)
 {
+	const struct kind_ops *kind = kinds_row(req->kind);
+
 	memset(k, 0, sizeof(*k));
 	k->pid = t->pid;
 	k->uid = t->pid ? 0 : t->uid;
 	k->kind = req->kind;
-	/* A thread dump is a snapshot: no window. Neither is a heap profile
-	 * without one (everything so far), whatever its default wait, nor
-	 * MemStats. */
-	k->window_ms = req->kind == PROFFS_KIND_GOROUTINE ||
-		       req->kind == PROFFS_KIND_MEMSTATS ||
-		       ((req->kind == PROFFS_KIND_HEAP ||
-			 req->kind == PROFFS_KIND_ALLOCS) && !req->has_window) ?
-		       0 : req->window_ms;
+	k->window_ms = kinds_window_ms(req);
 	/* Parameters a kind ignores must not split sessions. */
-	k->hz = req->kind == PROFFS_KIND_CPU || req->kind == PROFFS_KIND_WALL ||
-		req->kind == PROFFS_KIND_TRACE ||
-		req->kind == PROFFS_KIND_BLOCK ||
-		req->kind == PROFFS_KIND_MUTEX ? req->hz : 0;
-	k->rate = req->kind == PROFFS_KIND_HEAP ||
-		  req->kind == PROFFS_KIND_ALLOCS ? req->rate : 0;
-	k->kernel = name_kind_kernel(req->kind) && req->kernel &&
+	k->hz = kind->key & KIND_KEY_HZ ? req->hz : 0;
+	k->rate = kind->key & KIND_KEY_RATE ? req->rate : 0;
+	k->kernel = kind->frames != KIND_FRAMES_NONE && req->kernel &&
 		    t->kernel;
-	k->last = req->last;
-	k->base = req->base;
-	k->base_ms = req->base_ms;
+	if (kind->key & KIND_KEY_PAST) {
+		k->last = req->last;
+		k->base = req->base;
+		k->base_ms = req->base_ms;
+	}
 }
 
 static bool same_rendering(const struct proffs_request *a,
@@ -191,7 +180,7 @@ static void unlist_locked(struct registry *r, struct session *s)
 /* Drop finished results nobody holds that are older than cache_ms. */
 static void expire_locked(struct registry *r)
 {
-	uint64_t now = mono_ms();
+	uint64_t now = now_ms();
 	struct session *s, *next;
 
 	for (s = r->list; s; s = next) {
@@ -211,7 +200,7 @@ static void expire_locked(struct registry *r)
 static struct session *find_locked(struct registry *r,
 				   const struct session_key *k, bool for_size)
 {
-	uint64_t now = mono_ms();
+	uint64_t now = now_ms();
 
 	for (struct session *s = r->list; s; s = s->next) {
 		if (memcmp(&s->key, k, sizeof(*k)) || atomic_load(&s->stop))
@@ -413,7 +402,7 @@ static void finish(struct session *s, int err, struct profile *prof,
 	pthread_mutex_lock(&r->lock);
 	s->done = true;
 	s->err = err;
-	s->done_ms = mono_ms();
+	s->done_ms = now_ms();
 	r->nrunning--;
 	count_outcome_locked(r, s, err, out);
 	if (err)	/* never serve a failure from the cache */
@@ -697,13 +686,11 @@ static void release_locked(struct registry *r, struct reg_handle *h)
 	if (h->next)
 		h->next->prev = h->prev;
 	/* Nobody wants it any more: stop sampling now, and make sure a new
-	 * reader starts afresh instead of joining a dying one. A thread
-	 * dump cannot stop halfway (its threads are being held) and takes
-	 * well under a second: it runs on, and a new reader joins it
-	 * rather than start a second dump that would find the first one
-	 * tracing the process. */
+	 * reader starts afresh instead of joining a dying one - unless the
+	 * kind cannot stop halfway (a thread dump): it runs on, and a new
+	 * reader joins it. */
 	if (--s->nhandles == 0 && !s->done &&
-	    s->key.kind != PROFFS_KIND_GOROUTINE) {
+	    !kinds_row(s->key.kind)->finishes) {
 		atomic_store(&s->stop, true);
 		unlist_locked(r, s);
 	}

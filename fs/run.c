@@ -1,25 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* run.c - a session's profile, by kind, and its line in the log. */
+/* run.c - a session's profile, by its kind's run function, and its line
+ * in the log. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "access.h"
+#include "clock.h"
 #include "cpu.h"
 #include "heap.h"
+#include "kinds.h"
 #include "log.h"
 #include "offcpu.h"
 #include "past.h"
 #include "run.h"
 #include "threads.h"
-
-/* What a kind reports of itself on the session's line. */
-struct run_result {
-	char detail[384];	/* "samples=... lost=..." */
-	uint64_t window_ms;	/* 0 for a snapshot */
-	uint64_t samples, lost;
-};
 
 /* A whole-host profile's filter: the processes its uid may profile. */
 static bool allowed(pid_t pid, void *arg)
@@ -29,8 +25,7 @@ static bool allowed(pid_t pid, void *arg)
 	return c->uid == (uid_t)-1 || !access_check(0, c->uid, pid);
 }
 
-static int run_cpu(const struct run_ctx *c, struct profile **out,
-		   struct run_result *r)
+int run_cpu(const struct run_ctx *c, struct profile **out, struct run_result *r)
 {
 	char title[64];
 	struct cpu_opts o = {
@@ -49,7 +44,6 @@ static int run_cpu(const struct run_ctx *c, struct profile **out,
 	else
 		snprintf(title, sizeof(title), "all processes of uid %u",
 			 (unsigned)c->uid);
-	r->window_ms = o.window_ms;
 	if (c->req->last) {	/* the past: at once, from the recorder */
 		/* as a sampling session does (cpu.h): on a machine whose
 		 * CPUs busy threads share, a thread at their priority
@@ -65,14 +59,14 @@ static int run_cpu(const struct run_ctx *c, struct profile **out,
 	r->samples = st.samples;
 	r->lost = st.lost;
 	snprintf(r->detail, sizeof(r->detail),
-		 "hz=%u samples=%llu lost=%llu%s%s", o.hz, (unsigned long long)st.samples,
-		 (unsigned long long)st.lost, c->req->last ? " recorder" : "",
+		 "hz=%u samples=%llu lost=%llu%s%s", o.hz,
+		 (unsigned long long)st.samples, (unsigned long long)st.lost, c->req->last ? " recorder" : "",
 		 c->req->base != PROFFS_BASE_NONE ? " diff" : "");
 	return ret;
 }
 
-static int run_offcpu(const struct run_ctx *c, struct profile **out,
-		      struct run_result *r)
+int run_offcpu(const struct run_ctx *c, struct profile **out,
+	       struct run_result *r)
 {
 	static const enum offcpu_kind kinds[PROFFS_KIND__COUNT] = {
 		[PROFFS_KIND_WALL] = OFFCPU_WALL,
@@ -89,7 +83,6 @@ static int run_offcpu(const struct run_ctx *c, struct profile **out,
 	struct offcpu_stats st;
 	int ret;
 
-	r->window_ms = o.window_ms;
 	ret = offcpu_profile(&o, out, &st);
 	snprintf(r->detail, sizeof(r->detail), "method=%s hz=%u threads=%u "
 		 "looks=%llu copies=%llu raced=%llu switches=%llu "
@@ -111,8 +104,8 @@ static int run_offcpu(const struct run_ctx *c, struct profile **out,
 	return ret;
 }
 
-static int run_threads(const struct run_ctx *c, struct profile **out,
-		       struct run_result *r)
+int run_threads(const struct run_ctx *c, struct profile **out,
+		struct run_result *r)
 {
 	struct threads_opts o = { .pid = c->pid, .cache = c->dsos,
 				  .kernel = c->req->kernel };
@@ -127,8 +120,8 @@ static int run_threads(const struct run_ctx *c, struct profile **out,
 	return ret;
 }
 
-static int run_heap(const struct run_ctx *c, struct profile **out,
-		    struct run_result *r)
+int run_heap(const struct run_ctx *c, struct profile **out,
+	     struct run_result *r)
 {
 	struct heap_opts o = {
 		.pid = c->pid,
@@ -146,8 +139,8 @@ static int run_heap(const struct run_ctx *c, struct profile **out,
 	r->samples = st.samples;
 	/* Without a window, the answer is everything so far - unless
 	 * it had to measure one (it loaded the agent, or used uprobes). */
-	r->window_ms = o.has_window || st.armed_now || st.uprobe ?
-		       o.window_ms : 0;
+	if (st.armed_now || st.uprobe)
+		r->window_ms = o.window_ms;
 	snprintf(r->detail, sizeof(r->detail), "rate=%u samples=%llu "
 		 "frees=%llu lost=%llu%s%s%s", c->req->rate,
 		 (unsigned long long)st.samples, (unsigned long long)st.frees,
@@ -158,8 +151,8 @@ static int run_heap(const struct run_ctx *c, struct profile **out,
 }
 
 /* MemStats: a snapshot, loading the agent when it is not there. */
-static int run_memstats(const struct run_ctx *c, struct profile **out,
-			struct run_result *r)
+int run_memstats(const struct run_ctx *c, struct profile **out,
+		 struct run_result *r)
 {
 	struct heap_opts o = { .pid = c->pid, .stop = c->stop };
 	struct heap_stats st;
@@ -170,25 +163,6 @@ static int run_memstats(const struct run_ctx *c, struct profile **out,
 		 (unsigned long long)st.samples,
 		 st.armed_now ? " armed_now" : "");
 	return ret;
-}
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* The samplers' -EBUSY, in words (the line before names the tracer). */
-static const char *busy_why(enum proffs_kind kind)
-{
-	if (kind == PROFFS_KIND_HEAP || kind == PROFFS_KIND_ALLOCS ||
-	    kind == PROFFS_KIND_MEMSTATS)
-		return "the target is traced by another process, or its heap "
-		       "agent serves as many sessions as it can";
-	return "the target (or one of its threads) is traced by another "
-	       "process";
 }
 
 static void log_outcome(const struct run_ctx *c, const struct run_result *r,
@@ -214,42 +188,22 @@ static void log_outcome(const struct run_ctx *c, const struct run_result *r,
 		pr_notice("session %u failed: pid=%d kind=%s elapsed_ms=%llu "
 			  "result=%s: %s", c->id, (int)c->pid, kind,
 			  (unsigned long long)ms, strerrorname_np(-ret),
-			  ret == -EBUSY ? busy_why(c->req->kind) :
+			  ret == -EBUSY ? kinds_row(c->req->kind)->busy :
 			  strerror(-ret));
 }
 
 int run_session(const struct run_ctx *c, struct profile **out,
 		struct run_outcome *outcome)
 {
+	const struct kind_ops *k = kinds_row(c->req->kind);
 	struct run_result r = { .detail = "" };
-	uint64_t t0 = mono_ms();
+	uint64_t t0 = now_ms();
 	int ret;
 
-	switch (c->req->kind) {
-	case PROFFS_KIND_CPU:
-	case PROFFS_KIND_TRACE:	/* the same samples, each with its time */
-		ret = run_cpu(c, out, &r);
-		break;
-	case PROFFS_KIND_GOROUTINE:
-		ret = run_threads(c, out, &r);
-		break;
-	case PROFFS_KIND_HEAP:
-	case PROFFS_KIND_ALLOCS:
-		ret = run_heap(c, out, &r);
-		break;
-	case PROFFS_KIND_WALL:
-	case PROFFS_KIND_BLOCK:
-	case PROFFS_KIND_MUTEX:
-		ret = run_offcpu(c, out, &r);
-		break;
-	case PROFFS_KIND_MEMSTATS:
-		ret = run_memstats(c, out, &r);
-		break;
-	default:
-		ret = -ENOENT;
-	}
+	r.window_ms = kinds_window_ms(c->req);
+	ret = k && k->run ? k->run(c, out, &r) : -ENOENT;
 	*outcome = (struct run_outcome){ .samples = r.samples, .lost = r.lost,
-					 .elapsed_ms = mono_ms() - t0 };
+					 .elapsed_ms = now_ms() - t0 };
 	log_outcome(c, &r, ret, outcome->elapsed_ms);
 	return ret;
 }

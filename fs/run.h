@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * run.h - one profiling session's work: take the profile its kind asks
- * for with the sampler, and log the session's one line of outcome (pid,
+ * for with the sampler (the run function of the kind's row, kinds.h), and log the session's one line of outcome (pid,
  * kind, window, what was measured, how long it took, the result), as an
  * operator reads them in syslog.
  *
@@ -50,5 +50,28 @@ struct run_outcome {
 
 int run_session(const struct run_ctx *c, struct profile **out,
 		struct run_outcome *outcome);
+
+/* What a kind reports of itself on the session's line. */
+struct run_result {
+	char detail[384];	/* "samples=... lost=..." */
+	uint64_t window_ms;	/* kinds_window_ms(); 0 for a snapshot */
+	uint64_t samples, lost;
+};
+
+/*
+ * The kinds' run functions (kind_ops.run, kinds.h): each fills its
+ * sampler's options from c, takes the profile and writes r->detail.
+ * Called by run_session() alone, r->window_ms already set.
+ */
+int run_cpu(const struct run_ctx *c, struct profile **out,
+	    struct run_result *r);
+int run_offcpu(const struct run_ctx *c, struct profile **out,
+	       struct run_result *r);	/* wall, block, mutex */
+int run_threads(const struct run_ctx *c, struct profile **out,
+		struct run_result *r);
+int run_heap(const struct run_ctx *c, struct profile **out,
+	     struct run_result *r);	/* heap, allocs */
+int run_memstats(const struct run_ctx *c, struct profile **out,
+		 struct run_result *r);
 
 #endif

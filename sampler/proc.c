@@ -209,6 +209,32 @@ int proc_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len)
 			  len);
 }
 
+#define COPY_PAGE 4096ull
+#define COPY_IOV 64
+
+size_t proc_mem_copy(pid_t pid, uint64_t addr, void *buf, size_t max)
+{
+	struct iovec local = { buf, max };
+	struct iovec remote[COPY_IOV];
+	uint64_t end = addr + max, a = addr;
+	unsigned n = 0;
+	ssize_t got;
+
+	while (a < end && n < COPY_IOV) {
+		uint64_t next = (a & ~(COPY_PAGE - 1)) + COPY_PAGE;
+
+		if (next > end)
+			next = end;
+		remote[n].iov_base = (void *)(uintptr_t)a;
+		remote[n].iov_len = next - a;
+		n++;
+		a = next;
+	}
+	local.iov_len = a - addr;
+	got = process_vm_readv(pid, &local, 1, remote, n, 0);
+	return got > 0 ? (size_t)got : 0;
+}
+
 /* The numeric entries of a /proc directory. */
 static int list_ids(const char *path, pid_t **ids, size_t *n)
 {

@@ -56,6 +56,14 @@ bool proc_alive(pid_t pid);
 int proc_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 int proc_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len);
 
+/*
+ * Up to max bytes at addr in pid's memory into buf, as far as they can be
+ * read: one remote iovec per page, so the copy stops at the first
+ * unreadable page (the end of a stack) rather than fail. Returns the
+ * bytes copied, 0 when none could be.
+ */
+size_t proc_mem_copy(pid_t pid, uint64_t addr, void *buf, size_t max);
+
 /* The thread ids of pid; *tids is malloc()ed, the caller frees it. */
 int proc_tasks(pid_t pid, pid_t **tids, size_t *n);
 

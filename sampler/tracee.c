@@ -4,16 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <sys/wait.h>
 
 #include "log.h"
 #include "maps.h"
 #include "proc.h"
 #include "tracee.h"
-
-#define PAGE 4096
-#define MAX_IOV 64
 
 int tracee_poll_stop(pid_t tid, int *sig, int *event)
 {
@@ -57,28 +53,11 @@ void tracee_regs(const struct user_regs_struct *u, struct unwind_regs *r)
 size_t tracee_copy_stack(pid_t pid, struct proc_maps *maps, uint64_t sp,
 			 void *buf, size_t max)
 {
-	struct iovec local = { buf, max };
-	struct iovec remote[MAX_IOV];
 	struct map_entry *e = maps ? maps_find(maps, sp) : NULL;
-	uint64_t end = sp + max, a = sp;
-	unsigned n = 0;
-	ssize_t got;
 
-	if (e && e->end < end)
-		end = e->end;
-	while (a < end && n < MAX_IOV) {
-		uint64_t next = (a & ~(uint64_t)(PAGE - 1)) + PAGE;
-
-		if (next > end)
-			next = end;
-		remote[n].iov_base = (void *)(uintptr_t)a;
-		remote[n].iov_len = next - a;
-		n++;
-		a = next;
-	}
-	local.iov_len = a - sp;
-	got = process_vm_readv(pid, &local, 1, remote, n, 0);
-	return got > 0 ? (size_t)got : 0;
+	if (e && e->end < sp + max)
+		max = e->end - sp;
+	return proc_mem_copy(pid, sp, buf, max);
 }
 
 int tracee_tracer_of(pid_t pid, const char *what, pid_t *tracer)

@@ -32,9 +32,9 @@ void tracee_regs(const struct user_regs_struct *u, struct unwind_regs *r);
 
 /*
  * Copy up to max bytes of pid's memory from sp into buf, clipped to the
- * mapping holding sp (when maps knows it). One remote iovec per page: a
- * transfer stops at the first unreadable page, so a stack outside the
- * known maps still copies up to its end. Returns the bytes copied.
+ * mapping holding sp (when maps knows it), by proc_mem_copy(): a stack
+ * outside the known maps still copies up to its end. Returns the bytes
+ * copied.
  */
 size_t tracee_copy_stack(pid_t pid, struct proc_maps *maps, uint64_t sp,
 			 void *buf, size_t max);

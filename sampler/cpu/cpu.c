@@ -17,8 +17,10 @@
 #include "perf.h"
 #include "proc.h"
 #include "profile.h"
+#include "stackctx.h"
 #include "symbolize.h"
 #include "unwind.h"
+#include "window.h"
 
 #define MAX_FRAMES 128		/* user frames */
 #define POLL_MS 100
@@ -41,9 +43,7 @@ struct thread_slot {
 struct proc_ctx {
 	pid_t pid;
 	bool allowed;		/* else its samples are skipped */
-	struct proc_maps *maps;
-	struct unwinder *unw;
-	struct symbolizer *sym;
+	struct stack_ctx sc;	/* maps, unwinder, symbolizer */
 	int64_t pid_str, comm_str;
 	struct proc_ctx *next;	/* in its bucket */
 };
@@ -122,9 +122,7 @@ static int overflow_location(struct cpu_run *run, uint64_t *loc)
 
 static void proc_ctx_free(struct proc_ctx *c)
 {
-	symbolizer_free(c->sym);
-	unwinder_free(c->unw);
-	maps_free(c->maps);
+	stackctx_close(&c->sc);
 	free(c);
 }
 
@@ -134,13 +132,8 @@ static int proc_ctx_load(struct cpu_run *run, struct proc_ctx *c)
 	char buf[32];
 	int ret;
 
-	ret = maps_load(c->pid, run->o->cache, &c->maps);
-	if (!ret)
-		ret = unwinder_new(c->maps, &c->unw);
-	if (!ret)
-		ret = unwinder_read_live(c->unw, c->pid);
-	if (!ret)
-		ret = symbolizer_new(run->p, c->maps, &c->sym);
+	ret = stackctx_open(&c->sc, c->pid, run->o->cache, run->p,
+			    STACKCTX_LIVE);
 	if (ret || run->o->pid)
 		return ret;
 	snprintf(buf, sizeof(buf), "%d", (int)c->pid);
@@ -233,10 +226,10 @@ static void on_sample(const struct perf_sample *s, void *arg)
 	ret = kernel_locations(run, s, locs, &nk);
 	if (ret)
 		goto fail;
-	unwind_stack(c->unw, &s->regs, s->stack, s->stack_len, pcs,
+	unwind_stack(c->sc.unw, &s->regs, s->stack, s->stack_len, pcs,
 		     MAX_FRAMES, &n);
 	for (int i = 0; i < n; i++) {
-		ret = symbolizer_location(c->sym, pcs[i], &locs[nk + i]);
+		ret = symbolizer_location(c->sc.sym, pcs[i], &locs[nk + i]);
 		if (ret)
 			goto fail;
 	}
@@ -300,7 +293,7 @@ static int setup_profile(struct cpu_run *run, const struct cpu_opts *o)
 	if (profile_add_sample_type(run->p, "samples", "count") ||
 	    profile_add_sample_type(run->p, "cpu", "nanoseconds") ||
 	    profile_set_period(run->p, "cpu", "nanoseconds",
-			       1000000000ll / o->hz))
+			       clock_period_ns(o->hz)))
 		return -ENOMEM;
 	run->key_thread = profile_intern(run->p, "thread");
 	run->key_thread_name = profile_intern(run->p, "thread_name");
@@ -321,42 +314,30 @@ static int setup_profile(struct cpu_run *run, const struct cpu_opts *o)
 	return run->threads ? 0 : -ENOMEM;
 }
 
-/* Sample until the window ends, stop is set, or the process exits. */
+/* Sample until the window ends, stop is set, or the process exits (a
+ * look at /proc/PID/stat costs: every POLL_MS, not at every wakeup). */
 static int sample_window(struct cpu_run *run, struct perf_rec *rec,
-			 const struct cpu_opts *o, bool *exited)
+			 const struct cpu_opts *o, struct window *w)
 {
-	uint64_t start = clock_ns(CLOCK_MONOTONIC);
-	uint64_t end = start + o->window_ms * 1000000ull;
-	uint64_t looked = 0;	/* at /proc/PID/stat: costly, so every
-				 * POLL_MS, not at every wakeup */
-	int ret = 0;
+	bool on;
+	int ret;
 
+	window_begin(w, now_ns(), o->pid, o->window_ms, o->stop,
+		     POLL_MS * 1000000ull);
 	for (;;) {
-		uint64_t now = clock_ns(CLOCK_MONOTONIC);
-		int timeout;
+		uint64_t now = now_ns();
 
-		if (now >= end)
+		ret = window_on(w, now, &on);
+		if (ret || !on)
 			break;
-		if (o->stop && atomic_load(o->stop)) {
-			ret = -ECANCELED;
-			break;
-		}
-		if (o->pid && now - looked >= POLL_MS * 1000000ull) {
-			looked = now;
-			if (!proc_alive(o->pid)) {
-				*exited = true;
-				break;
-			}
-		}
-		timeout = (end - now) / 1000000ull;
-		ret = perf_poll(rec, timeout < POLL_MS ? timeout : POLL_MS,
-				on_sample, run);
+		ret = perf_poll(rec, window_nap_ns(w, now, POLL_MS * 1000000ull)
+				     / 1000000ull, on_sample, run);
 		if (ret || run->err)
 			break;
 	}
 	if (!ret)
 		ret = perf_poll(rec, 0, on_sample, run);	/* drain */
-	run->st->elapsed_ns = clock_ns(CLOCK_MONOTONIC) - start;
+	run->st->elapsed_ns = now_ns() - w->start_ns;
 	return ret ? ret : run->err;
 }
 
@@ -367,18 +348,6 @@ static int note_skipped(struct profile *p, uint64_t n)
 	snprintf(text, sizeof(text), "proffs: samples of %llu processes past "
 		 "the first %u were skipped", (unsigned long long)n,
 		 PROC_MAX);
-	return profile_add_comment(p, text);
-}
-
-static int note_exit(struct profile *p, const struct cpu_opts *o,
-		     uint64_t elapsed_ns)
-{
-	char text[160];
-
-	snprintf(text, sizeof(text),
-		 "process %d exited after %.2f s of the %.2f s window; "
-		 "this profile is partial",
-		 (int)o->pid, elapsed_ns / 1e9, o->window_ms / 1e3);
 	return profile_add_comment(p, text);
 }
 
@@ -424,7 +393,7 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 			       .max_stacks = o->max_stacks };
 	struct perf_rec *rec = NULL;
 	struct proc_ctx *c;
-	bool exited = false;
+	struct window w = { 0 };
 	int64_t t0;
 	int ret;
 
@@ -451,12 +420,12 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 		run.kf = NULL;
 	}
 	if (!ret)
-		ret = sample_window(&run, rec, o, &exited);
+		ret = sample_window(&run, rec, o, &w);
 	if (rec)
 		stats->lost = perf_lost(rec);
 	perf_close(rec);
-	if (!ret && exited)
-		ret = note_exit(run.p, o, stats->elapsed_ns);
+	if (!ret)
+		ret = window_note_exit(&w, run.p, stats->elapsed_ns);
 	if (!ret && stats->skipped_procs)
 		ret = note_skipped(run.p, stats->skipped_procs);
 	run_free(&run);

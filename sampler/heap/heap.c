@@ -33,6 +33,7 @@
 #include "proc.h"
 #include "profile.h"
 #include "unwind.h"
+#include "window.h"
 
 #define POLL_MS 10		/* ring drains, when the last found none */
 #define BUSY_POLL_MS 1		/* when it found some: keep up */
@@ -85,14 +86,6 @@ struct heap_agents {
 	pthread_mutex_t counts_lock;	/* a leaf: taken under ag->lock */
 	struct heap_agent_counts counts;	/* protected by counts_lock */
 };
-
-static int64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
 
 /* When the process started; 0 when unknown. */
 static unsigned long long start_time(pid_t pid)
@@ -662,23 +655,19 @@ static void leave(struct agent *ag, uint64_t rate)
 	pthread_mutex_unlock(&ag->lock);
 }
 
-/* Wait out the window; false when the process exited first. */
+/* Wait out the window, from now; w->exited when the process exited
+ * first. */
 static int wait_window(struct agent *ag, const struct heap_opts *o,
-		       uint64_t ms, bool *exited)
+		       struct window *w)
 {
 	struct timespec nap = { 0, WAIT_MS * 1000000l };
-	uint64_t end = now_ns() + ms * 1000000ull;
+	bool on;
+	int ret;
 
-	while (now_ns() < end) {
-		if (o->stop && atomic_load(o->stop))
-			return -ECANCELED;
-		if (!proc_alive(ag->pid)) {
-			*exited = true;
-			return 0;
-		}
+	window_begin(w, now_ns(), ag->pid, o->window_ms, o->stop, 0);
+	while (!(ret = window_on(w, now_ns(), &on)) && on)
 		nanosleep(&nap, NULL);
-	}
-	return 0;
+	return ret;
 }
 
 /*
@@ -711,7 +700,8 @@ static int add_empty_comment(struct profile *p, const struct agent *ag,
 
 static int add_comments(struct profile *p, const struct agent *ag,
 			const struct heap_opts *o, uint64_t lost,
-			uint64_t samples, bool exited, uint64_t elapsed_ns)
+			uint64_t samples, const struct window *w,
+			uint64_t elapsed_ns)
 {
 	char text[200];
 	int ret = 0;
@@ -728,12 +718,8 @@ static int add_comments(struct profile *p, const struct agent *ag,
 			 100.0 * lost / (lost + samples));
 		ret = profile_add_comment(p, text);
 	}
-	if (!ret && exited) {
-		snprintf(text, sizeof(text), "process %d exited after %.2f s "
-			 "of the %.2f s window; this profile is partial",
-			 (int)o->pid, elapsed_ns / 1e9, o->window_ms / 1e3);
-		ret = profile_add_comment(p, text);
-	}
+	if (!ret)
+		ret = window_note_exit(w, p, elapsed_ns);
 	if (!ret)
 		ret = add_empty_comment(p, ag, o, samples);
 	return ret;
@@ -783,7 +769,7 @@ static int measure(struct agent *ag, const struct heap_opts *o,
 	struct heap_snap *from = NULL, *to = NULL;
 	struct heap_memstats ms = { 0 };
 	uint64_t t0 = now_ns(), lost0, samples0, frees0;
-	bool exited = false;
+	struct window w = { 0 };
 	int ret = 0;
 
 	*out = NULL;
@@ -799,7 +785,7 @@ static int measure(struct agent *ag, const struct heap_opts *o,
 	pthread_mutex_unlock(&ag->lock);
 	info.time_nanos = wall_ns();
 	if (!ret && (o->has_window || armed_now))
-		ret = wait_window(ag, o, o->window_ms, &exited);
+		ret = wait_window(ag, o, &w);
 	if (ret)
 		goto out;
 	pthread_mutex_lock(&ag->lock);
@@ -815,7 +801,7 @@ static int measure(struct agent *ag, const struct heap_opts *o,
 	st->frees = heap_model_frees(ag->model) - frees0;
 	st->lost = atomic_load(&ag->sh->lost) - lost0;
 	if (!ret)
-		ret = add_comments(*out, ag, o, st->lost, st->samples, exited,
+		ret = add_comments(*out, ag, o, st->lost, st->samples, &w,
 				   now_ns() - t0);
 	if (!ret)
 		agent_memstats_locked(ag, &ms);

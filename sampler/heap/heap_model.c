@@ -20,6 +20,7 @@
 #include "maps.h"
 #include "proc.h"
 #include "profile.h"
+#include "stackctx.h"
 #include "symbolize.h"
 #include "unwind.h"
 
@@ -51,10 +52,8 @@ struct heap_snap {
 };
 
 struct heap_model {
-	struct proc_maps *maps;
+	struct stack_ctx sc;	/* maps (the caller's), unwinder, symbols */
 	struct profile *p;	/* symbols only, never a sample */
-	struct unwinder *unw;
-	struct symbolizer *sym;
 	int64_t key_bytes, unit_bytes;
 	uint32_t max_buckets;
 	size_t max_live;	/* 0 = no bound */
@@ -123,14 +122,11 @@ int heap_model_new(pid_t pid, struct proc_maps *maps, uint32_t max_buckets,
 
 	if (!m)
 		return -ENOMEM;
-	m->maps = maps;
 	m->max_buckets = max_buckets;
 	m->max_live = (size_t)max_buckets * HEAP_MODEL_LIVE_PER_STACK;
 	ret = setup_profile(m, pid);
 	if (!ret)
-		ret = unwinder_new(maps, &m->unw);
-	if (!ret)
-		ret = symbolizer_new(m->p, maps, &m->sym);
+		ret = stackctx_open_maps(&m->sc, maps, m->p, 0);
 	if (ret) {
 		heap_model_free(m);
 		return ret;
@@ -141,15 +137,14 @@ int heap_model_new(pid_t pid, struct proc_maps *maps, uint32_t max_buckets,
 
 int heap_model_read_live(struct heap_model *m)
 {
-	return unwinder_read_live(m->unw, maps_pid(m->maps));
+	return unwinder_read_live(m->sc.unw, maps_pid(m->sc.maps));
 }
 
 void heap_model_free(struct heap_model *m)
 {
 	if (!m)
 		return;
-	symbolizer_free(m->sym);
-	unwinder_free(m->unw);
+	stackctx_close(&m->sc);
 	profile_free(m->p);
 	free(m->b);
 	free(m->locs);
@@ -374,7 +369,7 @@ static double weight(uint64_t size, uint64_t rate)
 
 static bool in_agent(struct heap_model *m, uint64_t pc)
 {
-	struct map_entry *e = maps_find(m->maps, pc);
+	struct map_entry *e = maps_find(m->sc.maps, pc);
 
 	return e && strstr(e->path, "proffs-heap");
 }
@@ -384,7 +379,7 @@ static void note_stack_use(struct heap_model *m)
 	size_t used;
 	bool short_copy;
 
-	unwind_last_stack_use(m->unw, &used, &short_copy);
+	unwind_last_stack_use(m->sc.unw, &used, &short_copy);
 	if (short_copy)
 		used = STACK_FULL;
 	if (used > m->stack_max)
@@ -412,15 +407,15 @@ static int stack_of(struct heap_model *m, const struct heap_alloc_sample *s,
 	uint64_t pcs[MAX_FRAMES];
 	int npcs, first = 0, ret;
 
-	unwind_stack(m->unw, s->regs, s->stack, s->stack_len, pcs, MAX_FRAMES,
-		     &npcs);
+	unwind_stack(m->sc.unw, s->regs, s->stack, s->stack_len, pcs,
+		     MAX_FRAMES, &npcs);
 	note_stack_use(m);
 	while (first < npcs && in_agent(m, pcs[first]))
 		first++;
 	first += s->drop_leaf;
 	*n = 0;
 	for (int i = first; i < npcs; i++) {
-		ret = symbolizer_location(m->sym, pcs[i], &locs[(*n)++]);
+		ret = symbolizer_location(m->sc.sym, pcs[i], &locs[(*n)++]);
 		if (ret)
 			return ret;
 	}

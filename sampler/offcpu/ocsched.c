@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "kallsyms.h"
 #include "octhreads.h"
 #include "offcpu_i.h"
@@ -240,11 +241,11 @@ static uint64_t on_out(uint32_t tid, bool preempted,
 		return NO_PLACE;
 	run->st->preempted += preempted;
 	if (s) {
-		unwind_stack(run->unw, &s->regs, s->stack, s->stack_len,
+		unwind_stack(run->sc.unw, &s->regs, s->stack, s->stack_len,
 			     sc->pcs, MAX_FRAMES, &n);
-		if (!unwind_last_complete(run->unw))
+		if (!unwind_last_complete(run->sc.unw))
 			run->st->incomplete++;
-		unwind_last_stack_use(run->unw, &used, &short_copy);
+		unwind_last_stack_use(run->sc.unw, &used, &short_copy);
 		hash = stack_hash(s->stack, used);
 	}
 	want.npcs = n;
@@ -444,7 +445,7 @@ int oc_sched_open(struct oc_run *run)
 	ret = looks(run, false);
 	if (ret)
 		return ret;
-	run->start_ns = oc_mono_ns();
+	run->start_ns = now_ns();
 	run->end_ns = run->start_ns + run->o->window_ms * 1000000ull;
 	for (size_t i = 0; i < n; i++)
 		octhreads_at(run->threads, i)->first_ns = run->start_ns;
@@ -553,7 +554,7 @@ static int place_samples(struct oc_run *run, const struct oc_thread *th,
 	if (!pl->npcs)
 		ret = pseudoloc(run->ps, "", "[stack lost]", &locs[k++]);
 	for (uint32_t i = 0; i < pl->npcs && !ret; i++)
-		ret = symbolizer_location(run->sym, pl->pcs[i], &locs[k++]);
+		ret = symbolizer_location(run->sc.sym, pl->pcs[i], &locs[k++]);
 	if (!ret && wall && pl->preempts)
 		ret = oc_add(run, th, locs + call + 1, k - call - 1, "running",
 			     pl->preempts, pl->preempt_ns);

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "octhreads.h"
 #include "offcpu_i.h"
 #include "profile.h"
@@ -151,7 +152,7 @@ static int shares_by_str(struct oc_run *run, struct thread_share **out)
 	size_t n = octhreads_count(run->threads);
 	size_t nstr = profile_nstrings(run->p);
 	struct thread_share *by = calloc(nstr ? nstr : 1, sizeof(*by));
-	uint64_t period = 1000000000ull / run->o->hz;
+	uint64_t period = clock_period_ns(run->o->hz);
 
 	if (!by)
 		return -ENOMEM;
@@ -346,7 +347,7 @@ static int comments_procfs(struct oc_run *run)
 		    (unsigned long long)st->incomplete);
 }
 
-static int comments(struct oc_run *run, bool exited)
+static int comments(struct oc_run *run, const struct window *w)
 {
 	const struct offcpu_stats *st = run->st;
 	const struct offcpu_opts *o = run->o;
@@ -363,18 +364,16 @@ static int comments(struct oc_run *run, bool exited)
 			   "events on each thread",
 			   (unsigned long long)st->cpu_samples,
 			   (unsigned long long)st->lost);
-	if (!ret && exited)
-		ret = note(run, "process %d exited after %.2f s of the %.2f s "
-			   "window; this profile is partial", (int)o->pid,
-			   st->elapsed_ns / 1e9, o->window_ms / 1e3);
+	if (!ret)
+		ret = window_note_exit(w, run->p, st->elapsed_ns);
 	return ret;
 }
 
-int oc_finish(struct oc_run *run, bool exited)
+int oc_finish(struct oc_run *run, const struct window *w)
 {
 	int ret = share_out(run);
 
 	if (!ret)
-		ret = comments(run, exited);
+		ret = comments(run, w);
 	return ret;
 }

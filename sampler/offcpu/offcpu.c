@@ -57,11 +57,6 @@ static const char *const kind_names[] = {
 	[OFFCPU_MUTEX] = "mutex",
 };
 
-uint64_t oc_mono_ns(void)
-{
-	return clock_ns(CLOCK_MONOTONIC);
-}
-
 const char *oc_state_label(char letter)
 {
 	switch (letter) {
@@ -176,7 +171,7 @@ int oc_thread_new(struct oc_run *run, pid_t tid, struct oc_thread **out)
 	th->name_str = profile_intern(run->p, buf);
 	if (th->tid_str < 0 || th->name_str < 0)
 		return -ENOMEM;
-	th->first_ns = th->last_ns = oc_mono_ns();
+	th->first_ns = th->last_ns = now_ns();
 	if (task_read_sched(run->o->pid, tid, &th->files, &th->first) ||
 	    task_read_switches(run->o->pid, tid, &th->sw_first)) {
 		th->gone = true;
@@ -266,7 +261,7 @@ static int stack_locs(struct oc_run *run, struct oc_thread *th,
 	if (locs[*n])
 		(*n)++;
 	for (int i = 0; i < npcs && !ret; i++)
-		ret = symbolizer_location(run->sym, pcs[i], &locs[(*n)++]);
+		ret = symbolizer_location(run->sc.sym, pcs[i], &locs[(*n)++]);
 	return ret;
 }
 
@@ -281,11 +276,11 @@ static int take_stack(struct oc_run *run, struct oc_thread *th,
 	int npcs, ret;
 
 	run->st->snapshots++;
-	unwind_stack(run->unw, &snap->regs, run->stack, snap->stack_len, pcs,
+	unwind_stack(run->sc.unw, &snap->regs, run->stack, snap->stack_len, pcs,
 		     MAX_FRAMES, &npcs);
-	if (!unwind_last_complete(run->unw))
+	if (!unwind_last_complete(run->sc.unw))
 		run->st->incomplete++;
-	unwind_last_stack_use(run->unw, &used, &short_copy);
+	unwind_last_stack_use(run->sc.unw, &used, &short_copy);
 	if (short_copy && th->copy_size < STACK_MAX)
 		th->copy_size *= 2;
 	ret = stack_locs(run, th, snap, pcs, npcs, locs, &nlocs);
@@ -321,7 +316,7 @@ static int look(struct oc_run *run, struct oc_thread *th)
 {
 	struct task_sched cur, prev;
 	struct task_snap snap;
-	uint64_t now = oc_mono_ns(), dt;
+	uint64_t now = now_ns(), dt;
 	bool same, asleep;
 	int ret;
 
@@ -352,8 +347,8 @@ static int look(struct oc_run *run, struct oc_thread *th)
 		th->wakes++;
 	}
 	th->have_stack = false;
-	ret = task_snapshot(run->o->pid, th->tid, &th->files, run->maps, &cur,
-			    run->stack, th->copy_size, run->ktext,
+	ret = task_snapshot(run->o->pid, th->tid, &th->files, run->sc.maps,
+			    &cur, run->stack, th->copy_size, run->ktext,
 			    run->ktext ? KSTACK_TEXT : 0,
 			    th->have_place ? &th->place : NULL, &snap);
 	if (ret) {
@@ -376,7 +371,7 @@ int oc_look_first(struct oc_run *run, struct oc_thread *th, bool *off,
 	*sysno = -1;
 	*pc = 0;
 	if (task_read_sched(run->o->pid, th->tid, &th->files, &th->last) ||
-	    task_snapshot(run->o->pid, th->tid, &th->files, run->maps,
+	    task_snapshot(run->o->pid, th->tid, &th->files, run->sc.maps,
 			  &th->last, run->stack, th->copy_size, run->ktext,
 			  run->ktext ? KSTACK_TEXT : 0, NULL, &snap))
 		return 0;	/* gone: its records say the rest */
@@ -431,7 +426,7 @@ static int setup_profile(struct oc_run *run)
 		ret = profile_add_sample_type(run->p, "samples", "count") ||
 		      profile_add_sample_type(run->p, "wall", "nanoseconds") ||
 		      profile_set_period(run->p, "wall", "nanoseconds",
-					 1000000000ll / o->hz);
+					 clock_period_ns(o->hz));
 	else	/* Go's block and mutex profiles */
 		ret = profile_add_sample_type(run->p, "contentions",
 					      "count") ||
@@ -464,50 +459,42 @@ static void nap_until(uint64_t when)
 }
 
 /*
- * Whether the window goes on at now: *on false at end, or when the
- * process is gone (*exited, checked every DISCOVER_NS); -ECANCELED when
- * asked to stop. procfs finds the threads started since then too; sched
- * has them from the records, from their start.
+ * Whether the process lives, looked at every DISCOVER_NS of the window:
+ * procfs finds the threads started since then too; sched has them from
+ * the records, from their start.
  */
-static int window_on(struct oc_run *run, uint64_t now, uint64_t end,
-		     uint64_t *found, bool *exited, bool *on)
+static int look_target(void *arg, bool *alive)
 {
-	bool alive = true;
-	int ret;
+	struct oc_run *run = arg;
 
-	*on = false;
-	if (run->o->stop && atomic_load(run->o->stop))
-		return -ECANCELED;
-	if (now >= end)
+	if (run->sched) {
+		*alive = proc_alive(run->o->pid);
 		return 0;
-	if (now - *found >= DISCOVER_NS) {
-		*found = now;
-		if (run->sched) {
-			alive = proc_alive(run->o->pid);
-		} else {
-			ret = discover(run, &alive);
-			if (ret)
-				return ret;
-		}
-		*exited = !alive;
 	}
-	*on = alive;
-	return 0;
+	return discover(run, alive);
 }
 
-static int sample_window(struct oc_run *run, bool *exited)
+static void begin(struct oc_run *run, struct window *w, uint64_t start)
 {
 	const struct offcpu_opts *o = run->o;
-	uint64_t start = oc_mono_ns(), end = start + o->window_ms * 1000000ull;
-	uint64_t period = 1000000000ull / o->hz, next = start + period;
-	uint64_t found = start;
+
+	window_begin(w, start, o->pid, o->window_ms, o->stop, DISCOVER_NS);
+	w->look = look_target;
+	w->look_arg = run;
+}
+
+static int sample_window(struct oc_run *run, struct window *w)
+{
+	uint64_t period = clock_period_ns(run->o->hz), next;
 	bool on;
 	int ret = 0;
 
+	begin(run, w, now_ns());
+	next = w->start_ns + period;
 	for (;;) {
-		uint64_t now = oc_mono_ns(), wake;
+		uint64_t now = now_ns(), wake;
 
-		ret = window_on(run, now, end, &found, exited, &on);
+		ret = window_on(w, now, &on);
 		if (ret)
 			return ret;
 		if (!on)
@@ -525,13 +512,13 @@ static int sample_window(struct oc_run *run, bool *exited)
 			if (ret || run->err)
 				return ret ? ret : run->err;
 		}
-		wake = next < end ? next : end;
-		if (wake > now + STOP_CHECK_NS)
-			wake = now + STOP_CHECK_NS;
+		wake = now + window_nap_ns(w, now, STOP_CHECK_NS);
+		if (next < wake)
+			wake = next;
 		nap_until(wake);
 	}
 	/* The window's last look: every span ends at its end. */
-	if (!*exited)
+	if (!w->exited)
 		ret = look_all(run);
 	if (!ret)
 		last_switches(run);
@@ -540,32 +527,31 @@ static int sample_window(struct oc_run *run, bool *exited)
 	return ret ? ret : run->err;
 }
 
-/* offcpu=sched: the records as they come, until the window's end. */
-static int sched_window(struct oc_run *run, bool *exited)
+/* offcpu=sched: the records as they come, until the window's end (which
+ * began when the records did). */
+static int sched_window(struct oc_run *run, struct window *w)
 {
-	uint64_t found = run->start_ns, now;
+	uint64_t now;
 	bool on;
 	int ret;
 
+	begin(run, w, run->start_ns);
 	for (;;) {
-		uint64_t wait;
-
-		now = oc_mono_ns();
-		ret = window_on(run, now, run->end_ns, &found, exited, &on);
+		now = now_ns();
+		ret = window_on(w, now, &on);
 		if (ret)
 			return ret;
 		if (!on)
 			break;
-		wait = run->end_ns - now;
-		if (wait > SCHED_POLL_NS)
-			wait = SCHED_POLL_NS;
-		ret = oc_sched_poll(run, (int)((wait + 999999) / 1000000));
+		ret = oc_sched_poll(run, (int)((window_nap_ns(w, now,
+							      SCHED_POLL_NS)
+						+ 999999) / 1000000));
 		if (!ret && run->rec)
 			ret = perf_poll(run->rec, 0, oc_cpu_sample, run);
 		if (ret || run->err)
 			return ret ? ret : run->err;
 	}
-	if (*exited)
+	if (w->exited)
 		run->end_ns = now;
 	ret = oc_sched_end(run);
 	if (!ret && run->rec)
@@ -580,9 +566,7 @@ static void run_free(struct oc_run *run)
 	octhreads_free(run->threads);
 	pseudolocs_free(run->ps);
 	waitclass_free(run->wc);
-	symbolizer_free(run->sym);
-	unwinder_free(run->unw);
-	maps_free(run->maps);
+	stackctx_close(&run->sc);
 	free(run->stack);
 	free(run->ktext);
 }
@@ -594,13 +578,10 @@ static int setup(struct oc_run *run)
 
 	ret = setup_profile(run);
 	if (!ret)
-		ret = maps_load(run->o->pid, run->o->cache, &run->maps);
+		ret = stackctx_open(&run->sc, run->o->pid, run->o->cache,
+				    run->p, 0);
 	if (!ret)
-		ret = unwinder_new(run->maps, &run->unw);
-	if (!ret)
-		ret = symbolizer_new(run->p, run->maps, &run->sym);
-	if (!ret)
-		ret = waitclass_new(run->maps, &run->wc);
+		ret = waitclass_new(run->sc.maps, &run->wc);
 	if (!ret)
 		ret = pseudolocs_new(run->p, &run->ps);
 	if (!ret)
@@ -659,7 +640,7 @@ int offcpu_profile(const struct offcpu_opts *o, struct profile **out,
 {
 	struct oc_run run = { .o = o, .st = st };
 	uint64_t cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), start;
-	bool exited = false;
+	struct window w = { 0 };
 	int64_t t0;
 	int ret;
 
@@ -668,19 +649,19 @@ int offcpu_profile(const struct offcpu_opts *o, struct profile **out,
 		return -EINVAL;
 	cpu_raise_priority();
 	t0 = clock_ns(CLOCK_REALTIME);
-	start = oc_mono_ns();
+	start = now_ns();
 	ret = setup(&run);
 	if (!ret)
 		ret = choose_method(&run, &t0);
 	if (!ret)
-		ret = run.sched ? sched_window(&run, &exited)
-				: sample_window(&run, &exited);
+		ret = run.sched ? sched_window(&run, &w)
+				: sample_window(&run, &w);
 	st->elapsed_ns = run.sched && run.end_ns ? run.end_ns - run.start_ns
-						 : oc_mono_ns() - start;
+						 : now_ns() - start;
 	if (run.rec)
 		st->lost = perf_lost(run.rec);
 	if (!ret)
-		ret = oc_finish(&run, exited);
+		ret = oc_finish(&run, &w);
 	st->daemon_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 	run_free(&run);
 	/* a /proc file of the process gone: the process is */

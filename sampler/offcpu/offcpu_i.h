@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #include "offcpu.h"
+#include "stackctx.h"
+#include "window.h"
 
 struct oc_thread;
 struct oc_threads;
@@ -29,9 +31,7 @@ struct oc_run {
 	const struct offcpu_opts *o;
 	struct offcpu_stats *st;
 	struct profile *p;
-	struct proc_maps *maps;
-	struct unwinder *unw;
-	struct symbolizer *sym;
+	struct stack_ctx sc;	/* maps, unwinder, symbolizer */
 	struct waitclass *wc;
 	struct pseudolocs *ps;
 	struct oc_threads *threads;
@@ -60,12 +60,9 @@ void oc_cpu_sample(const struct perf_sample *s, void *arg);
 
 /* Scale each thread's samples to its exact times, add what has no
  * sample, and the comments. */
-int oc_finish(struct oc_run *run, bool exited);
+int oc_finish(struct oc_run *run, const struct window *w);
 
 /* ---- offcpu.c, for ocsched.c ---- */
-
-/* CLOCK_MONOTONIC now, in ns: the clock of the window and of perf. */
-uint64_t oc_mono_ns(void);
 
 /* A record for a thread first seen now. */
 int oc_thread_new(struct oc_run *run, pid_t tid, struct oc_thread **out);

@@ -52,10 +52,10 @@ void oc_cpu_sample(const struct perf_sample *s, void *arg)
 	th = octhreads_find(run->threads, s->tid);
 	if (!th || th->gone)
 		return;
-	unwind_stack(run->unw, &s->regs, s->stack, s->stack_len, pcs,
+	unwind_stack(run->sc.unw, &s->regs, s->stack, s->stack_len, pcs,
 		     MAX_FRAMES, &n);
 	for (int i = 0; i < n && !ret; i++)
-		ret = symbolizer_location(run->sym, pcs[i], &locs[i]);
+		ret = symbolizer_location(run->sc.sym, pcs[i], &locs[i]);
 	if (!ret)
 		ret = oc_add(run, th, locs, n, "running", 1, s->period);
 	if (ret) {

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "perf.h"
 #include "perf_ring.h"
@@ -68,7 +69,7 @@ static void init_attr(struct perf_event_attr *a, unsigned hz,
 	a->config = PERF_COUNT_SW_CPU_CLOCK;
 	/* A period, not a frequency: every sample is worth exactly 1/hz s
 	 * of cpu time, which is what pprof's cpu/nanoseconds needs. */
-	a->sample_period = 1000000000ull / hz;
+	a->sample_period = clock_period_ns(hz);
 	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
 			 PERF_SAMPLE_PERIOD | PERF_SAMPLE_REGS_USER |
 			 PERF_SAMPLE_STACK_USER;

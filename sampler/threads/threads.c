@@ -29,6 +29,7 @@
 #include "maps.h"
 #include "proc.h"
 #include "profile.h"
+#include "stackctx.h"
 #include "symbolize.h"
 #include "syscalls.h"
 #include "threads.h"
@@ -62,8 +63,7 @@ struct thread_rec {
 
 struct dump {
 	pid_t pid;
-	struct proc_maps *maps;
-	struct unwinder *unw;
+	struct stack_ctx sc;	/* maps, unwinder, symbolizer */
 	struct thread_rec *t;
 	size_t n, nlate;
 	uint8_t *stack;		/* STACK_MAX */
@@ -182,7 +182,7 @@ static int wait_stop(struct dump *d, struct thread_rec *t, int *sig)
 static void unwind_copy(struct dump *d, struct thread_rec *t,
 			const void *stack, size_t len)
 {
-	unwind_stack(d->unw, &t->regs, stack, len, t->pcs, MAX_FRAMES,
+	unwind_stack(d->sc.unw, &t->regs, stack, len, t->pcs, MAX_FRAMES,
 		     &t->npcs);
 }
 
@@ -213,7 +213,7 @@ static void read_stopped(struct dump *d, struct thread_rec *t, int sig,
 		d->first_stop_ns = t->running_ns;
 	ok = ptrace(PTRACE_GETREGS, t->tid, NULL, &u) == 0;
 	if (ok)
-		len = tracee_copy_stack(d->pid, d->maps, u.rsp, d->stack,
+		len = tracee_copy_stack(d->pid, d->sc.maps, u.rsp, d->stack,
 					STACK_MAX);
 	ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(long)sig);
 	released = now_ns();
@@ -324,7 +324,7 @@ static void read_unstopped(struct dump *d, struct thread_rec *t)
 	if (tracee_syscall_regs(d->pid, t->tid, &t->sysno, &t->regs))
 		return;
 	read_kstack(d, t);	/* still in the call: read it again */
-	len = tracee_copy_stack(d->pid, d->maps, t->regs.r[UREG_RSP],
+	len = tracee_copy_stack(d->pid, d->sc.maps, t->regs.r[UREG_RSP],
 				d->stack, STACK_MAX);
 	unwind_copy(d, t, d->stack, len);
 }
@@ -468,7 +468,6 @@ static int build_profile(struct dump *d, struct profile *p)
 	static const char *const key_names[4] = {
 		"thread", "thread_name", "state", "syscall",
 	};
-	struct symbolizer *sym;
 	struct kframes *kf;
 	int64_t keys[4];
 	char text[160];
@@ -479,18 +478,14 @@ static int build_profile(struct dump *d, struct profile *p)
 		if (keys[i] < 0)
 			return -ENOMEM;
 	}
-	ret = symbolizer_new(p, d->maps, &sym);
-	if (ret)
-		return ret;
 	ret = kframes_new(p, NULL, &kf);
 	for (size_t i = 0; i < d->n && !ret; i++) {
 		if (!d->t[i].tid)
 			continue;
-		ret = add_thread(p, sym, kf, keys, &d->t[i]);
+		ret = add_thread(p, d->sc.sym, kf, keys, &d->t[i]);
 		d->st->threads++;
 	}
 	kframes_free(kf);
-	symbolizer_free(sym);
 	if (ret)
 		return ret;
 	snprintf(text, sizeof(text), "proffs: %u threads stopped one at a "
@@ -566,23 +561,19 @@ int threads_profile(const struct threads_opts *o, struct profile **out,
 	struct dump d = { .pid = o->pid, .st = st, .kernel = o->kernel };
 	struct profile *p = NULL;
 	uint64_t start = now_ns();
-	struct timespec wall;
+	int64_t wall = wall_ns();
 	int ret;
 
 	memset(st, 0, sizeof(*st));
-	clock_gettime(CLOCK_REALTIME, &wall);
 	ret = check_target(o->pid);
 	if (ret)
 		goto out;
 	ret = setup_profile(&p, o->pid);
 	if (ret)
 		goto out;
-	ret = maps_load(o->pid, o->cache, &d.maps);
+	ret = stackctx_open(&d.sc, o->pid, o->cache, p, 0);
 	if (ret)
 		goto out_profile;
-	ret = unwinder_new(d.maps, &d.unw);
-	if (ret)
-		goto out_maps;
 	d.stack = malloc(STACK_MAX);
 	d.kbuf = o->kernel ? malloc(KSTACK_MAX) : NULL;
 	ret = d.stack ? load_tasks(&d) : -ENOMEM;
@@ -601,9 +592,7 @@ int threads_profile(const struct threads_opts *o, struct profile **out,
 	free(d.t);
 	free(d.stack);
 	free(d.kbuf);
-	unwinder_free(d.unw);
-out_maps:
-	maps_free(d.maps);
+	stackctx_close(&d.sc);
 out_profile:
 	if (ret) {
 		profile_free(p);
@@ -616,8 +605,7 @@ out:
 		ret = -EPERM;
 	st->total_ns = now_ns() - start;
 	if (p) {
-		profile_header(p)->time_nanos =
-			(int64_t)wall.tv_sec * 1000000000ll + wall.tv_nsec;
+		profile_header(p)->time_nanos = wall;
 		*out = p;
 	}
 	return ret;

@@ -14,13 +14,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
 #include "cfi.h"
 #include "dso.h"
 #include "livestack.h"
 #include "maps.h"
-#include "tracee.h"
+#include "proc.h"
 
 #define PAGE 4096ull
 /* Read this much past the word wanted: the callers above a big frame
@@ -74,6 +73,18 @@ void livestack_begin(struct livestack *ls)
 	ls->short_read = false;
 }
 
+/* Up to max bytes of the stack at addr, clipped to the mapping that
+ * holds it (when the maps know it): the bytes copied. */
+static size_t copy_stack(const struct livestack *ls, uint64_t addr,
+			 void *buf, size_t max)
+{
+	const struct map_entry *e = maps_find(ls->maps, addr);
+
+	if (e && e->end < addr + max)
+		max = e->end - addr;
+	return proc_mem_copy(ls->pid, addr, buf, max);
+}
+
 bool livestack_extend(struct livestack *ls, uint64_t sp, const void *stack,
 		      size_t copy_len, size_t need, const uint8_t **buf,
 		      size_t *len)
@@ -102,8 +113,8 @@ bool livestack_extend(struct livestack *ls, uint64_t sp, const void *stack,
 	if (need > ls->len && !ls->short_read) {
 		end = (sp + need + READ_AHEAD + PAGE - 1) & ~(PAGE - 1);
 		want = end - sp < LIVESTACK_MAX ? end - sp : LIVESTACK_MAX;
-		got = tracee_copy_stack(ls->pid, ls->maps, sp + ls->len,
-					ls->buf + ls->len, want - ls->len);
+		got = copy_stack(ls, sp + ls->len, ls->buf + ls->len,
+				 want - ls->len);
 		ls->short_read = got < want - ls->len;
 		ls->len += got;
 	}
@@ -186,8 +197,7 @@ static bool plt_target(struct livestack *ls, uint64_t t, uint64_t *to)
 	if (b[i] != 0xff || b[i + 1] != 0x25)
 		return false;
 	got = t + i + 6 + (int64_t)(int32_t)le32(b + i + 2);
-	return tracee_copy_stack(ls->pid, NULL, got, to, sizeof(*to)) ==
-	       sizeof(*to);
+	return !proc_mem_read(ls->pid, got, to, sizeof(*to));
 }
 
 static bool returns_into_call(struct livestack *ls, uint64_t callee_pc,

@@ -41,15 +41,15 @@ harness_args()
 {
 	case "$1" in
 	name)
-		srcs="fs/name.c"
-		incs="-Ifs $sinc"
+		srcs="fs/name.c fs/kinds.c"
+		incs="-Ifs -Irender $sinc -DKINDS_NO_OPS"
 		libs=""
 		max_len=300 ;;
 	http)
 		# target.c's resolving half reads /proc: linked, never called
-		srcs="fs/http_parse.c fs/name.c fs/target.c fs/access.c
-		      sampler/proc.c"
-		incs="-Ifs $sinc"
+		srcs="fs/http_parse.c fs/name.c fs/kinds.c fs/target.c
+		      fs/access.c sampler/proc.c"
+		incs="-Ifs -Irender $sinc -DKINDS_NO_OPS"
 		libs=""
 		max_len=2048 ;;
 	pprof)
@@ -59,13 +59,15 @@ harness_args()
 		libs="-lprotobuf-c -lz"
 		max_len=65536 ;;
 	dso)
-		srcs="sampler/unwind/dso.c sampler/unwind/demangle.c
+		srcs="sampler/unwind/dso.c sampler/unwind/dso_dwarf.c
+		      sampler/unwind/dso_sym.c sampler/unwind/demangle.c
 		      sampler/unwind/cu_index.c sampler/log.c"
 		incs="$sinc"
 		libs="-ldw -lelf -liberty"
 		max_len=65536 ;;
 	cfi)
 		srcs="sampler/unwind/cfi.c sampler/unwind/dso.c
+		      sampler/unwind/dso_dwarf.c sampler/unwind/dso_sym.c
 		      sampler/unwind/demangle.c sampler/unwind/cu_index.c
 		      sampler/log.c"
 		incs="$sinc"

@@ -26,6 +26,7 @@
 #include "profile.h"
 #include "uprobe_group.h"
 #include "uprobe_rec.h"
+#include "window.h"
 
 /* perf's default copy: the kernel makes it at every hit of an
  * allocating function; the rest of a deeper stack is read from the
@@ -72,13 +73,12 @@ struct run {
 static uint64_t cpu_ns(pid_t pid)
 {
 	unsigned long long ut = 0, st = 0;
-	struct timespec ts;
 	char buf[1024], *p;
-	clockid_t clk;
+	uint64_t ns;
 	size_t len;
 
-	if (!clock_getcpuclockid(pid, &clk) && !clock_gettime(clk, &ts))
-		return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+	if (!clock_process_cpu_ns(pid, &ns))
+		return ns;
 	if (proc_read(pid, "stat", buf, sizeof(buf) - 1, &len))
 		return 0;
 	buf[len] = '\0';
@@ -325,24 +325,21 @@ static bool trampoline(void *arg, uint64_t addr)
 /* ---- the window ---- */
 
 /* Why the window ends: 0 (its end, the breaker, the exit) or an errno. */
-static int watch(struct run *r, uint64_t end, uint64_t *cpu)
+static int watch(struct run *r, struct window *w, uint64_t *cpu)
 {
-	const struct heap_uprobe_opts *o = r->o;
 	struct timespec nap = { 0, POLL_MS * 1000000l };
 	struct heap_breaker b;
-	bool backlog = false;
+	bool backlog = false, on;
+	int ret;
 
 	heap_breaker_init(&b, *cpu, 0);
 	for (;;) {
 		uint64_t records, lost;
 
-		if (o->stop && atomic_load(o->stop))
-			return -ECANCELED;
-		if (now_ns() >= end)
-			return 0;
-		if (!proc_alive(r->pid)) {
-			r->st->exited = true;
-			return 0;
+		ret = window_on(w, now_ns(), &on);
+		if (ret || !on) {
+			r->st->exited = w->exited;
+			return ret;
 		}
 		if (!backlog)
 			nanosleep(&nap, NULL);
@@ -372,9 +369,11 @@ static void log_trip(const struct run *r)
 static int window(struct run *r)
 {
 	uint64_t t0 = now_ns(), cpu0 = cpu_ns(r->pid), cpu = cpu0, t_off;
+	struct window w;
 	int ret;
 
-	ret = watch(r, t0 + r->o->window_ms * 1000000ull, &cpu);
+	window_begin(&w, t0, r->pid, r->o->window_ms, r->o->stop, 0);
+	ret = watch(r, &w, &cpu);
 	/* The probes leave the process before the backlog is worked off. */
 	t_off = now_ns();
 	uprobe_rec_stop(r->rec);
@@ -515,9 +514,8 @@ static int add_comments(struct profile *p, const struct heap_uprobe_opts *o,
 		ret = profile_add_comment(p, text);
 	}
 	if (!ret && st->exited) {
-		snprintf(text, sizeof(text), "process %d exited after %.2f s "
-			 "of the %.2f s window; this profile is partial",
-			 (int)o->pid, st->elapsed_ns / 1e9, o->window_ms / 1e3);
+		window_exit_text(o->pid, o->window_ms, st->elapsed_ns, text,
+				 sizeof(text));
 		ret = profile_add_comment(p, text);
 	}
 	return ret;
@@ -530,7 +528,6 @@ int heap_uprobe_profile(const struct heap_uprobe_opts *o, struct profile **out,
 	struct proc_maps *maps = NULL;
 	struct heap_model *m = NULL;
 	struct heap_snap *to = NULL;
-	struct timespec ts;
 	int ret;
 
 	memset(st, 0, sizeof(*st));
@@ -540,8 +537,7 @@ int heap_uprobe_profile(const struct heap_uprobe_opts *o, struct profile **out,
 	ret = heap_model_new(o->pid, maps, o->max_stacks, &m);
 	if (!ret)
 		ret = heap_model_read_live(m);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	info.time_nanos = (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+	info.time_nanos = wall_ns();
 	if (!ret)
 		ret = heap_uprobe_run(o, maps, m, st);
 	info.duration_nanos = st->elapsed_ns;

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * dso_i.h - what the three files of the dso module share: the object
+ * itself and the cache (dso.c: ELF headers, the cache, addresses), the
+ * address map, separate debug files and the symbol table (dso_sym.c),
+ * and DWARF and .debug_frame (dso_dwarf.c). Private to them; dso.h is
+ * the module's interface.
+ */
+#ifndef PROFFS_DSO_I_H
+#define PROFFS_DSO_I_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
+
+#include "dso.h"
+
+#define DSO_DEFAULT_ROOTS	"/usr/lib/debug"
+/* Deeper inline chains are cut in the middle; the outer function stays. */
+#define DSO_MAX_FRAMES		32
+#define U64MAP_EMPTY		UINT64_MAX
+
+/* Open addressing, linear probing; keys are never U64MAP_EMPTY. */
+struct u64map {
+	uint64_t *keys;
+	uint64_t *vals;
+	size_t mask;		/* capacity - 1, or 0 when unallocated */
+	size_t n;
+};
+
+struct dso_seg {
+	uint64_t vaddr;
+	uint64_t offset;
+	uint64_t filesz;
+	uint32_t flags;
+};
+
+struct dso_sym {
+	uint64_t addr;
+	uint64_t end;		/* exclusive */
+	const char *name;	/* owned by libdwfl's symbol table */
+	uint8_t rank;		/* lower is preferred among aliases */
+	bool sized;
+};
+
+struct dso {
+	atomic_int refs;
+	char *name;
+	char *build_id;		/* hex, "" when none */
+	char *sysroot;		/* open_path minus name, e.g. /proc/1/root */
+	char *debug_roots;	/* ':'-separated */
+	const unsigned char *map;
+	size_t map_size;
+	dev_t dev;
+	ino_t ino;
+	struct dso_seg *segs;
+	int nsegs;
+	bool has_eh;
+	bool go;		/* a Go program */
+	uint64_t eh_vaddr, eh_size;
+	uint64_t page_size;
+
+	pthread_mutex_t lock;	/* protects everything below */
+	int fd;			/* until libdwfl takes it */
+	bool dw_tried;
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	Dwarf *dw;
+	Dwarf_Addr dw_bias;	/* ELF vaddr - DWARF address */
+	struct cu_index *cus;	/* NULL without DWARF or memory */
+	struct dso_sym *syms;
+	size_t nsyms;
+	struct dso_caps caps;
+	struct u64map addrs;	/* vaddr -> first frame << 8 | count */
+	struct u64map demangled;	/* raw name ptr -> demangled ptr */
+	struct u64map strs;	/* hash -> struct dso_str chain */
+	struct dso_frame *pool;
+	size_t npool, cap_pool;
+	/* .debug_frame: set once under lock, then df_done published */
+	atomic_bool df_done;
+	uint8_t *df_data;
+	size_t df_size;
+	void *df_index;
+	void (*df_drop)(void *index);
+};
+
+/* A string made here (absolute source path, unversioned symbol). */
+struct dso_str {
+	struct dso_str *next;	/* same hash */
+	char s[];
+};
+
+struct cache_ent {
+	struct cache_ent *next;
+	struct dso *dso;
+	bool owner;		/* this entry holds the cache's reference */
+	char key[];
+};
+
+struct dso_cache {
+	pthread_mutex_t lock;
+	char *roots;
+	struct cache_ent **tab;	/* protected by lock */
+	size_t ntab, nent;
+};
+
+/* ---- dso_sym.c ---- */
+
+/* FNV-1a of a string. */
+uint64_t dso_hash_str(const char *s);
+
+/* The u64 -> u64 map: get is false when k is absent; put is 0 or
+ * -ENOMEM (the map unchanged); free leaves an empty map. */
+bool dso_map_get(const struct u64map *m, uint64_t k, uint64_t *v);
+int dso_map_put(struct u64map *m, uint64_t k, uint64_t v);
+void dso_map_free(struct u64map *m);
+
+/* libdwfl's callbacks: separate debug files are searched for in the
+ * dso's debug roots, under its sysroot first. */
+extern const Dwfl_Callbacks dso_dwfl_callbacks;
+
+/* dir/file as an absolute path, interned in d (file when absolute, or on
+ * failure). Called with d->lock held. */
+const char *dso_abs_path(struct dso *d, const char *dir, const char *file);
+
+/* The symbol table, sorted, into d->syms (empty on failure); the symbol
+ * holding vaddr a, or NULL. Called with d->lock held. */
+void dso_load_syms(struct dso *d);
+const struct dso_sym *dso_sym_find(const struct dso *d, uint64_t a);
+
+/* ---- dso.c ---- */
+
+/* Whether elf has a section of that name. */
+bool dso_elf_has_section(Elf *elf, const char *want);
+
+#endif
