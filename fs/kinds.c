@@ -39,6 +39,9 @@
  * distinct stack (and thread state), as Go's goroutine profile. */
 static const char *const per_thread[] = { "thread", "syscall", NULL };
 
+/* A timeline's pprof is its cpu profile: the samples' times merged away. */
+static const char *const timeline[] = { "ts", NULL };
+
 static const struct kind_ops rows[PROFFS_KIND__COUNT] = {
 	[PROFFS_KIND_CPU] = {
 		.name = "cpu",
@@ -146,7 +149,12 @@ static const struct kind_ops rows[PROFFS_KIND__COUNT] = {
 		.frames = KIND_FRAMES_RUNNING,
 		.busy = TRACED_BUSY,
 		.run = OP(run_cpu),
-		.render = { [PROFFS_FMT_JSON] = OP(output_trace_json) },
+		.render = {
+			[PROFFS_FMT_JSON] = OP(output_trace_json),
+			[PROFFS_FMT_PB_GZ] = OP(output_pb_gz),
+			[PROFFS_FMT_PB] = OP(output_pb),
+		},
+		.merge_labels = timeline,
 	},
 };
 

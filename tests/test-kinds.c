@@ -120,7 +120,8 @@ static void test_columns(void)
 		      name_kind_str(k));
 	CHECK(kinds_row(PROFFS_KIND_TRACE)->key == KIND_KEY_HZ, "trace key");
 	CHECK(output_supported(PROFFS_KIND_TRACE, PROFFS_FMT_JSON) &&
-	      !output_supported(PROFFS_KIND_TRACE, PROFFS_FMT_PB_GZ) &&
+	      output_supported(PROFFS_KIND_TRACE, PROFFS_FMT_PB_GZ) &&
+	      !output_supported(PROFFS_KIND_TRACE, PROFFS_FMT_SVG) &&
 	      !output_supported(PROFFS_KIND_CPU, PROFFS_FMT_JSON),
 	      "json is trace's");
 	CHECK(!output_supported(PROFFS_KIND_MEMSTATS, PROFFS_FMT_PB_GZ),
