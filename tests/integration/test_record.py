@@ -37,29 +37,29 @@ def leaf_shares(path):
     return util.flat_shares(util.traces(path))
 
 
-@pytest.mark.parametrize('proffs_options', [RECORD + ('record_s=12',)],
+@pytest.mark.parametrize('proffs_options', [RECORD + ('record_s=9',)],
                          indirect=True)
 def test_last_window_split_then_after_exit_then_aged_out(proffs, target):
     t = target('burn')
-    time.sleep(10.5)
-    data, took = read_timed(proffs, t.pid, 'cpu_last10s.pb.gz')
+    time.sleep(8.5)
+    data, took = read_timed(proffs, t.pid, 'cpu_last8s.pb.gz')
     assert took < 1.0, f'a last window took {took:.2f} s'
-    path = save(data, 'record-last10s.pb.gz')
+    path = save(data, 'record-last8s.pb.gz')
     p = validate_pprof(path)
     assert p.sample_types == ['samples/count', 'cpu/nanoseconds']
     assert p.period == 10**9 // 997
-    assert p.duration_ns == 10 * 10**9
+    assert p.duration_ns == 8 * 10**9
     shares = leaf_shares(path)
     hot, sib = shares.get('hot', 0), shares.get('sibling', 0)
     assert hot + sib > 0.95, shares
     # burn's split is 3:1 by construction: 75% and 25%, within 3 points
-    # (10 s at 997 Hz: thousands of samples where burn gets a third of
+    # (8 s at 997 Hz: thousands of samples where burn gets a third of
     # a CPU, as beside CI's two hogs)
     assert abs(hot / (hot + sib) - 0.75) <= 0.03, shares
     assert sum(s.values[0] for s in p.samples) > 200, 'too few samples'
     # nothing sampled at the read: the session took no window
     assert proffs.log_lines(r'session \d+ done: pid=%d kind=cpu '
-                            r'window_ms=10000 .*recorder' % t.pid)
+                            r'window_ms=8000 .*recorder' % t.pid)
 
     # the whole host, from the recorder: burn among the pids
     data = proffs.read('all', 'cpu_last5s.pb.gz')
@@ -70,7 +70,7 @@ def test_last_window_split_then_after_exit_then_aged_out(proffs, target):
     t.kill()
     assert not os.path.exists(f'/proc/{t.pid}')
     # gone from /proc, still readable by its pid
-    data, took = read_timed(proffs, t.pid, 'cpu_last8s.pb.gz')
+    data, took = read_timed(proffs, t.pid, 'cpu_last7s.pb.gz')
     assert took < 1.0
     path = save(data, 'record-after-exit.pb.gz')
     validate_pprof(path)
@@ -78,11 +78,11 @@ def test_last_window_split_then_after_exit_then_aged_out(proffs, target):
     assert abs(shares['hot'] / (shares['hot'] + shares['sibling']) -
                0.75) <= 0.04, shares
     assert 'exited' in pprof('-top', path)
-    txt = proffs.read(t.pid, 'cpu_last8s.txt').decode()
+    txt = proffs.read(t.pid, 'cpu_last7s.txt').decode()
     assert re.search(r'\bhot\n', txt)
 
-    # record_s=12: 13 s on, its buckets aged out, and so did the pid
-    time.sleep(13)
+    # record_s=9: 10 s on, its buckets aged out, and so did the pid
+    time.sleep(10)
     expect_errno(lambda: proffs.read(t.pid, 'cpu_last4s.pb.gz'),
                  errno.ENOENT)
     assert not os.path.exists(proffs.path(t.pid))
