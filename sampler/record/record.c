@@ -22,7 +22,8 @@
 #include "unwind.h"
 
 #define MAX_FRAMES 128
-#define POLL_MS 200
+#define POLL_MS 100
+#define DRAIN_WAIT_MS 500	/* a read waits for the rings this long */
 #define PROC_BUCKETS 1024
 #define CREDS_EVERY_S 5		/* a live process's credentials re-read */
 #define BROKEN_KEEP_S 10	/* a process that would not load, retried */
@@ -91,6 +92,7 @@ struct recorder {
 	uint32_t nbuckets;
 	uint64_t now_sec;		/* of the sample being added */
 	struct record_stats st;
+	uint64_t drained_ns;		/* samples taken before: all read */
 	pid_t self;
 };
 
@@ -453,7 +455,12 @@ static void *record_main(void *arg)
 		pthread_mutex_lock(&r->lock);
 		r->now_sec = now;
 		pthread_mutex_unlock(&r->lock);
+		uint64_t t = clock_ns(CLOCK_MONOTONIC);
+
 		ret = perf_poll(r->rec, POLL_MS, on_sample, r);
+		pthread_mutex_lock(&r->lock);
+		r->drained_ns = t;
+		pthread_mutex_unlock(&r->lock);
 		if (ret) {
 			pr_err("record: reading the samples failed: %s; the "
 			       "recorder stops", strerror(-ret));
@@ -715,6 +722,14 @@ int record_profile(struct recorder *r, const struct record_query *q,
 	if (!q->window_ms || q->window_ms + q->end_ago_ms > end_ms)
 		return -EINVAL;
 	pthread_mutex_lock(&r->lock);
+	/* The rings may hold the last moments still (a busy recorder reads
+	 * them late): wait for a reading that began after now, a little. */
+	for (int i = 0; i < DRAIN_WAIT_MS / 5 && r->drained_ns < now_ns &&
+	     !atomic_load(&r->stop); i++) {
+		pthread_mutex_unlock(&r->lock);
+		usleep(5000);
+		pthread_mutex_lock(&r->lock);
+	}
 	if (q->pid) {
 		proc = find_locked(r, q->pid);
 		if (proc)	/* the sweep may not have seen it go yet */
