@@ -221,9 +221,9 @@ def test_http_last_is_the_recorder_too(proffs, target):
     assert time.monotonic() - t0 < 1.0
     path = save(body, 'record-http-last3.pb.gz')
     validate_pprof(path)
+    # burn's profile (its 3:1 split is the first test's: 3 s here)
     shares = leaf_shares(path)
-    assert abs(shares['hot'] / (shares['hot'] + shares['sibling']) -
-               0.75) <= 0.05, shares
+    assert shares['hot'] > shares['sibling'] > 0.1, shares
     t.kill()
     # exited: still there by pid, with base=prev too
     status, _, body = test_http.get(url + '&base=prev&seconds=3')
