@@ -292,6 +292,10 @@ static void put_label(struct folded_buf *b, const char *name, double w)
 	folded_buf_puts(b, "..");
 }
 
+/* Frames of a runtime (Python's "function (file.py:line)"), in every
+ * kind of profile: purples, apart from the native frames around them. */
+#define PALETTE_RUNTIME (FLAME_OFFCPU + 1)
+
 /*
  * Each palette: per channel a base and a span the name's hash moves it
  * through, and which byte of the hash does (so channels vary apart).
@@ -303,7 +307,23 @@ static const struct {
 	[FLAME_MEMORY] = { { 0, 170, 0 }, { 40, 70, 60 }, { 0, 1, 2 } },
 	/* cool blues: time spent off the CPU */
 	[FLAME_OFFCPU] = { { 20, 90, 190 }, { 50, 100, 65 }, { 0, 1, 2 } },
+	[PALETTE_RUNTIME] = { { 140, 70, 200 }, { 60, 50, 55 }, { 0, 1, 2 } },
 };
+
+/* Whether name is a Python frame's: "function (file.py:line)". */
+static bool runtime_frame(const char *name)
+{
+	size_t n = strlen(name), i;
+
+	if (n < 8 || name[n - 1] != ')')
+		return false;
+	i = n - 1;
+	while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
+		i--;
+	if (i == n - 1 || i < 5 || name[i - 1] != ':')
+		return false;
+	return !strncmp(name + i - 4, ".py:", 4) && strstr(name, " (");
+}
 
 static void colour(const char *name, enum flame_palette pal, char out[8])
 {
@@ -370,7 +390,8 @@ static void put_frame(struct folded_buf *b, struct tree *t, uint32_t i,
 	if (t->diff)
 		diff_colour(f->value, f->base, fill);
 	else
-		colour(name, mem, fill);
+		colour(name, runtime_frame(name) ?
+		       (enum flame_palette)PALETTE_RUNTIME : mem, fill);
 	folded_buf_printf(b, "<g class=\"frame\" data-v=\"%" PRId64
 			  "\"", f->value);
 	if (t->diff)

@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "cpu.h"
+#include "dso.h"
 #include "kallsyms.h"
 #include "kframes.h"
 #include "log.h"
@@ -23,6 +24,8 @@
 #include "window.h"
 
 #define MAX_FRAMES 128		/* user frames */
+/* Frames a stack may gain from a runtime's (Python's) frames. */
+#define RUNTIME_FRAMES 128
 #define POLL_MS 100
 #define THREAD_SLOTS 4096	/* power of two; more threads share names */
 #define PROC_BUCKETS 256
@@ -55,7 +58,8 @@ struct cpu_run {
 	struct proc_ctx *last;		/* the last sample's, a fast path */
 	struct kframes *kf;		/* NULL: no kernel frames */
 	unsigned nprocs;		/* contexts that unwind (PROC_MAX) */
-	int64_t key_thread, key_thread_name, key_pid, key_comm, key_ts;
+	int64_t key_thread, key_thread_name, key_pid, key_comm, key_gil;
+	int64_t key_ts;
 	uint64_t t0;			/* window start, CLOCK_MONOTONIC ns */
 	struct thread_slot *threads;	/* THREAD_SLOTS */
 	struct cpu_stats *st;
@@ -118,6 +122,15 @@ static int overflow_location(struct cpu_run *run, uint64_t *loc)
 					   &run->overflow_loc);
 	*loc = run->overflow_loc;
 	return ret;
+}
+
+/* Whether c's program is written in Go (its stacks switch; unwinding
+ * needs the frame pointers walked at the sample, perf_open_fp()). */
+static bool is_go(struct proc_ctx *c)
+{
+	struct map_entry *e = c->sc.maps ? maps_main(c->sc.maps) : NULL;
+
+	return e && e->dso && dso_is_go(e->dso);
 }
 
 static void proc_ctx_free(struct proc_ctx *c)
@@ -209,11 +222,13 @@ static int kernel_locations(struct cpu_run *run, const struct perf_sample *s,
 static void on_sample(const struct perf_sample *s, void *arg)
 {
 	struct cpu_run *run = arg;
-	uint64_t pcs[MAX_FRAMES], locs[PERF_KERNEL_FRAMES + MAX_FRAMES];
+	uint64_t pcs[MAX_FRAMES];
+	uint64_t locs[PERF_KERNEL_FRAMES + MAX_FRAMES + RUNTIME_FRAMES];
 	int64_t values[2] = { 1, (int64_t)s->period };
-	struct pf_label labels[5];
+	struct pf_label labels[6];	/* thread, name, pid, comm, gil, ts */
 	struct proc_ctx *c;
-	int n, nk, nlabels = 2, ret;
+	const char *gil;
+	int n, nk, npcs, nlabels = 2, ret;
 
 	if (run->err || !s->pid ||
 	    (run->o->pid && s->pid != (uint32_t)run->o->pid))
@@ -226,13 +241,13 @@ static void on_sample(const struct perf_sample *s, void *arg)
 	ret = kernel_locations(run, s, locs, &nk);
 	if (ret)
 		goto fail;
+	unwinder_set_fp_chain(c->sc.unw, s->user, s->nuser);
 	unwind_stack(c->sc.unw, &s->regs, s->stack, s->stack_len, pcs,
-		     MAX_FRAMES, &n);
-	for (int i = 0; i < n; i++) {
-		ret = symbolizer_location(c->sc.sym, pcs[i], &locs[nk + i]);
-		if (ret)
-			goto fail;
-	}
+		     MAX_FRAMES, &npcs);
+	ret = symbolizer_stack(c->sc.sym, s->tid, pcs, npcs, &locs[nk],
+			       MAX_FRAMES + RUNTIME_FRAMES, &n, &gil);
+	if (ret)
+		goto fail;
 	n += nk;
 	if (run->max_stacks && profile_nsamples(run->p) >= run->max_stacks) {
 		ret = overflow_location(run, &locs[0]);
@@ -246,6 +261,11 @@ static void on_sample(const struct perf_sample *s, void *arg)
 						       .str = c->pid_str };
 		labels[nlabels++] = (struct pf_label){ .key = run->key_comm,
 						       .str = c->comm_str };
+	}
+	if (!ret && gil) {
+		labels[nlabels] = (struct pf_label){ .key = run->key_gil };
+		labels[nlabels].str = profile_intern(run->p, gil);
+		ret = labels[nlabels++].str < 0 ? -ENOMEM : 0;
 	}
 	if (run->o->timeline)
 		labels[nlabels++] = (struct pf_label){
@@ -300,6 +320,7 @@ static int setup_profile(struct cpu_run *run, const struct cpu_opts *o)
 	run->key_pid = profile_intern(run->p, "pid");
 	run->key_comm = profile_intern(run->p, "comm");
 	run->key_ts = profile_intern(run->p, "ts");
+	run->key_gil = profile_intern(run->p, "gil");
 	if (proc_name_profile(run->p, o->pid, "cpu"))
 		return -ENOMEM;
 	h = profile_header(run->p);
@@ -307,7 +328,8 @@ static int setup_profile(struct cpu_run *run, const struct cpu_opts *o)
 		h->command = profile_intern(run->p, o->all_title ?
 					    o->all_title : "all processes");
 	if (run->key_thread < 0 || run->key_thread_name < 0 ||
-	    run->key_pid < 0 || run->key_comm < 0 || run->key_ts < 0 ||
+	    run->key_pid < 0 || run->key_comm < 0 || run->key_gil < 0 ||
+	    run->key_ts < 0 ||
 	    h->command < 0)
 		return -ENOMEM;
 	run->threads = calloc(THREAD_SLOTS, sizeof(*run->threads));
@@ -391,6 +413,7 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 {
 	struct cpu_run run = { .o = o, .st = stats,
 			       .max_stacks = o->max_stacks };
+	uint64_t cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	struct perf_rec *rec = NULL;
 	struct proc_ctx *c;
 	struct window w = { 0 };
@@ -412,7 +435,13 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 		ret = kframes_new(run.p, o->ksyms, &run.kf);
 	t0 = clock_ns(CLOCK_REALTIME);
 	run.t0 = clock_ns(CLOCK_MONOTONIC);	/* the samples' clock */
-	if (!ret)
+	/* A runtime's frames are read from the process when its sample is
+	 * handled: at once, so that they are (nearly) the sample's. */
+	if (!ret && o->pid && symbolizer_runtime(c->sc.sym))
+		ret = perf_open_eager(o->pid, o->hz, run.kf != NULL, &rec);
+	else if (!ret && o->pid && is_go(c))
+		ret = perf_open_fp(o->pid, o->hz, run.kf != NULL, &rec);
+	else if (!ret)
 		ret = o->pid ? perf_open(o->pid, o->hz, run.kf != NULL, &rec)
 			     : open_all(o, run.kf != NULL, &rec);
 	if (!ret && !perf_kernel_frames(rec)) {
@@ -428,7 +457,11 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 		ret = window_note_exit(&w, run.p, stats->elapsed_ns);
 	if (!ret && stats->skipped_procs)
 		ret = note_skipped(run.p, stats->skipped_procs);
+	for (size_t b = 0; b < PROC_BUCKETS && !ret; b++)
+		for (c = run.procs[b]; c && !ret; c = c->next)
+			ret = symbolizer_note(c->sc.sym);
 	run_free(&run);
+	stats->daemon_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 	/* a /proc file of the process gone: the process is */
 	return profile_deliver(run.p, ret == -ENOENT ? -ESRCH : ret, t0,
 			       stats->elapsed_ns, out);

@@ -77,6 +77,7 @@ struct cpu_stats {
 	uint64_t lost;		/* dropped by the kernel (ring full) */
 	uint64_t skipped_procs;	/* whole host: processes past the limit */
 	uint64_t elapsed_ns;
+	uint64_t daemon_cpu_ns;	/* the sampling thread's CPU time */
 };
 
 int cpu_profile(const struct cpu_opts *o, struct profile **out,

@@ -42,6 +42,7 @@
 
 #define MAX_FRAMES 128
 #define MAX_KFRAMES OC_MAX_KFRAMES
+#define RUNTIME_FRAMES 128	/* a stack may gain: Python's frames */
 #define STACK_MIN 8192
 #define STACK_MAX (64 * 1024)
 #define KSTACK_TEXT 4096
@@ -250,7 +251,7 @@ static int stack_locs(struct oc_run *run, struct oc_thread *th,
 		      const struct task_snap *snap, const uint64_t *pcs,
 		      int npcs, uint64_t *locs, uint32_t *n)
 {
-	int ret;
+	int ret, nuser = 0;
 
 	ret = kernel_locs(run, th, snap);
 	if (ret)
@@ -260,8 +261,11 @@ static int stack_locs(struct oc_run *run, struct oc_thread *th,
 	ret = oc_syscall_loc(run, snap->sysno, snap->state, &locs[*n]);
 	if (locs[*n])
 		(*n)++;
-	for (int i = 0; i < npcs && !ret; i++)
-		ret = symbolizer_location(run->sc.sym, pcs[i], &locs[(*n)++]);
+	if (!ret)
+		ret = symbolizer_stack(run->sc.sym, th->tid, pcs, npcs,
+				       &locs[*n], MAX_FRAMES + RUNTIME_FRAMES,
+				       &nuser, NULL);
+	*n += nuser;
 	return ret;
 }
 
@@ -269,7 +273,8 @@ static int stack_locs(struct oc_run *run, struct oc_thread *th,
 static int take_stack(struct oc_run *run, struct oc_thread *th,
 		      const struct task_snap *snap)
 {
-	uint64_t pcs[MAX_FRAMES], locs[MAX_FRAMES + MAX_KFRAMES + 1];
+	uint64_t pcs[MAX_FRAMES];
+	uint64_t locs[MAX_FRAMES + RUNTIME_FRAMES + MAX_KFRAMES + 1];
 	uint32_t nlocs;
 	size_t used;
 	bool short_copy;
@@ -662,6 +667,8 @@ int offcpu_profile(const struct offcpu_opts *o, struct profile **out,
 		st->lost = perf_lost(run.rec);
 	if (!ret)
 		ret = oc_finish(&run, &w);
+	if (!ret)
+		ret = symbolizer_note(run.sc.sym);
 	st->daemon_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 	run_free(&run);
 	/* a /proc file of the process gone: the process is */

@@ -11,6 +11,7 @@
 #include "unwind.h"
 
 #define MAX_FRAMES 128
+#define RUNTIME_FRAMES 128	/* a stack may gain: Python's frames */
 
 /*
  * Per-cpu events where allowed: events attached to each of the target's
@@ -42,9 +43,9 @@ int oc_open_cpu(struct oc_run *run)
 void oc_cpu_sample(const struct perf_sample *s, void *arg)
 {
 	struct oc_run *run = arg;
-	uint64_t pcs[MAX_FRAMES], locs[MAX_FRAMES];
+	uint64_t pcs[MAX_FRAMES], locs[MAX_FRAMES + RUNTIME_FRAMES];
 	struct oc_thread *th;
-	int n, ret = 0;
+	int npcs, n, ret;
 
 	if (run->err || s->pid != (uint32_t)run->o->pid)
 		return;
@@ -53,9 +54,9 @@ void oc_cpu_sample(const struct perf_sample *s, void *arg)
 	if (!th || th->gone)
 		return;
 	unwind_stack(run->sc.unw, &s->regs, s->stack, s->stack_len, pcs,
-		     MAX_FRAMES, &n);
-	for (int i = 0; i < n && !ret; i++)
-		ret = symbolizer_location(run->sc.sym, pcs[i], &locs[i]);
+		     MAX_FRAMES, &npcs);
+	ret = symbolizer_stack(run->sc.sym, s->tid, pcs, npcs, locs,
+			       MAX_FRAMES + RUNTIME_FRAMES, &n, NULL);
 	if (!ret)
 		ret = oc_add(run, th, locs, n, "running", 1, s->period);
 	if (ret) {

@@ -53,11 +53,15 @@ struct perf_rec {
 	uint64_t lost;
 	bool want_chain;	/* kernel callchains asked for */
 	bool chain;		/* samples carry their kernel callchain */
+	bool eager;		/* wake the reader at every sample */
+	bool want_user;		/* user callchains asked for */
+	bool user;		/* samples carry their user callchain */
 };
 
 /* What the kernel may give: kernel samples, their kernel callchain. */
 struct reach {
 	bool kernel, chain;
+	bool user;		/* the user part of the callchain too */
 };
 
 static void init_attr(struct perf_event_attr *a, unsigned hz,
@@ -85,6 +89,16 @@ static void init_attr(struct perf_event_attr *a, unsigned hz,
 		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
 		a->exclude_callchain_user = 1;
 		a->sample_max_stack = PERF_KERNEL_FRAMES;
+	}
+	/* The kernel walks the user's frame pointers at the sample: a few
+	 * 16-byte copies a sample, for programs whose stacks switch where
+	 * our own later read would come too late (Go's system stack). */
+	if (reach.user) {
+		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+		a->exclude_callchain_user = 0;
+		a->exclude_callchain_kernel = !reach.chain;
+		a->sample_max_stack = (reach.chain ? PERF_KERNEL_FRAMES : 0) +
+				      PERF_USER_FRAMES;
 	}
 	a->exclude_hv = 1;
 	a->watermark = 1;
@@ -123,7 +137,8 @@ static int open_one(struct perf_rec *r, struct perf_event_attr *attr,
 	struct perf_ring *ring = &r->rings[cpu];
 	int fd, ret;
 
-	attr->wakeup_watermark = r->ring_pages * sysconf(_SC_PAGESIZE) / 2;
+	attr->wakeup_watermark = r->eager ? 1 :
+				 r->ring_pages * sysconf(_SC_PAGESIZE) / 2;
 	fd = perf_ring_event_open(attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		return fd;
@@ -172,11 +187,19 @@ static int open_first(struct perf_rec *r, unsigned hz, pid_t tid,
 
 	for (size_t i = r->want_chain ? 0 : 1; i < sizeof(tries) / sizeof(tries[0]);
 	     i++) {
-		init_attr(attr, hz, tries[i]);
-		ret = open_thread(r, attr, tid);
-		if (ret != -EACCES && ret != -EPERM && ret != -EOVERFLOW) {
-			r->chain = !ret && tries[i].chain;
-			return ret;
+		for (int user = r->want_user; user >= 0; user--) {
+			struct reach want = tries[i];
+
+			want.user = user;
+			init_attr(attr, hz, want);
+			ret = open_thread(r, attr, tid);
+			if (ret != -EACCES && ret != -EPERM &&
+			    ret != -EOVERFLOW &&
+			    !(ret == -EINVAL && want.user)) {
+				r->chain = !ret && want.chain;
+				r->user = !ret && want.user;
+				return ret;
+			}
 		}
 	}
 	return ret;
@@ -259,14 +282,14 @@ static int rec_ready(struct perf_rec *r, int ret, struct perf_rec **out)
 	return 0;
 }
 
-int perf_open(pid_t pid, unsigned hz, bool kernel_frames,
-	      struct perf_rec **out)
-{
-	return perf_open_pids(&pid, 1, hz, kernel_frames, out);
-}
+/* How a session wants its events opened. */
+enum {
+	OPEN_USER_CHAIN = 1u,	/* user frames by frame pointers too */
+	OPEN_EAGER = 2u,	/* wake the reader at every sample */
+};
 
-int perf_open_pids(const pid_t *pids, size_t n, unsigned hz,
-		   bool kernel_frames, struct perf_rec **out)
+static int open_pids(const pid_t *pids, size_t n, unsigned hz,
+		     bool kernel_frames, unsigned how, struct perf_rec **out)
 {
 	struct perf_event_attr attr;
 	struct perf_rec *r;
@@ -278,6 +301,8 @@ int perf_open_pids(const pid_t *pids, size_t n, unsigned hz,
 	ret = rec_new(RING_PAGES_MAX, kernel_frames, &r);
 	if (ret)
 		return ret;
+	r->want_user = how & OPEN_USER_CHAIN;
+	r->eager = how & OPEN_EAGER;
 	for (size_t i = 0; i < n; i++) {
 		ret = open_process(r, hz, pids[i], &attr, &opened);
 		/* Of several, one gone (or not ours) is no failure. */
@@ -290,6 +315,30 @@ int perf_open_pids(const pid_t *pids, size_t n, unsigned hz,
 	if (!ret && !opened)
 		ret = -ESRCH;
 	return rec_ready(r, ret, out);
+}
+
+int perf_open(pid_t pid, unsigned hz, bool kernel_frames,
+	      struct perf_rec **out)
+{
+	return open_pids(&pid, 1, hz, kernel_frames, 0, out);
+}
+
+int perf_open_fp(pid_t pid, unsigned hz, bool kernel_frames,
+		 struct perf_rec **out)
+{
+	return open_pids(&pid, 1, hz, kernel_frames, OPEN_USER_CHAIN, out);
+}
+
+int perf_open_eager(pid_t pid, unsigned hz, bool kernel_frames,
+		    struct perf_rec **out)
+{
+	return open_pids(&pid, 1, hz, kernel_frames, OPEN_EAGER, out);
+}
+
+int perf_open_pids(const pid_t *pids, size_t n, unsigned hz,
+		   bool kernel_frames, struct perf_rec **out)
+{
+	return open_pids(pids, n, hz, kernel_frames, 0, out);
 }
 
 int perf_open_system(unsigned hz, bool kernel_frames, struct perf_rec **out)
@@ -407,13 +456,14 @@ int perf_ncpu(const struct perf_rec *r)
 	return r->ncpu;
 }
 
-/* A PERF_SAMPLE_CALLCHAIN at *pp into s->kernel: its kernel part, as
- * exclude_callchain_user leaves it. */
+/* A PERF_SAMPLE_CALLCHAIN at *pp into s->kernel, and its user part
+ * (after PERF_CONTEXT_USER) into s->user. */
 static bool parse_chain(const uint8_t **pp, const uint8_t *end,
 			struct perf_sample *s)
 {
 	const uint8_t *p = *pp;
 	uint64_t nr, kip;
+	bool user = false;
 
 	if (end - p < (ptrdiff_t)sizeof(nr))
 		return false;
@@ -424,8 +474,11 @@ static bool parse_chain(const uint8_t **pp, const uint8_t *end,
 	for (uint64_t i = 0; i < nr; i++, p += sizeof(kip)) {
 		memcpy(&kip, p, sizeof(kip));
 		/* PERF_CONTEXT_KERNEL and its kind are markers */
-		if (kip < (uint64_t)PERF_CONTEXT_MAX &&
-		    s->nkernel < PERF_KERNEL_FRAMES)
+		if (kip >= (uint64_t)PERF_CONTEXT_MAX)
+			user = kip == (uint64_t)PERF_CONTEXT_USER;
+		else if (user && s->nuser < PERF_USER_FRAMES)
+			s->user[s->nuser++] = kip;
+		else if (!user && s->nkernel < PERF_KERNEL_FRAMES)
 			s->kernel[s->nkernel++] = kip;
 	}
 	*pp = p;
@@ -452,6 +505,7 @@ static bool parse_sample(const uint8_t *p, const uint8_t *end, bool chain,
 	TAKE(s->time);
 	TAKE(s->period);
 	s->nkernel = 0;
+	s->nuser = 0;
 	if (chain && !parse_chain(&p, end, s))
 		return false;
 	TAKE(abi);
@@ -494,7 +548,8 @@ static void read_sample(const void *body, size_t len, void *arg)
 int perf_poll(struct perf_rec *r, int timeout_ms, perf_sample_cb cb,
 	      void *arg)
 {
-	struct read_ctx c = { .cb = cb, .arg = arg, .chain = r->chain };
+	struct read_ctx c = { .cb = cb, .arg = arg,
+			      .chain = r->chain || r->user };
 
 	if (poll(r->pfds, r->npfds, timeout_ms) < 0 && errno != EINTR)
 		return -errno;

@@ -32,6 +32,9 @@
 
 /* Kernel frames kept per sample, at most. */
 #define PERF_KERNEL_FRAMES 64
+/* User frames of a perf_open_fp() sample, at most (with the kernel's,
+ * within perf_event_max_stack's default, 127). */
+#define PERF_USER_FRAMES 63
 
 struct perf_rec;
 
@@ -43,8 +46,12 @@ struct perf_sample {
 	const void *stack;	/* copy of the stack from regs.r[UREG_RSP] */
 	size_t stack_len;
 	uint32_t nkernel;	/* kernel frames; 0: sampled in user mode */
+	uint32_t nuser;		/* user frames (perf_open_fp()), or 0 */
 	uint64_t kernel[PERF_KERNEL_FRAMES];	/* leaf (the pc) first, then
 						 * return addresses */
+	uint64_t user[PERF_USER_FRAMES];	/* the same, the kernel's walk
+						 * of the user's frame
+						 * pointers at the sample */
 };
 
 typedef void (*perf_sample_cb)(const struct perf_sample *s, void *arg);
@@ -56,6 +63,21 @@ typedef void (*perf_sample_cb)(const struct perf_sample *s, void *arg);
  */
 int perf_open(pid_t pid, unsigned hz, bool kernel_frames,
 	      struct perf_rec **out);
+
+/* The same, with perf_poll() woken by every sample rather than by a ring
+ * half full: for samples that must be handled at once (a runtime's
+ * frames, read from the live process). */
+int perf_open_eager(pid_t pid, unsigned hz, bool kernel_frames,
+		    struct perf_rec **out);
+
+/*
+ * perf_open(), and each sample with the user frames the kernel finds by
+ * frame pointers at the sample, where it allows it (s->nuser is 0
+ * otherwise): for a Go program, whose goroutine stack, seen from the
+ * system stack, may have changed by the time the daemon reads it.
+ */
+int perf_open_fp(pid_t pid, unsigned hz, bool kernel_frames,
+		 struct perf_rec **out);
 
 /* The same for several processes (one gone, or refused, is skipped:
  * -ESRCH when none is left). */

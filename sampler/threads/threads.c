@@ -38,6 +38,7 @@
 
 #define MAX_FRAMES 128
 #define MAX_KFRAMES 64		/* the kernel's limit is 64 too */
+#define RUNTIME_FRAMES 128	/* a stack may gain: Python's frames */
 #define KSTACK_MAX 8192		/* of /proc/PID/task/TID/stack text */
 #define STACK_MAX (64 * 1024)
 #define SPIN_NS 200000ull	/* spin-poll a stop this long, then nap */
@@ -215,6 +216,10 @@ static void read_stopped(struct dump *d, struct thread_rec *t, int sig,
 	if (ok)
 		len = tracee_copy_stack(d->pid, d->sc.maps, u.rsp, d->stack,
 					STACK_MAX);
+	/* Python's frames, as they are while the stack is: -ENOMEM only
+	 * loses them (read after the release instead) */
+	if (ok)
+		symbolizer_hold(d->sc.sym, t->tid);
 	ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(long)sig);
 	released = now_ns();
 	d->last_release_ns = released;
@@ -326,6 +331,7 @@ static void read_unstopped(struct dump *d, struct thread_rec *t)
 	read_kstack(d, t);	/* still in the call: read it again */
 	len = tracee_copy_stack(d->pid, d->sc.maps, t->regs.r[UREG_RSP],
 				d->stack, STACK_MAX);
+	symbolizer_hold(d->sc.sym, t->tid);
 	unwind_copy(d, t, d->stack, len);
 }
 
@@ -422,13 +428,13 @@ static int add_thread(struct profile *p, struct symbolizer *sym,
 		      struct kframes *kf, const int64_t keys[4],
 		      const struct thread_rec *t)
 {
-	uint64_t locs[MAX_KFRAMES + MAX_FRAMES];
+	uint64_t locs[MAX_KFRAMES + MAX_FRAMES + RUNTIME_FRAMES];
 	struct pf_label labels[4];
 	char tid[16], sysname[32];
 	const char *vals[4] = { tid, t->name, state_name(t->state), sysname };
 	struct pf_line line = { 0 };
 	int64_t one = 1;
-	int ret, nk = 0, n = t->npcs;
+	int ret, nk = 0, n = 0;
 
 	if (t->kstack) {
 		ret = kframes_proc_stack(kf, t->kstack, locs, MAX_KFRAMES,
@@ -436,11 +442,10 @@ static int add_thread(struct profile *p, struct symbolizer *sym,
 		if (ret)
 			return ret;
 	}
-	for (int i = 0; i < n; i++) {
-		ret = symbolizer_location(sym, t->pcs[i], &locs[nk + i]);
-		if (ret)
-			return ret;
-	}
+	ret = symbolizer_stack(sym, t->tid, t->pcs, t->npcs, &locs[nk],
+			       MAX_FRAMES + RUNTIME_FRAMES, &n, NULL);
+	if (ret)
+		return ret;
 	if (!n) {	/* never stopped, and /proc had nothing either */
 		ret = profile_add_function(p, "[not stopped]", NULL, NULL, 0,
 					   &line.function_id);
@@ -485,6 +490,8 @@ static int build_profile(struct dump *d, struct profile *p)
 		ret = add_thread(p, d->sc.sym, kf, keys, &d->t[i]);
 		d->st->threads++;
 	}
+	if (!ret)
+		ret = symbolizer_note(d->sc.sym);
 	kframes_free(kf);
 	if (ret)
 		return ret;

@@ -40,6 +40,7 @@
 #include "demangle.h"
 #include "dso.h"
 #include "dso_i.h"
+#include "gopclntab.h"
 #include "log.h"
 
 
@@ -157,6 +158,10 @@ static int dso_parse(struct dso *d, const char **why)
 		ret = dso_parse_build_id(d, elf);
 	d->go = dso_elf_has_section(elf, ".go.buildinfo") ||
 		dso_elf_has_section(elf, ".note.go.buildid");
+	if (!ret && d->go && !gopcln_from_elf(elf, d->map, d->map_size,
+					      &d->gopcln))
+		pr_debug("dso: %s: .gopclntab of %s", d->name,
+			 gopcln_version(d->gopcln));
 out:
 	elf_end(elf);
 	return ret;
@@ -168,6 +173,7 @@ static void dso_free(struct dso *d)
 	size_t i;
 
 	cu_index_free(d->cus);
+	gopcln_free(d->gopcln);
 	if (d->dwfl)
 		dwfl_end(d->dwfl);
 	if (d->fd >= 0)
@@ -603,6 +609,11 @@ int dso_read(const struct dso *d, uint64_t vaddr, void *buf, size_t len)
 		return 0;
 	}
 	return -EFAULT;
+}
+
+const struct gopcln *dso_gopcln(const struct dso *d)
+{
+	return d->gopcln;
 }
 
 bool dso_is_go(const struct dso *d)

@@ -156,11 +156,24 @@ const char *dso_symbol_name(struct dso *d, uint64_t vaddr);
 bool dso_is_go(const struct dso *d);
 
 /*
+ * A Go program's own table of functions, lines and frame sizes
+ * (gopclntab.h), or NULL. Owned by the dso, immutable: for symbols and
+ * unwinding where the program has no symbol table, DWARF or CFI.
+ */
+struct gopcln;
+const struct gopcln *dso_gopcln(const struct dso *d);
+
+/*
  * The ELF virtual address of the function called name (the name a user
  * would call it by: the default version, without "@..."), from the same
  * symbol tables dso_symbolize() uses. 0, or -ENOENT.
  */
 int dso_symbol_vaddr(struct dso *d, const char *name, uint64_t *vaddr);
+
+/* The same for a data object (a runtime's global state, a version
+ * constant): its ELF virtual address and size. 0, or -ENOENT. */
+int dso_object_vaddr(struct dso *d, const char *name, uint64_t *vaddr,
+		     uint64_t *size);
 
 /*
  * The address ranges of every function symbol whose name (without its

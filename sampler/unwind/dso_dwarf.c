@@ -27,6 +27,7 @@
 #include "demangle.h"
 #include "dso.h"
 #include "dso_i.h"
+#include "gopclntab.h"
 #include "log.h"
 
 
@@ -62,6 +63,8 @@ static void dso_dw_init(struct dso *d)
 	dwfl_module_info(d->mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
 	*ud = d;
 	dso_load_syms(d);
+	if (d->gopcln && !d->nsyms)
+		d->caps = (struct dso_caps){ true, true, true, true };
 	d->dw = dwfl_module_getdwarf(d->mod, &d->dw_bias);
 	if (d->dw && cu_index_build(d->dw, &d->cus))
 		pr_debug("dso: %s: no memory for the DWARF unit index",
@@ -158,6 +161,23 @@ static const char *dso_demangle(struct dso *d, const char *raw)
 	return s;
 }
 
+/* Frames from .gopclntab, for a Go program without symbols or DWARF. */
+static int dso_go_frames(struct dso *d, uint64_t vaddr, struct dso_frame *f)
+{
+	struct gopcln_frame g[DSO_MAX_FRAMES];
+	int i, n;
+
+	if (!d->gopcln || gopcln_frames(d->gopcln, vaddr, g, DSO_MAX_FRAMES,
+					&n))
+		return 0;
+	for (i = 0; i < n; i++)
+		f[i] = (struct dso_frame){ .function = g[i].function,
+					   .system_name = g[i].function,
+					   .file = g[i].file,
+					   .line = g[i].line };
+	return n;
+}
+
 /* Frames for vaddr into f; 0 when nothing covers it. */
 static int dso_resolve(struct dso *d, uint64_t vaddr, struct dso_frame *f)
 {
@@ -172,7 +192,7 @@ static int dso_resolve(struct dso *d, uint64_t vaddr, struct dso_frame *f)
 
 	dso_dw_init(d);
 	if (!d->mod)
-		return 0;
+		return dso_go_frames(d, vaddr, f);
 	sym = dso_sym_find(d, vaddr);
 	have_cu = d->cus && cu_index_find(d->cus, pc, &cu);
 	if (have_cu)
@@ -189,7 +209,7 @@ static int dso_resolve(struct dso *d, uint64_t vaddr, struct dso_frame *f)
 		f[n - 1].system_name = sym->name;
 	}
 	if (!n)
-		return 0;
+		return dso_go_frames(d, vaddr, f);
 	line = have_cu ? dwarf_getsrc_die(&cu, pc) : NULL;
 	file = line ? dwarf_linesrc(line, NULL, NULL) : NULL;
 	if (file && !dwarf_lineno(line, &f[0].line))
@@ -261,6 +281,11 @@ const char *dso_symbol_name(struct dso *d, uint64_t vaddr)
 	dso_dw_init(d);
 	sym = dso_sym_find(d, vaddr);
 	pthread_mutex_unlock(&d->lock);
+	if (!sym && d->gopcln) {
+		struct gopcln_func f;
+
+		return gopcln_func(d->gopcln, vaddr, &f) ? NULL : f.name;
+	}
 	return sym ? sym->name : NULL;
 }
 
@@ -272,15 +297,18 @@ static bool sym_named(const char *name, const char *want)
 	return !strncmp(name, want, n) && (!name[n] || name[n] == '@');
 }
 
-int dso_symbol_vaddr(struct dso *d, const char *name, uint64_t *vaddr)
+/* The first defined symbol called name of type type (an IFUNC's address
+ * is its resolver's, not the function's). */
+static int symbol_of_type(struct dso *d, const char *name, int type,
+			  uint64_t *vaddr, uint64_t *size)
 {
 	int ret = -ENOENT, cnt;
 
 	pthread_mutex_lock(&d->lock);
 	dso_dw_init(d);
-	/* Rare (an agent load), so a scan of every symbol, aliases
-	 * included: the sorted table keeps one name per address. An IFUNC's
-	 * address is its resolver's, not the function's. */
+	/* Rare (an agent load, a runtime found), so a scan of every
+	 * symbol, aliases included: the sorted table keeps one name per
+	 * address. */
 	cnt = d->mod ? dwfl_module_getsymtab(d->mod) : 0;
 	for (int i = 1; i < cnt; i++) {
 		GElf_Word shndx;
@@ -290,15 +318,28 @@ int dso_symbol_vaddr(struct dso *d, const char *name, uint64_t *vaddr)
 
 		s = dwfl_module_getsym_info(d->mod, i, &sym, &addr, &shndx,
 					    NULL, NULL);
-		if (s && GELF_ST_TYPE(sym.st_info) == STT_FUNC &&
+		if (s && GELF_ST_TYPE(sym.st_info) == type &&
 		    shndx != SHN_UNDEF && sym_named(s, name)) {
 			*vaddr = addr;
+			if (size)
+				*size = sym.st_size;
 			ret = 0;
 			break;
 		}
 	}
 	pthread_mutex_unlock(&d->lock);
 	return ret;
+}
+
+int dso_symbol_vaddr(struct dso *d, const char *name, uint64_t *vaddr)
+{
+	return symbol_of_type(d, name, STT_FUNC, vaddr, NULL);
+}
+
+int dso_object_vaddr(struct dso *d, const char *name, uint64_t *vaddr,
+		     uint64_t *size)
+{
+	return symbol_of_type(d, name, STT_OBJECT, vaddr, size);
 }
 
 static int range_cmp(const void *a, const void *b)

@@ -64,6 +64,7 @@ struct dso {
 	int nsegs;
 	bool has_eh;
 	bool go;		/* a Go program */
+	struct gopcln *gopcln;	/* its .gopclntab (gopclntab.h), or NULL */
 	uint64_t eh_vaddr, eh_size;
 	uint64_t page_size;
 

@@ -17,6 +17,7 @@
 
 #include "cfi.h"
 #include "dso.h"
+#include "gopclntab.h"
 #include "livestack.h"
 #include "maps.h"
 #include "proc.h"
@@ -26,6 +27,7 @@
  * are usually small, and one read then serves them all. */
 #define READ_AHEAD (8 * 1024)
 #define VERDICTS 512		/* power of two */
+#define WINDOW 2048		/* livestack_word()'s read */
 
 struct verdict {
 	uint64_t callee_pc, ra;	/* 0, 0: empty */
@@ -42,6 +44,9 @@ struct livestack {
 	bool short_read;	/* this sample's read came short */
 	unsigned maps_gen;	/* of the verdicts */
 	struct verdict *verdicts;	/* VERDICTS, made with buf */
+	uint8_t win[WINDOW];	/* words of another stack */
+	uint64_t win_at;	/* address of win[0] */
+	size_t win_len;		/* 0: none this sample */
 	uint64_t reads, refused;
 };
 
@@ -71,6 +76,25 @@ void livestack_begin(struct livestack *ls)
 {
 	ls->len = 0;
 	ls->short_read = false;
+	ls->win_len = 0;
+}
+
+bool livestack_word(struct livestack *ls, uint64_t addr, uint64_t *v)
+{
+	if (addr & 7)
+		return false;
+	/* the frames read here are checked: livestack_check() needs these */
+	if (!ls->verdicts &&
+	    !(ls->verdicts = calloc(VERDICTS, sizeof(*ls->verdicts))))
+		return false;
+	if (addr < ls->win_at || addr - ls->win_at + 8 > ls->win_len) {
+		ls->win_at = addr;
+		ls->win_len = proc_mem_copy(ls->pid, addr, ls->win, WINDOW);
+		if (ls->win_len < 8)
+			return false;
+	}
+	memcpy(v, ls->win + (addr - ls->win_at), sizeof(*v));
+	return true;
 }
 
 /* Up to max bytes of the stack at addr, clipped to the mapping that
@@ -96,7 +120,9 @@ bool livestack_extend(struct livestack *ls, uint64_t sp, const void *stack,
 		return false;
 	if (!ls->buf) {
 		ls->buf = malloc(LIVESTACK_MAX);
-		ls->verdicts = calloc(VERDICTS, sizeof(*ls->verdicts));
+		if (!ls->verdicts)
+			ls->verdicts = calloc(VERDICTS,
+					      sizeof(*ls->verdicts));
 		if (!ls->buf || !ls->verdicts) {
 			free(ls->buf);
 			free(ls->verdicts);
@@ -166,15 +192,24 @@ static unsigned call_rm_len(const uint8_t *p, unsigned have)
 	return len + (mod == 1 ? 1 : mod == 2 ? 4 : 0);
 }
 
-/* The start of the function holding pc, as its FDE says. */
+/* The start of the function holding pc, as its FDE (or Go's table)
+ * says. */
 static bool function_start(struct proc_maps *maps, uint64_t pc,
 			   uint64_t *start)
 {
 	struct map_entry *e = maps_find(maps, pc);
+	struct gopcln_func f;
 	uint64_t s, end;
 
-	if (!e || !e->dso || cfi_fde_range(e->dso, pc - e->bias, &s, &end))
+	if (!e || !e->dso)
 		return false;
+	if (cfi_fde_range(e->dso, pc - e->bias, &s, &end)) {
+		/* Go code: its own table (no CFI when built -s -w) */
+		if (!dso_gopcln(e->dso) ||
+		    gopcln_func(dso_gopcln(e->dso), pc - e->bias, &f))
+			return false;
+		s = f.entry;
+	}
 	*start = s + e->bias;
 	return true;
 }

@@ -64,6 +64,13 @@ bool livestack_extend(struct livestack *ls, uint64_t sp, const void *stack,
 		      size_t *len);
 
 /*
+ * The word at addr of the process, anywhere (another stack: a goroutine's
+ * seen from the system stack, Go's g0), read a page-bounded window at a
+ * time and kept until the next livestack_begin(). false if unreadable.
+ */
+bool livestack_word(struct livestack *ls, uint64_t addr, uint64_t *v);
+
+/*
  * Whether ra, a return address found with live words, returns into a
  * call of the function that holds callee_pc (the frame below: the leaf's
  * pc, or another return address minus one).

@@ -327,6 +327,11 @@ struct map_entry *maps_at(struct proc_maps *m, size_t i)
 	return &m->v[i];
 }
 
+const struct map_entry *maps_peek(const struct proc_maps *m, size_t i)
+{
+	return i < m->n ? &m->v[i] : NULL;
+}
+
 struct map_entry *maps_main(struct proc_maps *m)
 {
 	for (size_t i = 0; i < m->n; i++)

@@ -62,6 +62,9 @@ int maps_set_alias(struct proc_maps *m, const char *seen_path,
  * maps_count(m), its dso loaded on first use like maps_find(). */
 size_t maps_count(const struct proc_maps *m);
 struct map_entry *maps_at(struct proc_maps *m, size_t i);
+/* Entry i as it is, its dso not loaded (NULL past the end): for a walk
+ * that looks at paths first. */
+const struct map_entry *maps_peek(const struct proc_maps *m, size_t i);
 
 /* The entry of the main executable's first executable mapping, or NULL. */
 struct map_entry *maps_main(struct proc_maps *m);

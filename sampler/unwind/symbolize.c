@@ -10,6 +10,7 @@
 #include "jitmap.h"
 #include "maps.h"
 #include "profile.h"
+#include "python.h"
 #include "symbolize.h"
 
 #define MAX_INLINE 16
@@ -35,6 +36,7 @@ struct symbolizer {
 	struct map_slot *mappings;
 	size_t map_cap, map_n;
 	struct jitmap *jit;	/* created on the first pc in JIT code */
+	struct pyrt *py;	/* NULL: the process runs no CPython */
 };
 
 static inline size_t hash64(uint64_t x)
@@ -106,6 +108,11 @@ int symbolizer_new(struct profile *p, struct proc_maps *maps,
 	main_map = maps_main(maps);
 	if (main_map)
 		add_mapping(s, main_map, &id);
+	if (pyrt_open(maps, p, &s->py)) {
+		symbolizer_free(s);
+		*out = NULL;
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -114,6 +121,7 @@ void symbolizer_free(struct symbolizer *s)
 	if (!s)
 		return;
 	jitmap_free(s->jit);
+	pyrt_free(s->py);
 	free(s->pcs);
 	free(s->mappings);
 	free(s);
@@ -270,4 +278,33 @@ int symbolizer_location(struct symbolizer *s, uint64_t pc, uint64_t *loc_id)
 	s->pcs_n++;
 	return slot_grow((void **)&s->pcs, &s->pcs_cap, s->pcs_n,
 			 sizeof(*slot));
+}
+
+int symbolizer_stack(struct symbolizer *s, pid_t tid, const uint64_t *pcs,
+		     int n, uint64_t *locs, int max, int *nlocs,
+		     const char **gil)
+{
+	enum pyrt_gil g;
+	int ret;
+
+	ret = pyrt_locations(s->py, s, tid, pcs, n, locs, max, nlocs, &g);
+	if (gil)
+		*gil = g == PYRT_GIL_HELD ? "held" :
+		       g == PYRT_GIL_NOT_HELD ? "not held" : NULL;
+	return ret;
+}
+
+int symbolizer_hold(struct symbolizer *s, pid_t tid)
+{
+	return pyrt_snapshot(s->py, tid);
+}
+
+int symbolizer_note(struct symbolizer *s)
+{
+	return s ? pyrt_note(s->py) : 0;
+}
+
+bool symbolizer_runtime(const struct symbolizer *s)
+{
+	return s && s->py;
 }

@@ -16,7 +16,9 @@
 #ifndef PROFFS_SYMBOLIZE_H
 #define PROFFS_SYMBOLIZE_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct profile;
 struct proc_maps;
@@ -28,5 +30,34 @@ void symbolizer_free(struct symbolizer *s);
 
 /* The location id for pc, created on first sight. */
 int symbolizer_location(struct symbolizer *s, uint64_t pc, uint64_t *loc_id);
+
+/*
+ * The locations of thread tid's stack pcs[0..n) (leaf first) into locs,
+ * at most max of them, *nlocs set: a location per pc, except that in a
+ * CPython process each frame of the evaluation loop becomes the Python
+ * frames it runs (python.h), read now from the process - so call it as
+ * soon after the stack was taken as can be. *gil (may be NULL) is then
+ * "held" or "not held" (the thread and the interpreter lock), else
+ * NULL. 0 or -ENOMEM.
+ */
+int symbolizer_stack(struct symbolizer *s, pid_t tid, const uint64_t *pcs,
+		     int n, uint64_t *locs, int max, int *nlocs,
+		     const char **gil);
+
+/*
+ * Thread tid is stopped now (a thread dump) and its stack was taken:
+ * read the runtime's frames of it at once, for symbolizer_stack() of tid
+ * to use later, after the thread was let go. 0 or -ENOMEM.
+ */
+int symbolizer_hold(struct symbolizer *s, pid_t tid);
+
+/* Profile comments on runtime frames that could not be read (an
+ * unknown Python version, stacks left native). 0 or -ENOMEM. */
+int symbolizer_note(struct symbolizer *s);
+
+/* Whether the process runs a runtime whose frames symbolizer_stack()
+ * reads from it (so its samples want handling soon after they are
+ * taken). */
+bool symbolizer_runtime(const struct symbolizer *s);
 
 #endif

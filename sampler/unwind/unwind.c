@@ -30,6 +30,8 @@
 
 #include "cfi.h"
 #include "dso.h"
+#include "gopclntab.h"
+#include "gostack.h"
 #include "livestack.h"
 #include "log.h"
 #include "maps.h"
@@ -72,6 +74,9 @@ struct unwinder {
 	size_t rows_cap, rows_n;
 	uint64_t fast, slow;	/* stacks unwound by each path */
 	struct livestack *live;	/* words past a copy; NULL: none */
+	const uint64_t *fp_ips;	/* the kernel's frame-pointer walk of the
+				 * next sample (unwinder_set_fp_chain()) */
+	size_t fp_n;
 	size_t last_used;	/* of the last unwind_stack() */
 	bool last_short;
 	bool last_complete;
@@ -89,6 +94,7 @@ struct unwind_ctx {
 	bool short_copy;	/* a stack word beyond the copy was wanted */
 	bool complete;		/* the outermost frame was reached */
 	bool live_read;		/* a live word was read (livestack.h) */
+	bool switched;		/* on another stack than the copy's */
 };
 
 /* Stack words sit below this distance from sp; farther is not stack. */
@@ -455,12 +461,37 @@ static enum go_top go_top_frame(const char *name)
 	return GO_NOT_TOP;
 }
 
+/*
+ * The row of Go code without CFI (a Go program built -s -w has none, nor
+ * has its assembly), from the frame size Go's table gives at the pc: the
+ * return address just above the frame, and the caller's frame pointer
+ * below it once the function has a frame (Go on amd64 saves it there).
+ */
+static int go_row(const struct gopcln *g, uint64_t vaddr,
+		  struct cfi_row *row)
+{
+	int32_t delta;
+
+	if (gopcln_sp_delta(g, vaddr, &delta) || delta > (1 << 24))
+		return -ENOENT;
+	*row = (struct cfi_row){ .cfa_reg = CFI_REG_RSP, .cfa_off = delta + 8,
+				 .nrules = 1 };
+	row->rules[0] = (struct cfi_rule){ .reg = CFI_REG_RA, .off = -8,
+					   .kind = CFI_OFFSET };
+	if (delta >= 8)
+		row->rules[row->nrules++] = (struct cfi_rule){
+			.reg = CFI_REG_RBP, .off = -16, .kind = CFI_OFFSET };
+	return 0;
+}
+
 static void row_compute(struct unwinder *u, struct row_val *v, uint64_t pc)
 {
 	struct map_entry *e = maps_find(u->maps, pc);
 
 	v->status = e && e->dso ? cfi_row_at(e->dso, pc - e->bias, &v->row)
 				: -ENOENT;
+	if (v->status && e && e->dso && dso_gopcln(e->dso))
+		v->status = go_row(dso_gopcln(e->dso), pc - e->bias, &v->row);
 	v->top = e && e->dso && dso_is_go(e->dso) ?
 		 go_top_frame(dso_symbol_name(e->dso, pc - e->bias)) :
 		 GO_NOT_TOP;
@@ -508,6 +539,10 @@ struct frame {
 
 static bool stack_word(struct unwind_ctx *ctx, uint64_t addr, uint64_t *v)
 {
+	if (ctx->switched) {
+		ctx->live_read = true;
+		return livestack_word(ctx->u->live, addr, v);
+	}
 	if (!in_copy(ctx, addr))
 		return false;
 	memcpy(v, ctx->stack + (addr - ctx->sp), sizeof(*v));
@@ -574,13 +609,99 @@ static int apply_row(const struct cfi_row *row, struct unwind_ctx *ctx,
 	return 1;
 }
 
+/* Whether pc is where Go starts a stack (goexit). */
+static bool go_start(struct unwinder *u, uint64_t pc)
+{
+	const struct row_val *v = row_get(u, pc);
+
+	return v && v->top == GO_START;
+}
+
+/*
+ * Leave the system stack (g0's) at a Go function that switched to it
+ * (systemstack, mcall, morestack, asmcgocall...) for the goroutine's, by
+ * its frame pointer: the switch keeps RBP, so the first frame on the
+ * system stack saved the goroutine's frame pointer, and the frame it
+ * points to leads back to the goroutine's start. The caller whose frame
+ * has not saved RBP (the function that called systemstack itself) is
+ * not seen: frame pointers skip it, as they skip it in Go's own
+ * frame-pointer tracebacks. The words are read from the process (the
+ * copy holds the system stack), each later frame checked as any live
+ * frame is. false: stop here.
+ */
+static bool go_switch(struct unwinder *u, struct unwind_ctx *ctx,
+		      struct frame *f, uint64_t *lookup)
+{
+	uint64_t bp = f->r[CFI_REG_RBP], caller_bp, ra;
+
+	if (!u->live || !(f->known & BIT(CFI_REG_RBP)) || !bp || bp & 7 ||
+	    !livestack_word(u->live, bp, &caller_bp) ||
+	    !livestack_word(u->live, bp + 8, &ra) || !ra ||
+	    !(gostack_code(u->maps, ra - 1) || go_start(u, ra - 1)))
+		return false;
+	f->r[CFI_REG_RSP] = bp + 16;
+	f->r[CFI_REG_RBP] = caller_bp;
+	f->r[CFI_REG_RA] = ra;
+	f->known = BIT(CFI_REG_RSP) | BIT(CFI_REG_RBP) | BIT(CFI_REG_RA);
+	f->undef = 0;
+	ctx->switched = true;
+	ctx->live_read = false;
+	*lookup = ra - 1;
+	return true;
+}
+
+/*
+ * Leave the system stack as go_switch() does, with the frames the kernel
+ * walked by frame pointers at the sample: the one that returns into the
+ * switching function (the leaf's pc when it is that function), then the
+ * rest, taken while they are Go code, up to goexit. Race-free where
+ * go_switch() reads a goroutine stack that may have moved on since.
+ * false when the walk does not hold the switch: then go_switch().
+ */
+static bool go_switch_chain(struct unwinder *u, struct unwind_ctx *ctx,
+			    const struct frame *f, uint64_t lookup, bool leaf,
+			    uint64_t *pcs, int max, int *cnt)
+{
+	uint64_t want = leaf ? lookup : lookup + 1, gap[2];
+	size_t k = 0;
+	int added = 0, ngap;
+
+	while (k < u->fp_n && u->fp_ips[k] != want)
+		k++;
+	if (f && k + 1 < u->fp_n && (f->known & BIT(CFI_REG_RBP))) {
+		ngap = u->live ? gostack_gap(u->maps, u->live,
+					     f->r[CFI_REG_RBP], lookup,
+					     u->fp_ips[k + 1], gap) : 0;
+		for (int i = 0; i < ngap && *cnt < max; i++, added++)
+			pcs[(*cnt)++] = gap[i];
+	}
+	for (k++; k < u->fp_n && *cnt < max; k++) {
+		uint64_t ra = u->fp_ips[k];
+		bool start = ra && go_start(u, ra - 1);
+
+		if (!start && (!ra || !gostack_code(u->maps, ra - 1)))
+			break;
+		pcs[(*cnt)++] = ra - 1;
+		added++;
+		if (start) {
+			ctx->complete = true;
+			break;
+		}
+	}
+	return added > 0;
+}
+
+/* Stack switches followed in one unwind at most (a signal's stack, the
+ * system stack, the goroutine's). */
+#define GO_SWITCHES 3
+
 /* 0 with the frames in pcs, or -EAGAIN when a frame has no row. */
 static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 			 uint64_t *pcs, int max, int *n)
 {
 	struct frame f = { .known = BIT(CFI_NREGS) - 1 };
 	uint64_t lookup = ctx->regs->r[UREG_RIP];	/* the leaf is exact */
-	int cnt = 0;
+	int cnt = 0, switches = 0;
 
 	_Static_assert(CFI_NREGS == UREG__COUNT, "register numbering");
 	memcpy(f.r, ctx->regs->r, sizeof(f.r));
@@ -589,6 +710,16 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 		const struct row_val *v = row_get(u, lookup);
 		int step;
 
+		if (v && v->top == GO_SWITCH && !switches &&
+		    go_switch_chain(u, ctx, &f, lookup, cnt == 1, pcs, max,
+				    &cnt))
+			break;
+		if (v && v->top == GO_SWITCH && switches < GO_SWITCHES &&
+		    go_switch(u, ctx, &f, &lookup)) {
+			switches++;
+			pcs[cnt++] = lookup;
+			continue;
+		}
 		if (row_top(v, &ctx->complete))
 			break;
 		if (!v || v->status || v->row.signal)
@@ -598,7 +729,10 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 			ctx->complete = step >= 0;
 			break;
 		}
-		if (!continues(ctx, lookup, f.r[CFI_REG_RA]))
+		/* (a goroutine's first return address is goexit's first
+		 * byte plus one, made by newproc, after no call) */
+		if (!continues(ctx, lookup, f.r[CFI_REG_RA]) &&
+		    !go_start(u, f.r[CFI_REG_RA] - 1))
 			break;
 		/* A return address points after the call; the call itself is
 		 * one byte earlier (a signal frame's would not be: those go
@@ -606,6 +740,11 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 		lookup = f.r[CFI_REG_RA] - 1;
 		pcs[cnt++] = lookup;
 	}
+	/* A Go stack cut short (a live frame refused: the goroutine's
+	 * stack moved when it grew) goes on with the kernel's walk. */
+	if (!ctx->complete && cnt < max)
+		go_switch_chain(u, ctx, NULL, lookup, cnt == 1, pcs, max,
+				&cnt);
 	*n = cnt;
 	return 0;
 }
@@ -722,10 +861,18 @@ int unwind_stack(struct unwinder *u, const struct unwind_regs *regs,
 		ctx.live_read = false;
 		unwind_libunwind(u, &ctx, pcs, max, n);
 	}
+	u->fp_n = 0;
 	u->last_used = ctx.used;
 	u->last_short = ctx.short_copy;
 	u->last_complete = ctx.complete;
 	return 0;
+}
+
+void unwinder_set_fp_chain(struct unwinder *u, const uint64_t *ips,
+			   size_t n)
+{
+	u->fp_ips = ips;
+	u->fp_n = n;
 }
 
 int unwinder_read_live(struct unwinder *u, pid_t pid)

@@ -61,6 +61,16 @@ void unwinder_free(struct unwinder *u);
 int unwinder_read_live(struct unwinder *u, pid_t pid);
 
 /*
+ * For the next unwind_stack() only: the user frames the kernel found by
+ * frame pointers at the sample (perf_open_fp()), leaf first, borrowed
+ * until that call returns. Where a Go stack switches (the system stack
+ * to the goroutine's), the unwind goes on with them rather than with
+ * words read from the process later. n = 0: none.
+ */
+void unwinder_set_fp_chain(struct unwinder *u, const uint64_t *ips,
+			   size_t n);
+
+/*
  * Unwind from regs over the stack copy (stack[0] is the byte at regs
  * RSP). Stores up to max program counters, leaf first, in pcs; *n is the
  * count (>= 1: the leaf is always stored). Frames other than the leaf

@@ -4,8 +4,12 @@
  * file (in a memfd, opened through /proc/self/fd like map_files), loaded,
  * read and symbolized at a few addresses. Not built by meson:
  *
+ * The same bytes are also read as a Go .gopclntab (gopclntab.h) and
+ * looked up at the same addresses: seed gopclntab-go118 is one.
+ *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
- *     -Isampler -Isampler/unwind tests/fuzz/fuzz-dso.c sampler/unwind/dso.c sampler/log.c \
+ *     -Isampler -Isampler/unwind tests/fuzz/fuzz-dso.c sampler/unwind/dso.c \
+ *     sampler/unwind/gopclntab.c sampler/log.c \
  *     -ldw -lelf -o fuzz-dso
  *   ./fuzz-dso -max_len=65536 CORPUS_DIR    (seed it with small ELF files)
  */
@@ -17,6 +21,7 @@
 #include <unistd.h>
 
 #include "dso.h"
+#include "gopclntab.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -43,6 +48,25 @@ static size_t poke(struct dso *d, uint64_t vaddr)
 	return sum;
 }
 
+/* The input as a Go function table, looked up at va. */
+static size_t poke_go(const struct gopcln *g, uint64_t va)
+{
+	struct gopcln_frame f[8];
+	struct gopcln_func fn;
+	size_t sum = 0;
+	int32_t delta;
+	int n;
+
+	if (!gopcln_func(g, va, &fn))
+		sum += len(fn.name) + fn.end - fn.entry;
+	if (!gopcln_sp_delta(g, va, &delta))
+		sum += delta;
+	if (!gopcln_frames(g, va, f, 8, &n))
+		for (int i = 0; i < n; i++)
+			sum += len(f[i].function) + len(f[i].file) + f[i].line;
+	return sum;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct dso_cache *c;
@@ -54,6 +78,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t i;
 	int fd;
 
+	struct gopcln *g;
+
+	if (!gopcln_new(data, size, 0x401000, &g)) {
+		for (i = 0; i + 8 <= size && i < 64; i += 8) {
+			memcpy(&va, data + size - 8 - i, 8);
+			sink += poke_go(g, va & 0xffffff);
+		}
+		gopcln_free(g);
+	}
 	fd = memfd_create("fuzz-dso", MFD_CLOEXEC);
 	if (fd < 0)
 		return 0;

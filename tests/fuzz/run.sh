@@ -61,7 +61,8 @@ harness_args()
 	dso)
 		srcs="sampler/unwind/dso.c sampler/unwind/dso_dwarf.c
 		      sampler/unwind/dso_sym.c sampler/unwind/demangle.c
-		      sampler/unwind/cu_index.c sampler/log.c"
+		      sampler/unwind/cu_index.c sampler/unwind/gopclntab.c
+		      sampler/log.c"
 		incs="$sinc"
 		libs="-ldw -lelf -liberty"
 		max_len=65536 ;;
@@ -69,7 +70,7 @@ harness_args()
 		srcs="sampler/unwind/cfi.c sampler/unwind/dso.c
 		      sampler/unwind/dso_dwarf.c sampler/unwind/dso_sym.c
 		      sampler/unwind/demangle.c sampler/unwind/cu_index.c
-		      sampler/log.c"
+		      sampler/unwind/gopclntab.c sampler/log.c"
 		incs="$sinc"
 		libs="-ldw -lelf -liberty"
 		max_len=65536 ;;

@@ -371,7 +371,8 @@ def test_concurrent_readers_share_one_session(proffs, target):
     n = session_start(proffs, t.pid, 3000)
     assert proffs.wait_log(r'^proffs: session %d done: pid=%d kind=cpu '
                            r'window_ms=3000 hz=99 samples=[1-9]\d* lost=0 '
-                           r'elapsed_ms=\d+ result=ok$' % (n, t.pid))
+                           r'daemon_cpu_us=\d+ elapsed_ms=\d+ result=ok$'
+                           % (n, t.pid))
     check_cpu_header(validate_pprof(save(outs[0], 'shared.pb.gz')),
                      window_s=3, span=(start, end))
 

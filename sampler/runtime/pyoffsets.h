@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * pyoffsets.h - where CPython keeps what a sampler reads from outside:
+ * the field offsets of its runtime, interpreter, thread, frame, code,
+ * bytes and str objects, per minor version.
+ *
+ * Only versions whose layout was checked are in the table (see
+ * pyoffsets.c for how); any other version is unknown and its processes
+ * keep their native frames. A read-only table, no state.
+ */
+#ifndef PROFFS_PYOFFSETS_H
+#define PROFFS_PYOFFSETS_H
+
+#include <stdint.h>
+
+/* How a frame says the C evaluation loop was entered for it. */
+enum py_entry_mark {
+	PY_ENTRY_IS_ENTRY,	/* 3.11: a bool field, is_entry */
+};
+
+struct py_offsets {
+	unsigned minor;			/* 3.minor */
+	enum py_entry_mark entry;
+	/* _PyRuntimeState */
+	uint32_t rt_interp_head;	/* interpreters.head */
+	uint32_t rt_gil_holder;		/* gilstate.tstate_current */
+	/* PyInterpreterState */
+	uint32_t is_next, is_threads_head;
+	/* PyThreadState, of which ts_size bytes are read */
+	uint32_t ts_next, ts_cframe, ts_native_tid, ts_size;
+	/* _PyCFrame */
+	uint32_t cf_current_frame;
+	/* _PyInterpreterFrame, of which fr_size bytes are read */
+	uint32_t fr_code, fr_previous, fr_instr, fr_is_entry, fr_size;
+	/* PyCodeObject, of which co_size bytes are read; co_code is where
+	 * the instructions start, inside the object */
+	uint32_t co_filename, co_name, co_qualname, co_linetable;
+	uint32_t co_firstlineno, co_code, co_size;
+	/* PyBytesObject, PyUnicodeObject */
+	uint32_t ob_size, bytes_data;
+	uint32_t str_length, str_state, str_ascii_data, str_compact_data;
+};
+
+/* The offsets of CPython 3.minor, or NULL when they are not known. */
+const struct py_offsets *pyoffsets_find(unsigned minor);
+
+#endif

@@ -1,0 +1,633 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* python.c - CPython frames read from outside, merged into native stacks. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "dso.h"
+#include "log.h"
+#include "maps.h"
+#include "proc.h"
+#include "profile.h"
+#include "pyline.h"
+#include "python_i.h"
+#include "symbolize.h"
+
+static inline size_t hash64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return (size_t)x;
+}
+
+/* Reading: pages of the target, each read once per stack */
+
+static void pages_reset(struct pyrt *r)
+{
+	memset(r->page_addr, 0, sizeof(r->page_addr));
+	r->npages_used = 0;
+}
+
+static const uint8_t *page_get(struct pyrt *r, uint64_t page)
+{
+	unsigned slot;
+
+	for (unsigned i = 0; i < r->npages_used; i++)
+		if (r->page_addr[i] == page)
+			return r->pages + i * PAGE;
+	/* Full: start over (a stack touching more pages is rare). */
+	if (r->npages_used == PAGE_SLOTS)
+		pages_reset(r);
+	slot = r->npages_used;
+	if (proc_mem_read(r->pid, page, r->pages + slot * PAGE, PAGE))
+		return NULL;
+	r->page_addr[slot] = page;
+	r->npages_used++;
+	return r->pages + slot * PAGE;
+}
+
+/* len bytes at addr, through the page cache. 0 or -EFAULT. */
+static int mem(struct pyrt *r, uint64_t addr, void *buf, size_t len)
+{
+	uint8_t *out = buf;
+
+	if (!addr)
+		return -EFAULT;
+	while (len) {
+		uint64_t page = addr & ~(PAGE - 1), off = addr - page;
+		size_t chunk = PAGE - off < len ? PAGE - off : len;
+		const uint8_t *pg = page_get(r, page);
+
+		if (!pg)
+			return -EFAULT;
+		memcpy(out, pg + off, chunk);
+		out += chunk;
+		addr += chunk;
+		len -= chunk;
+	}
+	return 0;
+}
+
+static int mem_u64(struct pyrt *r, uint64_t addr, uint64_t *v)
+{
+	return mem(r, addr, v, sizeof(*v));
+}
+
+static uint64_t field64(const uint8_t *obj, uint32_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, obj + off, sizeof(v));
+	return v;
+}
+
+static uint32_t field32(const uint8_t *obj, uint32_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, obj + off, sizeof(v));
+	return v;
+}
+
+/* A str object as UTF-8 (compact strings only: what code objects
+ * hold), malloc()ed, cut at MAX_STR bytes. */
+static char *read_str(struct pyrt *r, uint64_t addr)
+{
+	const struct py_offsets *o = r->o;
+	uint8_t hdr[80], data[MAX_STR * 4];
+	uint64_t len;
+	uint32_t state, kind;
+	size_t n = 0;
+	char *s;
+
+	if (mem(r, addr, hdr, o->str_compact_data))
+		return NULL;
+	len = field64(hdr, o->str_length);
+	state = field32(hdr, o->str_state);
+	kind = (state >> 2) & 7;
+	if (!((state >> 5) & 1) || kind < 1 || kind > 4 || kind == 3)
+		return NULL;	/* not compact */
+	if (len > MAX_STR)
+		len = MAX_STR;
+	if (mem(r, addr + ((state >> 6) & 1 ? o->str_ascii_data :
+			   o->str_compact_data), data, len * kind))
+		return NULL;
+	s = malloc(len * 4 + 1);
+	if (!s)
+		return NULL;
+	for (uint64_t i = 0; i < len; i++) {
+		uint32_t c = kind == 1 ? data[i] : kind == 2 ?
+			     ((uint16_t *)(void *)data)[i] :
+			     ((uint32_t *)(void *)data)[i];
+
+		if (c < 0x80) {
+			s[n++] = c;
+		} else if (c < 0x800) {
+			s[n++] = 0xc0 | c >> 6;
+			s[n++] = 0x80 | (c & 0x3f);
+		} else if (c < 0x10000) {
+			s[n++] = 0xe0 | c >> 12;
+			s[n++] = 0x80 | ((c >> 6) & 0x3f);
+			s[n++] = 0x80 | (c & 0x3f);
+		} else {
+			s[n++] = 0xf0 | c >> 18;
+			s[n++] = 0x80 | ((c >> 12) & 0x3f);
+			s[n++] = 0x80 | ((c >> 6) & 0x3f);
+			s[n++] = 0x80 | (c & 0x3f);
+		}
+	}
+	s[n] = '\0';
+	return s;
+}
+
+/* Code objects */
+
+/* The line of instruction lasti of c, cached. */
+static int32_t code_line(struct py_code *c, int64_t lasti)
+{
+	size_t slot = (uint64_t)lasti & (LINE_SLOTS - 1);
+
+	if (c->lines[slot].lasti2 == lasti + 2)
+		return c->lines[slot].line;
+	c->lines[slot].line = pyline_311(c->linetable, c->linetable_len,
+				       c->firstlineno, lasti);
+	c->lines[slot].lasti2 = lasti + 2;
+	return c->lines[slot].line;
+}
+
+void pyrt_code_clear(struct py_code *c)
+{
+	free(c->name);
+	free(c->qualname);
+	free(c->file);
+	free(c->linetable);
+	free(c->locs);
+	memset(c, 0, sizeof(*c));
+}
+
+/* The slot for addr: the entry's pointer, NULL when free. */
+static struct py_code **code_slot(struct pyrt *r, uint64_t addr)
+{
+	for (size_t i = hash64(addr) & (r->codes_cap - 1);;
+	     i = (i + 1) & (r->codes_cap - 1))
+		if (!r->codes[i] || r->codes[i]->addr == addr)
+			return &r->codes[i];
+}
+
+int pyrt_codes_grow(struct pyrt *r)
+{
+	size_t ncap = r->codes_cap ? r->codes_cap * 2 : 256;
+	struct py_code **old = r->codes, **nc;
+	size_t oldcap = r->codes_cap;
+
+	nc = calloc(ncap, sizeof(*nc));
+	if (!nc)
+		return -ENOMEM;
+	r->codes = nc;
+	r->codes_cap = ncap;
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i])
+			*code_slot(r, old[i]->addr) = old[i];
+	free(old);
+	return 0;
+}
+
+/* Fill c from the code object at addr whose first co_size bytes are obj. */
+static int code_load(struct pyrt *r, struct py_code *c, uint64_t addr,
+		     const uint8_t *obj)
+{
+	const struct py_offsets *o = r->o;
+	uint64_t lt = field64(obj, o->co_linetable), size;
+
+	c->addr = addr;
+	c->name_p = field64(obj, o->co_name);
+	c->qualname_p = field64(obj, o->co_qualname);
+	c->file_p = field64(obj, o->co_filename);
+	c->linetable_p = lt;
+	c->firstlineno = (int32_t)field32(obj, o->co_firstlineno);
+	c->name = read_str(r, c->name_p);
+	c->qualname = read_str(r, c->qualname_p);
+	c->file = read_str(r, c->file_p);
+	if (!mem_u64(r, lt + o->ob_size, &size) && size <= MAX_LINETABLE) {
+		c->linetable = malloc(size ? size : 1);
+		if (c->linetable && !mem(r, lt + o->bytes_data, c->linetable,
+					 size))
+			c->linetable_len = size;
+	}
+	if (!c->name || !c->file || !c->linetable)
+		return -EFAULT;	/* the slot is cleared by the caller */
+	return 0;
+}
+
+/* The cached code object at addr, checked against obj, its first
+ * co_size bytes as they are now. */
+static int code_get(struct pyrt *r, uint64_t addr, const uint8_t *obj,
+		    struct py_code **out)
+{
+	const struct py_offsets *o = r->o;
+	struct py_code **slot, *c;
+	int ret;
+
+	slot = code_slot(r, addr);
+	if (!*slot) {
+		if (r->ncodes >= CODE_MAX)
+			return -ENOSPC;
+		*slot = calloc(1, sizeof(**slot));
+		if (!*slot)
+			return -ENOMEM;
+		r->ncodes++;
+	}
+	c = *slot;
+	if (c->addr && c->name_p == field64(obj, o->co_name) &&
+	    c->qualname_p == field64(obj, o->co_qualname) &&
+	    c->file_p == field64(obj, o->co_filename) &&
+	    c->linetable_p == field64(obj, o->co_linetable) &&
+	    c->firstlineno == (int32_t)field32(obj, o->co_firstlineno)) {
+		*out = c;
+		return 0;
+	}
+	pyrt_code_clear(c);
+	ret = code_load(r, c, addr, obj);
+	if (ret) {
+		/* The slot stays taken (a probe chain must not break) by
+		 * an entry no object matches: its name_p is 0. */
+		pyrt_code_clear(c);
+		c->addr = addr;
+		return ret;
+	}
+	*out = c;
+	return r->ncodes * 2 >= r->codes_cap ? pyrt_codes_grow(r) : 0;
+}
+
+/* The location of a Python frame, made once per (code, line). */
+static int frame_location(struct pyrt *r, const struct py_frame *f,
+			  uint64_t *loc)
+{
+	struct py_code *c = f->code;
+	const char *base = strrchr(c->file, '/');
+	struct pf_line line = { .line = f->line };
+	char name[MAX_STR * 3];
+	int ret;
+
+	for (size_t i = 0; i < c->nlocs; i++)
+		if (c->locs[i].line == f->line) {
+			*loc = c->locs[i].loc;
+			return 0;
+		}
+	if (c->nlocs == c->locs_cap) {
+		size_t ncap = c->locs_cap ? c->locs_cap * 2 : 4;
+		void *nl = realloc(c->locs, ncap * sizeof(*c->locs));
+
+		if (!nl)
+			return -ENOMEM;
+		c->locs = nl;
+		c->locs_cap = ncap;
+	}
+	snprintf(name, sizeof(name), "%s (%s:%d)",
+		 c->qualname ? c->qualname : c->name, base ? base + 1 : c->file,
+		 (int)f->line);
+	ret = profile_add_function(r->p, name, c->name, c->file,
+				   c->firstlineno, &line.function_id);
+	if (!ret)
+		ret = profile_add_location(r->p, 0, 0, &line, 1, loc);
+	if (ret)
+		return ret;
+	c->locs[c->nlocs].line = f->line;
+	c->locs[c->nlocs++].loc = *loc;
+	return 0;
+}
+
+/* Thread states */
+
+static bool tstate_is(struct pyrt *r, uint64_t ts, pid_t tid)
+{
+	uint64_t v;
+
+	return !mem_u64(r, ts + r->o->ts_native_tid, &v) && v == (uint64_t)tid;
+}
+
+/* The thread state of tid: cached, else found by walking every
+ * interpreter's list. 0 or -ENOENT. */
+static int find_tstate(struct pyrt *r, pid_t tid, uint64_t *out)
+{
+	const struct py_offsets *o = r->o;
+	size_t slot = (uint32_t)tid % TID_SLOTS;
+	uint64_t interp, ts;
+
+	if (r->tids[slot].tid == (uint32_t)tid &&
+	    tstate_is(r, r->tids[slot].tstate, tid)) {
+		*out = r->tids[slot].tstate;
+		return 0;
+	}
+	if (mem_u64(r, r->runtime + o->rt_interp_head, &interp))
+		return -EFAULT;
+	for (int i = 0; interp && i < MAX_INTERPS; i++) {
+		if (mem_u64(r, interp + o->is_threads_head, &ts))
+			return -EFAULT;
+		for (int j = 0; ts && j < MAX_THREADS; j++) {
+			if (tstate_is(r, ts, tid)) {
+				r->tids[slot].tid = tid;
+				r->tids[slot].tstate = ts;
+				r->tids[slot].cframe = 0;
+				*out = ts;
+				return 0;
+			}
+			if (mem_u64(r, ts + o->ts_next, &ts))
+				return -EFAULT;
+		}
+		if (mem_u64(r, interp + o->is_next, &interp))
+			return -EFAULT;
+	}
+	return -ENOENT;
+}
+
+/*
+ * The Python frames of the thread state ts, innermost first: *n of
+ * them, *nentry of which entered the evaluation loop; *gil whether ts
+ * holds the GIL. The chain is walked through the page cache (frames
+ * sit together in the thread's data stack); then one system call reads
+ * every frame's code object header, the GIL holder, and afresh the
+ * thread's current cframe and frame and the code its leaf frame runs:
+ * -EAGAIN when those changed (the chain changed while it was read).
+ * -EFAULT when it could not be read, -ENOMEM.
+ */
+static int read_frames(struct pyrt *r, uint64_t ts, pid_t tid, bool guess,
+		       int *n, int *nentry, enum pyrt_gil *gil)
+{
+	const struct py_offsets *o = r->o;
+	size_t slot = (uint32_t)tid % TID_SLOTS;
+	uint64_t cframe, frame, leaf, now[5];
+	struct iovec local[MAX_PY_FRAMES + 4], remote[MAX_PY_FRAMES + 4];
+	uint64_t code[MAX_PY_FRAMES], instr[MAX_PY_FRAMES];
+	uint64_t uniq[MAX_PY_FRAMES];	/* distinct code objects */
+	struct py_code *uc[MAX_PY_FRAMES];
+	uint8_t which[MAX_PY_FRAMES];	/* frame -> uniq index, or 255 */
+	size_t want = 0;
+	uint8_t fr[128];
+	int k = 0, nu = 0, ret;
+	ssize_t got;
+
+	*n = *nentry = 0;
+	if (guess) {
+		/* the cframe and the leaf's page where they were: one call */
+		cframe = r->tids[slot].cframe;
+		local[0] = (struct iovec){ &frame, 8 };
+		remote[0] = (struct iovec){
+			(void *)(uintptr_t)(cframe + o->cf_current_frame), 8 };
+		local[1] = (struct iovec){ r->pages, PAGE };
+		remote[1] = (struct iovec){
+			(void *)(uintptr_t)r->tids[slot].page, PAGE };
+		pages_reset(r);
+		got = process_vm_readv(r->pid, local, 2, remote, 2, 0);
+		if (got < 8)
+			return -EAGAIN;
+		if (got == 8 + PAGE) {
+			r->page_addr[0] = r->tids[slot].page;
+			r->npages_used = 1;
+		}
+	} else if (mem_u64(r, ts + o->ts_cframe, &cframe) ||
+		   mem_u64(r, cframe + o->cf_current_frame, &frame)) {
+		return -EFAULT;
+	}
+	leaf = frame;
+	while (frame && *n < MAX_PY_FRAMES) {
+		if (mem(r, frame, fr, o->fr_size))
+			return -EAGAIN;	/* freed under us */
+		code[*n] = field64(fr, o->fr_code);
+		instr[*n] = field64(fr, o->fr_instr);
+		r->frames[*n].entry = fr[o->fr_is_entry] != 0;
+		*nentry += r->frames[*n].entry;
+		(*n)++;
+		frame = field64(fr, o->fr_previous);
+	}
+#define IOV(addr, buf, len) do { \
+		local[k] = (struct iovec){ (buf), (len) }; \
+		remote[k++] = (struct iovec){ (void *)(uintptr_t)(addr), \
+					      (len) }; \
+		want += (len); \
+	} while (0)
+	for (int i = 0; i < *n; i++) {
+		int u = 0;
+
+		while (u < nu && u < UNIQ_MAX && uniq[u] != code[i])
+			u++;
+		if (u < nu && uniq[u] == code[i]) {
+			which[i] = u;
+			continue;
+		}
+		which[i] = nu < UNIQ_MAX ? nu : 255;
+		uniq[nu] = code[i];
+		IOV(code[i], r->codebuf + nu * o->co_size, o->co_size);
+		nu++;
+	}
+	IOV(ts + o->ts_cframe, &now[0], 8);
+	IOV(cframe + o->cf_current_frame, &now[1], 8);
+	IOV(r->runtime + o->rt_gil_holder, &now[3], 8);
+	IOV(ts + o->ts_native_tid, &now[4], 8);
+	if (leaf)
+		IOV(leaf + o->fr_code, &now[2], 8);
+#undef IOV
+	got = process_vm_readv(r->pid, local, k, remote, k, 0);
+	if (got != (ssize_t)want || now[0] != cframe || now[1] != leaf ||
+	    now[4] != (uint64_t)tid || (leaf && now[2] != code[0]))
+		return -EAGAIN;
+	r->tids[slot].cframe = cframe;
+	r->tids[slot].page = leaf & ~(PAGE - 1);
+	*gil = now[3] == ts ? PYRT_GIL_HELD : PYRT_GIL_NOT_HELD;
+	for (int u = 0; u < nu; u++) {
+		ret = code_get(r, uniq[u], r->codebuf + u * o->co_size,
+			       &uc[u]);
+		if (ret == -ENOMEM)
+			return ret;
+		if (ret)
+			return -EAGAIN;
+	}
+	for (int i = 0, next = UNIQ_MAX; i < *n; i++) {
+		struct py_frame *f = &r->frames[i];
+
+		/* past UNIQ_MAX distinct objects, each its own, in order */
+		f->code = uc[which[i] != 255 ? which[i] : next++];
+		f->line = code_line(f->code, ((int64_t)instr[i] -
+					      (int64_t)(code[i] +
+							o->co_code)) / 2);
+		if (f->line < 0)
+			return -EAGAIN;
+	}
+	return 0;
+}
+
+static bool is_eval(const struct pyrt *r, uint64_t pc)
+{
+	return pc >= r->eval_start && pc < r->eval_end &&
+	       dso_ranges_hold(r->eval, r->neval, pc - r->bias);
+}
+
+/* Native locations only. */
+static int native(struct symbolizer *sym, const uint64_t *pcs, int n,
+		  uint64_t *locs, int max, int *nlocs)
+{
+	int ret;
+
+	*nlocs = 0;
+	for (int i = 0; i < n && i < max; i++) {
+		ret = symbolizer_location(sym, pcs[i], &locs[i]);
+		if (ret)
+			return ret;
+		(*nlocs)++;
+	}
+	return 0;
+}
+
+/* The native frames with the Python ones for each evaluation frame. */
+static int merge(struct pyrt *r, struct symbolizer *sym, const uint64_t *pcs,
+		 int n, int nframes, uint64_t *locs, int max, int *nlocs)
+{
+	int k = 0, f = 0, ret;
+
+	for (int i = 0; i < n && k < max; i++) {
+		if (!is_eval(r, pcs[i])) {
+			ret = symbolizer_location(sym, pcs[i], &locs[k++]);
+			if (ret)
+				return ret;
+			continue;
+		}
+		while (f < nframes && k < max) {
+			bool entry = r->frames[f].entry;
+
+			ret = frame_location(r, &r->frames[f++], &locs[k++]);
+			if (ret)
+				return ret;
+			if (entry)
+				break;
+		}
+	}
+	*nlocs = k;
+	return 0;
+}
+
+/*
+ * Thread tid's frames into r->frames now: 0, -ENOENT (no thread state),
+ * -EAGAIN (changed while read, every try), -EFAULT, -ENOMEM.
+ */
+static int read_thread(struct pyrt *r, pid_t tid, int *nframes, int *nentry,
+		       enum pyrt_gil *gil)
+{
+	size_t slot = (uint32_t)tid % TID_SLOTS;
+	uint64_t ts;
+	int ret = -EAGAIN;
+
+	*gil = PYRT_GIL_UNKNOWN;
+	/* Where the last read of tid found things, if they are still there
+	 * (checked at the end of the read); else from _PyRuntime on. */
+	if (r->tids[slot].tid == (uint32_t)tid && r->tids[slot].cframe &&
+	    r->tids[slot].page) {
+		ret = read_frames(r, r->tids[slot].tstate, tid, true,
+				  nframes, nentry, gil);
+		if (ret != -EAGAIN)
+			return ret;
+		r->tids[slot].cframe = 0;
+	}
+	pages_reset(r);
+	if (find_tstate(r, tid, &ts))
+		return -ENOENT;
+	ret = -EAGAIN;
+	for (int t = 0; t < READ_TRIES && ret == -EAGAIN; t++) {
+		if (t)
+			pages_reset(r);
+		ret = read_frames(r, ts, tid, false, nframes, nentry, gil);
+	}
+	return ret;
+}
+
+static struct py_snap *snap_of(struct pyrt *r, pid_t tid)
+{
+	for (size_t i = 0; i < r->nsnaps; i++)
+		if (r->snaps[i].tid == tid)
+			return &r->snaps[i];
+	return NULL;
+}
+
+int pyrt_snapshot(struct pyrt *r, pid_t tid)
+{
+	struct py_snap *s;
+
+	if (!r || !r->o)
+		return 0;
+	s = snap_of(r, tid);
+	if (!s) {
+		if (r->nsnaps == r->snaps_cap) {
+			size_t ncap = r->snaps_cap ? r->snaps_cap * 2 : 16;
+			void *ns = realloc(r->snaps, ncap * sizeof(*s));
+
+			if (!ns)
+				return -ENOMEM;
+			r->snaps = ns;
+			r->snaps_cap = ncap;
+		}
+		s = &r->snaps[r->nsnaps++];
+		*s = (struct py_snap){ .tid = tid };
+	}
+	s->ret = read_thread(r, tid, &s->n, &s->nentry, &s->gil);
+	if (s->ret == -ENOMEM)
+		return s->ret;
+	free(s->frames);
+	s->frames = NULL;
+	if (!s->ret && s->n) {
+		s->frames = malloc(s->n * sizeof(*s->frames));
+		if (!s->frames)
+			return -ENOMEM;
+		memcpy(s->frames, r->frames, s->n * sizeof(*s->frames));
+	}
+	return 0;
+}
+
+int pyrt_locations(struct pyrt *r, struct symbolizer *sym, pid_t tid,
+		   const uint64_t *pcs, int n, uint64_t *locs, int max,
+		   int *nlocs, enum pyrt_gil *gil)
+{
+	int neval = 0, nframes = 0, nentry = 0, ret;
+	enum pyrt_gil g = PYRT_GIL_UNKNOWN;
+	struct py_snap *s;
+
+	if (gil)
+		*gil = PYRT_GIL_UNKNOWN;
+	if (r && r->o)
+		for (int i = 0; i < n; i++)
+			neval += is_eval(r, pcs[i]);
+	if (!neval)
+		return native(sym, pcs, n, locs, max, nlocs);
+	s = snap_of(r, tid);
+	if (s) {
+		ret = s->ret;
+		nframes = s->n;
+		nentry = s->nentry;
+		g = s->gil;
+		if (!ret && nframes)
+			memcpy(r->frames, s->frames,
+			       nframes * sizeof(*r->frames));
+	} else {
+		ret = read_thread(r, tid, &nframes, &nentry, &g);
+	}
+	if (ret == -ENOMEM)
+		return ret;
+	if (ret) {
+		if (ret == -EAGAIN)
+			r->changed++;
+		else if (ret == -ENOENT)
+			r->no_thread++;
+		else
+			r->unreadable++;
+		return native(sym, pcs, n, locs, max, nlocs);
+	}
+	if (nentry != neval) {
+		r->mismatch++;
+		return native(sym, pcs, n, locs, max, nlocs);
+	}
+	if (gil)
+		*gil = g;
+	r->merged++;
+	return merge(r, sym, pcs, n, nframes, locs, max, nlocs);
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * python.h - the Python frames of a CPython process, read from outside,
+ * merged into its native stacks as py-spy --native merges them.
+ *
+ * Each native frame of the evaluation loop (_PyEval_EvalFrameDefault)
+ * is replaced by the Python frames it was running, innermost first, each
+ * a location whose function is named "function (file.py:line)" and
+ * carries the source file and line. The frames are read with
+ * process_vm_readv (no stop): _PyRuntime -> interpreters -> the thread
+ * state whose native_thread_id is the thread -> its frame chain -> code
+ * objects and their line tables. Layouts come from pyoffsets.h.
+ *
+ * A stack keeps its native frames, and the reason is counted, when the
+ * chain changed while it was read (twice in a row), when the number of
+ * evaluation-loop frames differs from the number of frames that entered
+ * the loop (the thread moved on since its stack was taken), or when the
+ * thread has no thread state. pyrt_note() writes the counts, and an
+ * unknown version, as profile comments.
+ *
+ * Code objects are cached by address, checked against the object at
+ * every use (an address may be reused by a new object). One per
+ * symbolizer, so per session and process; not thread-safe. The maps,
+ * profile and symbolizer are borrowed.
+ */
+#ifndef PROFFS_PYTHON_H
+#define PROFFS_PYTHON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct proc_maps;
+struct profile;
+struct pyrt;
+struct symbolizer;
+
+/* What pyrt_locations() says of the thread's interpreter lock. */
+enum pyrt_gil {
+	PYRT_GIL_UNKNOWN,	/* no Python frames read */
+	PYRT_GIL_HELD,
+	PYRT_GIL_NOT_HELD,
+};
+
+/*
+ * Look for CPython in the process maps describes. 0 with *out NULL when
+ * it runs none; 0 with *out set otherwise (a version with no known
+ * layout gives one that merges nothing and says why in pyrt_note());
+ * -ENOMEM.
+ */
+int pyrt_open(struct proc_maps *maps, struct profile *p, struct pyrt **out);
+void pyrt_free(struct pyrt *r);
+
+/*
+ * The locations of thread tid's stack pcs[0..n) (leaf first, as
+ * unwind_stack() gives them) into locs, at most max, *nlocs of them:
+ * sym's location per pc, with the Python frames in place of each
+ * evaluation-loop frame when they can be read and agree with the stack.
+ * *gil says whether tid held the GIL (may be NULL). 0 or -ENOMEM.
+ */
+int pyrt_locations(struct pyrt *r, struct symbolizer *sym, pid_t tid,
+		   const uint64_t *pcs, int n, uint64_t *locs, int max,
+		   int *nlocs, enum pyrt_gil *gil);
+
+/*
+ * Thread tid is stopped (a thread dump): read its Python frames now, for
+ * the next pyrt_locations() of tid to use instead of reading them then.
+ * r may be NULL. 0 (frames that cannot be read are no error) or -ENOMEM.
+ */
+int pyrt_snapshot(struct pyrt *r, pid_t tid);
+
+/* Comments on what could not be merged, for the profile. 0 or -ENOMEM. */
+int pyrt_note(struct pyrt *r);
+
+#endif

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * python_i.h - what python.c (reading frames) and python_setup.c
+ * (finding the runtime, its life cycle, its notes) share: the state of
+ * one process's CPython reader. Private to sampler/runtime/.
+ */
+#ifndef PROFFS_PYTHON_I_H
+#define PROFFS_PYTHON_I_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "dso.h"
+#include "python.h"
+#include "pyoffsets.h"
+
+#define PAGE 4096ull
+#define PAGE_SLOTS 16		/* pages one stack read may touch, cached */
+#define MAX_PY_FRAMES 256	/* frames read per thread */
+#define MAX_THREADS 4096	/* thread states walked to find one */
+#define MAX_INTERPS 64
+#define TID_SLOTS 256		/* tid -> thread state, direct-mapped */
+#define MAX_STR 512		/* bytes kept of a name or file name */
+#define MAX_LINETABLE 65536
+#define CODE_MAX 65536		/* code objects cached, at most */
+#define READ_TRIES 2
+#define LINE_SLOTS 16		/* per code object; a power of two */
+#define UNIQ_MAX 32		/* distinct code objects looked for per stack */
+
+/* What one code object gives its frames; linetable NULL = empty slot. */
+struct py_code {
+	uint64_t addr;		/* 0 = empty */
+	uint64_t name_p, qualname_p, file_p, linetable_p;
+	int32_t firstlineno;
+	char *name, *qualname, *file;
+	uint8_t *linetable;
+	size_t linetable_len;
+	struct { int32_t line; uint64_t loc; } *locs;
+	size_t nlocs, locs_cap;
+	/* lines of recent instructions, direct-mapped (lasti 0 = empty:
+	 * stored as lasti + 2) */
+	struct { int64_t lasti2; int32_t line; } lines[LINE_SLOTS];
+};
+
+/* One Python frame as read: its code, line and whether it entered the
+ * evaluation loop. */
+struct py_frame {
+	struct py_code *code;
+	int32_t line;
+	bool entry;
+};
+
+/* A thread's frames read while it was stopped (pyrt_snapshot()). */
+struct py_snap {
+	pid_t tid;
+	int ret;		/* of reading them */
+	int n, nentry;
+	enum pyrt_gil gil;
+	struct py_frame *frames;
+};
+
+struct pyrt {
+	pid_t pid;
+	struct profile *p;
+	const struct py_offsets *o;	/* NULL: unknown version */
+	unsigned minor;
+	char why[160];			/* why nothing is merged */
+	uint64_t runtime;		/* address of _PyRuntime */
+	uint64_t eval_start, eval_end;	/* _PyEval_EvalFrameDefault */
+	struct dso_range *eval;		/* its ranges (.cold parts too) */
+	size_t neval;
+	uint64_t bias;
+	/* A thread's state, and where its last read found its cframe and
+	 * its leaf frame's page (0: not yet): the next read guesses them,
+	 * checked at its end, in one system call. */
+	struct {
+		uint32_t tid;
+		uint64_t tstate, cframe, page;
+	} tids[TID_SLOTS];
+	uint64_t page_addr[PAGE_SLOTS];	/* 0 = empty, per stack read */
+	uint8_t *pages;			/* PAGE_SLOTS * PAGE */
+	uint8_t *codebuf;		/* MAX_PY_FRAMES code headers */
+	unsigned npages_used;
+	struct py_code **codes;		/* open addressing by addr; the
+					 * entries never move */
+	size_t codes_cap, ncodes;
+	struct py_frame frames[MAX_PY_FRAMES];
+	struct py_snap *snaps;		/* read while threads were stopped */
+	size_t nsnaps, snaps_cap;
+	/* counted, for pyrt_note() */
+	uint64_t merged, changed, mismatch, no_thread, unreadable;
+};
+
+/* Grow r's code table (twice the slots); 0 or -ENOMEM. */
+int pyrt_codes_grow(struct pyrt *r);
+/* Free what a code entry holds and zero it. */
+void pyrt_code_clear(struct py_code *c);
+
+#endif

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* python_setup.c - finding CPython in a process; the reader's life. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "maps.h"
+#include "profile.h"
+#include "python_i.h"
+
+static bool eval_named(void *arg, const char *name)
+{
+	size_t len = strlen("_PyEval_EvalFrameDefault");
+
+	(void)arg;
+	return !strncmp(name, "_PyEval_EvalFrameDefault", len) &&
+	       (!name[len] || name[len] == '.');
+}
+
+/* Python's minor version: Py_Version (3.11+), else the file's name. */
+static unsigned minor_version(struct dso *d, const char *path)
+{
+	const char *base = strrchr(path, '/'), *v;
+	uint64_t vaddr, size;
+	uint32_t hex;
+	unsigned major, minor;
+
+	if (!dso_object_vaddr(d, "Py_Version", &vaddr, &size) &&
+	    size == sizeof(hex) && !dso_read(d, vaddr, &hex, sizeof(hex)) &&
+	    hex >> 24 == 3)
+		return (hex >> 16) & 0xff;
+	v = strstr(base ? base : path, "python");
+	if (v && sscanf(v, "python%u.%u", &major, &minor) == 2 && major == 3)
+		return minor;
+	return 0;
+}
+
+/* The executable or libpython mapping that defines _PyRuntime. */
+static struct map_entry *find_runtime(struct proc_maps *maps, uint64_t *vaddr)
+{
+	for (size_t i = 0; i < maps_count(maps); i++) {
+		const struct map_entry *p = maps_peek(maps, i);
+		struct map_entry *e;
+		const char *base;
+		uint64_t size;
+
+		/* by name first: the other objects' files stay unread */
+		if (!p->exec || !p->path[0])
+			continue;
+		base = strrchr(p->path, '/');
+		base = base ? base + 1 : p->path;
+		if (strncmp(base, "python", 6) && strncmp(base, "libpython", 9))
+			continue;
+		e = maps_at(maps, i);
+		if (e->dso && !dso_object_vaddr(e->dso, "_PyRuntime", vaddr,
+						&size))
+			return e;
+	}
+	return NULL;
+}
+
+int pyrt_open(struct proc_maps *maps, struct profile *p, struct pyrt **out)
+{
+	struct map_entry *e;
+	struct pyrt *r;
+	uint64_t vaddr;
+	int ret;
+
+	*out = NULL;
+	e = find_runtime(maps, &vaddr);
+	if (!e)
+		return 0;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->pid = maps_pid(maps);
+	r->p = p;
+	r->bias = e->bias;
+	r->runtime = vaddr + e->bias;
+	r->minor = minor_version(e->dso, e->path);
+	r->o = pyoffsets_find(r->minor);
+	if (r->o) {
+		ret = dso_symbol_ranges(e->dso, eval_named, NULL, &r->eval,
+					&r->neval);
+		if (ret) {
+			free(r);
+			return ret;
+		}
+		r->pages = malloc(PAGE_SLOTS * PAGE);
+		r->codebuf = malloc(MAX_PY_FRAMES * r->o->co_size);
+		if (!r->pages || !r->codebuf || pyrt_codes_grow(r)) {
+			pyrt_free(r);
+			return -ENOMEM;
+		}
+		if (r->neval) {
+			r->eval_start = r->eval[0].start + r->bias;
+			r->eval_end = r->eval[r->neval - 1].end + r->bias;
+		} else {
+			r->o = NULL;
+			snprintf(r->why, sizeof(r->why), "proffs: Python 3.%u: "
+				 "no _PyEval_EvalFrameDefault symbol in %s; "
+				 "native frames only", r->minor, e->path);
+		}
+	} else {
+		snprintf(r->why, sizeof(r->why), "proffs: Python 3.%u: no "
+			 "known layout of its frames; native frames only",
+			 r->minor);
+	}
+	if (r->why[0])
+		pr_info("python: pid %d: %s", (int)r->pid, r->why + 8);
+	*out = r;
+	return 0;
+}
+
+void pyrt_free(struct pyrt *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->codes_cap; i++)
+		if (r->codes[i]) {
+			pyrt_code_clear(r->codes[i]);
+			free(r->codes[i]);
+		}
+	free(r->codes);
+	for (size_t i = 0; i < r->nsnaps; i++)
+		free(r->snaps[i].frames);
+	free(r->snaps);
+	free(r->pages);
+	free(r->codebuf);
+	free(r->eval);
+	free(r);
+}
+
+int pyrt_note(struct pyrt *r)
+{
+	char text[256];
+	uint64_t lost;
+
+	if (!r)
+		return 0;
+	if (r->why[0])
+		return profile_add_comment(r->p, r->why);
+	lost = r->changed + r->mismatch + r->no_thread + r->unreadable;
+	if (!lost)
+		return 0;
+	snprintf(text, sizeof(text), "proffs: Python 3.%u: %llu of %llu "
+		 "stacks keep native frames only (frame chain changed while "
+		 "read: %llu; evaluation frames not matching the chain: "
+		 "%llu; no thread state: %llu; unreadable: %llu)", r->minor,
+		 (unsigned long long)lost,
+		 (unsigned long long)(lost + r->merged),
+		 (unsigned long long)r->changed,
+		 (unsigned long long)r->mismatch,
+		 (unsigned long long)r->no_thread,
+		 (unsigned long long)r->unreadable);
+	return profile_add_comment(r->p, text);
+}

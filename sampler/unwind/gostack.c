@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * gostack.c - Go's stack switches as seen from a frame-pointer walk: the
+ * frames it skips, found from the code's calls and Go's frame sizes
+ * (gopclntab.h), and checked against the stack words read from the
+ * process.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "dso.h"
+#include "gopclntab.h"
+#include "gostack.h"
+#include "livestack.h"
+#include "maps.h"
+
+bool gostack_code(struct proc_maps *maps, uint64_t pc)
+{
+	struct map_entry *e = maps_find(maps, pc);
+	struct gopcln_func fn;
+
+	return e && e->dso && dso_gopcln(e->dso) &&
+	       !gopcln_func(dso_gopcln(e->dso), pc - e->bias, &fn) &&
+	       pc - e->bias > fn.entry;
+}
+
+/* Code bytes at addr, from the object's file. */
+static bool code_at(struct proc_maps *maps, uint64_t addr, void *buf,
+		    size_t n)
+{
+	struct map_entry *e = maps_find(maps, addr);
+
+	return e && e->dso && !dso_read(e->dso, addr - e->bias, buf, n);
+}
+
+/* The target of the call rel32 that returns to ra, or 0. */
+static uint64_t call_target(struct proc_maps *maps, uint64_t ra)
+{
+	uint8_t b[5];
+	int32_t rel;
+
+	if (ra < 5 || !code_at(maps, ra - 5, b, sizeof(b)) || b[0] != 0xe8)
+		return 0;
+	memcpy(&rel, b + 1, sizeof(rel));
+	return ra + (int64_t)rel;
+}
+
+/* The entry of the Go function holding pc, or 0; its name; its frame
+ * size (gopcln_frame_size()) when size is not NULL. */
+static uint64_t go_entry(struct proc_maps *maps, uint64_t pc,
+			 const char **name, int32_t *size)
+{
+	struct map_entry *e = maps_find(maps, pc);
+	const struct gopcln *g = e && e->dso ? dso_gopcln(e->dso) : NULL;
+	struct gopcln_func fn;
+
+	if (!g || gopcln_func(g, pc - e->bias, &fn) ||
+	    (size && gopcln_frame_size(g, pc - e->bias, size)))
+		return 0;
+	if (name)
+		*name = fn.name;
+	return fn.entry + e->bias;
+}
+
+/* Whether the call before ra calls the switching function sw, or, for
+ * morestack, the stub a prologue calls (runtime.morestack_noctxt). */
+static bool calls_switch(struct proc_maps *maps, uint64_t ra, uint64_t sw)
+{
+	uint64_t t = call_target(maps, ra);
+	const char *name = NULL;
+
+	return t && (t == sw || (go_entry(maps, t, &name, NULL) == t &&
+				 !strncmp(name, "runtime.morestack", 17)));
+}
+
+/* How far below the frame pointer gap_scan() looks. */
+#define GAP_SCAN 1024
+
+/*
+ * F unknown (G called it indirectly, or F is the goroutine's first
+ * function, "called" by goexit): the word below bp that returns right
+ * after a call of the switching function sw into a function whose frame
+ * reaches from there up to bp.
+ */
+static int gap_scan(struct proc_maps *maps, struct livestack *live,
+		    uint64_t bp, uint64_t sw, uint64_t *gap)
+{
+	uint64_t v, dummy;
+	int32_t size;
+
+	/* one read for the whole range (livestack_word() reads upward) */
+	if (!livestack_word(live, bp - GAP_SCAN, &dummy))
+		return 0;
+	for (uint64_t off = 8; off <= GAP_SCAN; off += 8)
+		if (livestack_word(live, bp - off, &v) && v > 5 &&
+		    go_entry(maps, v - 1, NULL, &size) &&
+		    size == (int32_t)off && call_target(maps, v) == sw) {
+			gap[0] = v - 1;
+			return 1;
+		}
+	return 0;
+}
+
+/*
+ * The frames a frame-pointer walk skips at a stack switch, into gap,
+ * outermost last; how many (0-2). systemstack and mcall save no frame
+ * pointer: the walk goes from the system stack (bp: the goroutine's frame
+ * pointer, kept across the switch) to the caller G of the function F
+ * that called them. G's call names F; F's return address sits just
+ * below F's frame, whose top bp gives: read from the process, it is kept
+ * only if it returns into F right after a call of the switching
+ * function. At morestack, bp is F's caller's, and below F's return
+ * address is that of the function whose prologue called morestack.
+ */
+int gostack_gap(struct proc_maps *maps, struct livestack *live, uint64_t bp,
+		uint64_t sw_pc, uint64_t ra_g, uint64_t *gap)
+{
+	uint64_t sw = go_entry(maps, sw_pc, NULL, NULL), fn, x, v, w;
+	int32_t size;
+
+	if (!sw || bp < GAP_SCAN + 4096)
+		return 0;
+	fn = call_target(maps, ra_g);
+	if (!fn || go_entry(maps, fn, NULL, &size) != fn || size < 8 ||
+	    !livestack_word(live, bp - size, &v) || !v ||
+	    go_entry(maps, v - 1, NULL, NULL) != fn)
+		return gap_scan(maps, live, bp, sw, gap);
+	if (calls_switch(maps, v, sw)) {
+		gap[0] = v - 1;
+		return 1;
+	}
+	x = call_target(maps, v);
+	if (!x || !livestack_word(live, bp - size - 8, &w) || !w ||
+	    go_entry(maps, w - 1, NULL, NULL) != x ||
+	    !calls_switch(maps, w, sw))
+		return 0;
+	gap[0] = w - 1;
+	gap[1] = v - 1;
+	return 2;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * gostack.h - where a Go program's stacks switch (the system stack, g0's,
+ * and a goroutine's), what a frame-pointer walk across the switch misses.
+ *
+ * For the unwinder (unwind.h): stateless, the maps and live reader
+ * borrowed; thread-safe as they are.
+ */
+#ifndef PROFFS_GOSTACK_H
+#define PROFFS_GOSTACK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct livestack;
+struct proc_maps;
+
+/* Whether pc is inside a function of a Go program's own table (not at
+ * its first byte). */
+bool gostack_code(struct proc_maps *maps, uint64_t pc);
+
+/*
+ * The frames a frame-pointer walk skips where the goroutine at sw_pc
+ * (systemstack, mcall, morestack...) switched to the system stack: bp is
+ * the frame pointer the switch kept (the goroutine's), ra_g the return
+ * address the walk found next. Fills gap[0..1], leaf first, with the pcs
+ * (return address - 1) of the frames between; returns how many (0-2).
+ * Reads the goroutine's stack through live: a frame is only given when
+ * it checks out (see gostack.c).
+ */
+int gostack_gap(struct proc_maps *maps, struct livestack *live, uint64_t bp,
+		uint64_t sw_pc, uint64_t ra_g, uint64_t *gap);
+
+#endif
