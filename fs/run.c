@@ -149,6 +149,8 @@ int run_heap(const struct run_ctx *c, struct profile **out,
 		 (unsigned long long)st.lost,
 		 st.armed_now ? " armed_now" : "",
 		 st.uprobe ? " uprobe" : "", st.tripped ? " breaker" : "");
+	if (st.harmed)
+		snprintf(r->harm, sizeof(r->harm), "%s", st.harm);
 	return ret;
 }
 
@@ -172,7 +174,12 @@ static void log_outcome(const struct run_ctx *c, const struct run_result *r,
 {
 	const char *kind = name_kind_str(c->req->kind);
 
-	if (!ret)
+	if (!ret && r->harm[0])
+		pr_err("session %u done: pid=%d kind=%s window_ms=%llu %s "
+		       "elapsed_ms=%llu result=harmed: %s", c->id, (int)c->pid,
+		       kind, (unsigned long long)r->window_ms, r->detail,
+		       (unsigned long long)ms, r->harm);
+	else if (!ret)
 		pr_info("session %u done: pid=%d kind=%s window_ms=%llu %s "
 			"elapsed_ms=%llu result=ok", c->id, (int)c->pid, kind,
 			(unsigned long long)r->window_ms, r->detail,
@@ -198,7 +205,7 @@ int run_session(const struct run_ctx *c, struct profile **out,
 		struct run_outcome *outcome)
 {
 	const struct kind_ops *k = kinds_row(c->req->kind);
-	struct run_result r = { .detail = "" };
+	struct run_result r = { .detail = "", .harm = "" };
 	uint64_t t0 = now_ms();
 	int ret;
 

@@ -56,6 +56,7 @@ struct run_result {
 	char detail[384];	/* "samples=... lost=..." */
 	uint64_t window_ms;	/* kinds_window_ms(); 0 for a snapshot */
 	uint64_t samples, lost;
+	char harm[240];		/* the target was harmed (issue 25): how */
 };
 
 /*

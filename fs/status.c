@@ -121,8 +121,9 @@ static void write_text(FILE *f, const struct snapshot *s)
 	for (size_t i = 0; s->has_http && i < REFUSAL_ROWS; i++)
 		fprintf(f, "http_refused_%s: %llu\n", s->http[i].reason,
 			s->http[i].n);
-	fprintf(f, "agent_loaded: %llu\nagent_armed: %llu\n",
-		s->agents.loaded, s->agents.armed);
+	fprintf(f, "agent_loaded: %llu\nagent_armed: %llu\n"
+		"agent_harmed: %llu\n", s->agents.loaded, s->agents.armed,
+		s->agents.harmed);
 	for (int e = 0; e < HEAP_ERRNO_MAX; e++)
 		if (s->agents.failed[e])
 			fprintf(f, "agent_failed_%s: %llu\n", errno_label(e),
@@ -246,6 +247,10 @@ static void metrics_agents(FILE *f, const struct snapshot *s)
 	fprintf(f, "proffs_heap_agent_loads_total{outcome=\"loaded\"} %llu\n"
 		"proffs_heap_agent_loads_total{outcome=\"armed\"} %llu\n",
 		s->agents.loaded, s->agents.armed);
+	family(f, "heap_agent_harmed_total", "counter",
+	       "Processes that crashed, or spun in the heap agent, within "
+	       "seconds of a load (issue 25): each an error.");
+	fprintf(f, "proffs_heap_agent_harmed_total %llu\n", s->agents.harmed);
 	for (int e = 0; e < HEAP_ERRNO_MAX; e++)
 		if (s->agents.failed[e])
 			fprintf(f, "proffs_heap_agent_loads_total{outcome=\"%s\"}"

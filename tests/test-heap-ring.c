@@ -8,7 +8,10 @@
  * come out once, in order, intact; records straddling the end of the
  * buffer (the bug an 8-byte PAD record had) would fault, with a
  * PROT_NONE page right after the producer's mapping. A ring someone
- * broke (a bad length) is refused, not followed.
+ * broke (a bad length) is refused, not followed. On the agent's side
+ * (issue 25: a hook is never a trap), an impossible tail or a ring that
+ * stays full for a second of a live daemon's makes it give up
+ * (agent_ring_failed) instead of waiting on every record.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,9 +30,24 @@ bool daemon_alive(void)
 	return true;
 }
 
+/* The clock: still, unless a test makes it tick (each read 100 ms on). */
+static bool ticking;
+static uint64_t fake_now;
+
 uint64_t agent_now_ns(void)
 {
-	return 0;
+	if (ticking)
+		fake_now += 100000000ull;
+	return fake_now;
+}
+
+static int ring_failed;
+static enum ph_why failed_why;
+
+void agent_ring_failed(enum ph_why why)
+{
+	ring_failed++;
+	failed_why = why;
 }
 
 struct expect {
@@ -196,10 +214,56 @@ static void test_broken(void)
 	munmap(sh, PH_HEADER_SIZE + sh->ring_size);
 }
 
+/* The agent's side: a tail past the head, or off a record's bounds, is
+ * the ring broken; a full ring whose tail stays still for a second
+ * while the daemon beats, one stuck. Both give up, not wait. */
+static void test_agent_gives_up(void)
+{
+	struct ph_shared *sh = ring_create();
+	uint64_t pos, head;
+	int n = 0;
+
+	if (!sh) {
+		CHECK(0, "ring");
+		return;
+	}
+	ring_failed = 0;
+	CHECK(ring_reserve(sh, 64, PH_WAIT, &pos), "a good ring takes one");
+	head = atomic_load(&sh->head);
+	atomic_store(&sh->tail, head + 4096);
+	CHECK(!ring_reserve(sh, 64, PH_WAIT, &pos), "a tail past the head");
+	CHECK(ring_failed == 1 && failed_why == PH_WHY_RING, "%d, why %d",
+	      ring_failed, failed_why);
+	atomic_store(&sh->tail, 8);
+	CHECK(!ring_reserve(sh, 64, PH_WAIT, &pos), "a tail off the bounds");
+	CHECK(ring_failed == 2, "%d", ring_failed);
+	/* Full, and the daemon reads nothing: */
+	atomic_store(&sh->tail, 0);
+	ring_failed = 0;
+	while (ring_reserve(sh, 64, PH_NO_WAIT, &pos) && n < 100000)
+		n++;
+	CHECK(atomic_load(&sh->head) == sh->ring_size, "not full");
+	ticking = true;
+	/* A daemon that does not beat is late: records are dropped. */
+	for (int i = 0; i < 5; i++)
+		CHECK(!ring_reserve(sh, 64, PH_WAIT, &pos), "a full ring");
+	CHECK(ring_failed == 0, "%d, why %d", ring_failed, failed_why);
+	/* One that beats on and reads nothing for 3 s: stuck. */
+	for (int i = 0; i < 5 && !ring_failed; i++) {
+		atomic_fetch_add(&sh->heartbeat, 10);
+		CHECK(!ring_reserve(sh, 64, PH_WAIT, &pos), "a full ring");
+	}
+	ticking = false;
+	CHECK(ring_failed == 1 && failed_why == PH_WHY_STUCK, "%d, why %d",
+	      ring_failed, failed_why);
+	munmap(sh, PH_HEADER_SIZE + sh->ring_size);
+}
+
 int main(void)
 {
 	test_laps();
 	test_broken();
+	test_agent_gives_up();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;

@@ -21,9 +21,11 @@
 #include "clock.h"
 #include "heap.h"
 #include "heap_budget.h"
+#include "heap_comments.h"
 #include "heap_counts.h"
 #include "heap_load.h"
 #include "heap_memstats.h"
+#include "heap_watch.h"
 #include "heap_model.h"
 #include "heap_ring.h"
 #include "heap_uprobe.h"
@@ -70,6 +72,9 @@ struct agent {
 	int counts_base_err;
 	bool wanted;			/* heartbeat still going */
 	uint64_t alloc_errors;
+	struct heap_watch *watch;	/* after a load: harmed? */
+	char harm[240];			/* how, once it was */
+	uint32_t disarms;		/* the agent's own, logged */
 	pthread_t consumer;
 	_Atomic bool quit;
 };
@@ -147,6 +152,7 @@ int heap_agents_new(const struct heap_agents_opts *o,
 
 static void agent_free(struct agent *ag)
 {
+	heap_watch_free(ag->watch);
 	heap_model_free(ag->model);
 	heap_ring_close(ag->ring);
 	maps_free(ag->maps);
@@ -303,6 +309,7 @@ static int configure(void *arg)
 		ag->sh = heap_ring_shared(ag->ring);
 	}
 	ag->rate = 0;
+	ag->disarms = atomic_load(&ag->sh->disarms);
 	/* A preloaded agent's losses since the start count: we report on
 	 * everything since then. */
 	ag->lost_at_start = atomic_load(&ag->sh->daemon_pid) ?
@@ -320,11 +327,14 @@ static int configure(void *arg)
 	return 0;
 }
 
-static bool agent_armed(void *arg)
+static uint32_t agent_why_not(void *arg)
 {
 	struct agent *ag = arg;
+	uint32_t why = atomic_load(&ag->sh->why);
 
-	return atomic_load(&ag->sh->state) == PH_ARMED;
+	if (atomic_load(&ag->sh->state) == PH_ARMED)
+		return 0;
+	return why ? why : UINT32_MAX;
 }
 
 static void discard(const struct ph_rec *rec, void *arg)
@@ -347,6 +357,25 @@ static void count_load(struct heap_agents *a, bool arm_only, int ret)
 	pthread_mutex_unlock(&a->counts_lock);
 }
 
+/* The agent records written so far (the watch's sign of work). */
+static uint64_t records(const struct agent *ag)
+{
+	return atomic_load(&ag->sh->samples) + atomic_load(&ag->sh->frees);
+}
+
+/* After a load: was the process harmed (heap_watch.h)? An error, loudly:
+ * logged, counted, and in the comments of the profiles made since.
+ * Called with agent.lock held. */
+static void watch_locked(struct agent *ag)
+{
+	if (!ag->watch || !heap_watch_check(&ag->watch, records(ag), ag->harm,
+					    sizeof(ag->harm)))
+		return;
+	pthread_mutex_lock(&ag->a->counts_lock);
+	ag->a->counts.harmed++;
+	pthread_mutex_unlock(&ag->a->counts_lock);
+}
+
 void heap_agents_counts(struct heap_agents *a, struct heap_agent_counts *c)
 {
 	pthread_mutex_lock(&a->counts_lock);
@@ -360,7 +389,7 @@ static int load_or_arm(struct agent *ag, bool arm_only, bool *armed_now)
 	struct heap_load_opts lo = {
 		.pid = ag->pid, .maps = ag->maps, .agent = a->agent,
 		.agent_len = a->agent_len, .arm_only = arm_only,
-		.setup = configure, .armed = agent_armed, .arg = ag,
+		.setup = configure, .why_not = agent_why_not, .arg = ag,
 	};
 	struct inject_stats st;
 	uint64_t t0 = now_ns();
@@ -377,6 +406,12 @@ static int load_or_arm(struct agent *ag, bool arm_only, bool *armed_now)
 		return ret;
 	}
 	*armed_now = true;
+	heap_watch_free(ag->watch);
+	ag->watch = NULL;
+	ret = heap_watch_start(ag->pid, records(ag), &ag->watch);
+	if (ret && ret != -ESRCH)
+		pr_notice("heap: pid %d: not watched after the load: %s",
+			  (int)ag->pid, strerror(-ret));
 	pr_info("heap: pid %d: agent %s in %llu ms: %u threads held %llu us, "
 		"%u rounds; %u GOT entries, %u of 2 hooks leave by a direct "
 		"jump", (int)ag->pid, arm_only ? "armed" : "loaded",
@@ -538,6 +573,12 @@ static bool tend_locked(struct agent *ag, uint64_t now)
 {
 	uint64_t idle = (uint64_t)ag->a->o.idle_s * 1000000000ull;
 
+	watch_locked(ag);
+	if (atomic_load(&ag->sh->disarms) != ag->disarms) {
+		ag->disarms = atomic_load(&ag->sh->disarms);
+		pr_notice("heap: pid %d: the agent disarmed itself: %s",
+			  (int)ag->pid, heap_load_why(atomic_load(&ag->sh->why)));
+	}
 	if (!proc_alive(ag->pid) || !heap_ring_attached(ag->ring) ||
 	    heap_ring_broken(ag->ring))
 		return true;
@@ -670,61 +711,6 @@ static int wait_window(struct agent *ag, const struct heap_opts *o,
 	return ret;
 }
 
-/*
- * An empty profile should say why (issue 16: C++ programs on tcmalloc
- * gave "samples=0 result=ok" and nothing else): no allocation function
- * hooked at all, or none of the hooked ones called in the window.
- */
-static int add_empty_comment(struct profile *p, const struct agent *ag,
-			     const struct heap_opts *o, uint64_t samples)
-{
-	uint32_t slots = atomic_load(&ag->sh->slots);
-	char text[240];
-
-	if (slots && samples)
-		return 0;
-	if (!slots)
-		snprintf(text, sizeof(text), "proffs: the agent found no call "
-			 "of an allocation function it hooks (malloc & co., "
-			 "operator new of an allocator other than libstdc++) "
-			 "in any loaded object: nothing can be sampled");
-	else
-		snprintf(text, sizeof(text), "proffs: no allocation was "
-			 "sampled (%u call sites hooked in %u objects): the "
-			 "process allocated less than the rate, or not through "
-			 "malloc & co. or operator new", slots,
-			 atomic_load(&ag->sh->objects));
-	pr_notice("heap: pid %d: %s", (int)o->pid, text + 8);
-	return profile_add_comment(p, text);
-}
-
-static int add_comments(struct profile *p, const struct agent *ag,
-			const struct heap_opts *o, uint64_t lost,
-			uint64_t samples, const struct window *w,
-			uint64_t elapsed_ns)
-{
-	char text[200];
-	int ret = 0;
-
-	snprintf(text, sizeof(text), "proffs: sampled inside the process by "
-		 "libproffs-heap, one allocation per %llu bytes on average",
-		 (unsigned long long)ag->rate);
-	ret = profile_add_comment(p, text);
-	if (!ret && lost) {
-		snprintf(text, sizeof(text), "proffs: %llu samples were dropped "
-			 "(%.1f%%): the daemon fell behind, or the ring filled "
-			 "before the first read; totals are low by as much",
-			 (unsigned long long)lost,
-			 100.0 * lost / (lost + samples));
-		ret = profile_add_comment(p, text);
-	}
-	if (!ret)
-		ret = window_note_exit(w, p, elapsed_ns);
-	if (!ret)
-		ret = add_empty_comment(p, ag, o, samples);
-	return ret;
-}
-
 /* ---- MemStats ---- */
 
 /* The agent's part of MemStats; called with agent.lock held, drained. */
@@ -800,9 +786,22 @@ static int measure(struct agent *ag, const struct heap_opts *o,
 	st->samples = heap_model_samples(ag->model) - samples0;
 	st->frees = heap_model_frees(ag->model) - frees0;
 	st->lost = atomic_load(&ag->sh->lost) - lost0;
-	if (!ret)
-		ret = add_comments(*out, ag, o, st->lost, st->samples, &w,
-				   now_ns() - t0);
+	watch_locked(ag);
+	if (ag->harm[0]) {
+		st->harmed = true;
+		snprintf(st->harm, sizeof(st->harm), "%s", ag->harm);
+	}
+	if (!ret) {
+		struct heap_comment_info ci = {
+			.pid = o->pid, .rate = ag->rate, .lost = st->lost,
+			.samples = st->samples, .window = &w,
+			.elapsed_ns = now_ns() - t0,
+			.slots = atomic_load(&ag->sh->slots),
+			.objects = atomic_load(&ag->sh->objects),
+			.harm = ag->harm[0] ? ag->harm : NULL,
+		};
+		ret = heap_add_comments(*out, &ci);
+	}
 	if (!ret)
 		agent_memstats_locked(ag, &ms);
 	pthread_mutex_unlock(&ag->lock);

@@ -78,6 +78,8 @@ int heap_agents_check(const struct heap_agents *a);
 struct heap_agent_counts {
 	unsigned long long loaded;	/* dlopen()ed into a process */
 	unsigned long long armed;	/* there already, armed again */
+	unsigned long long harmed;	/* the process crashed or spun in
+					 * the agent soon after (issue 25) */
 	unsigned long long failed[HEAP_ERRNO_MAX];	/* by errno; [0]: other */
 };
 
@@ -97,6 +99,8 @@ struct heap_stats {
 	bool armed_now;		/* this request loaded or armed the agent */
 	bool uprobe;		/* measured by the uprobe fallback */
 	bool tripped;		/* its breaker ended the window early */
+	bool harmed;		/* the agent harmed the process (heap_watch.h) */
+	char harm[240];		/* how */
 	uint64_t samples;	/* allocation samples in the profile's span */
 	uint64_t frees;
 	uint64_t lost;		/* records the agent dropped, ever */

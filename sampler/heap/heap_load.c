@@ -191,6 +191,32 @@ struct run_ctx {
 	struct target_fns f;
 };
 
+const char *heap_load_why(uint32_t why)
+{
+	switch (why) {
+	case PH_WHY_LEASE: return "its lease ran out";
+	case PH_WHY_NO_REAL: return "malloc or free has no definition in "
+				    "any loaded object";
+	case PH_WHY_LOOP: return "a real allocation function leads back "
+				 "into its hooks (issue 25)";
+	case PH_WHY_RING: return "its ring is broken";
+	case PH_WHY_STUCK: return "its ring stayed full";
+	default: return "no reason given";
+	}
+}
+
+/* Did the agent arm? 0, or why not: -ENOTSUP where it never will. */
+static int check_armed(const struct heap_load_opts *o)
+{
+	uint32_t why = o->why_not(o->arg);
+
+	if (!why)
+		return 0;
+	pr_warn("heap: pid %d: the agent refused to arm: %s", (int)o->pid,
+		heap_load_why(why));
+	return why == PH_WHY_NO_REAL || why == PH_WHY_LOOP ? -ENOTSUP : -EIO;
+}
+
 static int run(struct injector *in, void *arg)
 {
 	struct run_ctx *c = arg;
@@ -199,16 +225,14 @@ static int run(struct injector *in, void *arg)
 
 	if (!o->arm_only) {
 		ret = load(in, o, &c->f);
-		return ret ? ret : o->setup(o->arg);
+		if (!ret)
+			ret = o->setup(o->arg);
+		return ret ? ret : check_armed(o);
 	}
 	ret = o->setup(o->arg);
 	if (!ret)
 		ret = inject_call(in, c->f.arm, NULL, 0, NULL);
-	if (!ret && !o->armed(o->arg)) {
-		pr_warn("heap: pid %d: the agent refused to arm", (int)o->pid);
-		ret = -EIO;
-	}
-	return ret;
+	return ret ? ret : check_armed(o);
 }
 
 int heap_load(const struct heap_load_opts *o, struct inject_stats *st)

@@ -16,13 +16,16 @@
  * Errors: those of inject_run(); -ENOTSUP when the process has no dlopen
  * (a static binary) or no agent to arm; -ENOEXEC when its dlopen refused
  * the agent (logged with the loader's system call that failed); -EIO when
- * the agent did not arm (armed(arg) said so); setup's own errors.
+ * the agent did not arm (why_not(arg) said so), -ENOTSUP when it never
+ * will here (no malloc, or one that leads back into it: logged);
+ * setup's own errors.
  */
 #ifndef PROFFS_HEAP_LOAD_H
 #define PROFFS_HEAP_LOAD_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct inject_stats;
@@ -35,10 +38,16 @@ struct heap_load_opts {
 	size_t agent_len;
 	bool arm_only;			/* the agent is there: arm it */
 	int (*setup)(void *arg);
-	bool (*armed)(void *arg);	/* after the arm call: did it? */
+	/* after the load or arm call: 0 when the agent armed, else why
+	 * not (enum ph_why; UINT32_MAX: unknown) */
+	uint32_t (*why_not)(void *arg);
 	void *arg;
 };
 
 int heap_load(const struct heap_load_opts *o, struct inject_stats *st);
+
+/* Why an agent disarmed itself or refused to arm, in words (enum
+ * ph_why). */
+const char *heap_load_why(uint32_t why);
 
 #endif

@@ -18,8 +18,18 @@
  * when the daemon's heartbeat stops for PH_LEASE_MS: the daemon is gone
  * or no longer wants samples. The daemon arms it again by calling
  * proffs_heap_arm() in the target. A forked child starts disarmed.
+ *
+ * A hook is never a trap (issue 25). The real functions are found by
+ * definition (resolve.c), and none may lead back into the agent: checked
+ * before arming and after every redirect, else the agent refuses to arm
+ * or disarms. While a hook calls a real function and waits for it, the
+ * thread's budget is 0 (guard_enter()), so a hook entered again on that
+ * thread - the allocator, or a signal handler, allocating - takes its
+ * slow path, and there only counts the call (reentries) and goes on to
+ * the real function; one entered from the agent's own code with nothing
+ * but jumps between (a loop) disarms. A broken or stuck ring disarms
+ * too. ph_shared.why says why the agent disarmed or refused.
  */
-#include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
@@ -372,13 +382,58 @@ DELETE_VARIANTS(DECLARE_HOOK)
 #undef DECLARE_HOOK
 
 static struct got_hook hooks[40];
+static void **hook_real[40];	/* where each hook's real function is */
 static size_t nhooks;
+static uintptr_t self_lo, self_hi;	/* the agent's own mappings */
+static enum ph_why refused;	/* why malloc or free has no real */
 
+/* The hook of name, if it has a real function that leads elsewhere
+ * than the agent. */
 static void add_hook(const char *name, void **realp, void *hook)
 {
-	*realp = dlsym(RTLD_DEFAULT, name);
-	if (*realp)
+	void *fn = resolve_real(name, (void *)ph_h_malloc);
+
+	if (fn && real_leads_back(fn, self_lo, self_hi))
+		fn = NULL;
+	*realp = fn;
+	if (fn) {
+		hook_real[nhooks] = realp;
 		hooks[nhooks++] = (struct got_hook){ name, hook };
+	}
+}
+
+/*
+ * Does hook i's real function lead back to it? Followed through its jumps
+ * it may enter another hook (an operator delete that jumps to free@plt):
+ * then on through that one's real function. A hook met twice, or agent
+ * code that is no hook's entry, or code that cannot be read, is a loop.
+ */
+static bool loops(size_t i)
+{
+	uint64_t seen = 1ull << i;
+	uintptr_t at = real_chase(*hook_real[i], self_lo, self_hi);
+	size_t j;
+
+	while (at) {
+		for (j = 0; j < nhooks && (uintptr_t)hooks[j].hook != at; j++)
+			;
+		if (j == nhooks || (seen & (1ull << j)))
+			return true;
+		seen |= 1ull << j;
+		at = real_chase(*hook_real[j], self_lo, self_hi);
+	}
+	return false;
+}
+
+/* Does every hook's real function still lead out of the agent? Checked
+ * after GOT entries changed: an entry a real function jumps through may
+ * be one of them. */
+static bool reals_safe(void)
+{
+	for (size_t i = 0; i < nhooks; i++)
+		if (loops(i))
+			return false;
+	return true;
 }
 
 struct find_obj {
@@ -421,7 +476,7 @@ static void resolve_cxx(void)
 	uintptr_t alloc = object_of((void *)real.malloc);
 
 #define HOOK_CXX(name)                                                       \
-	if (object_of(dlsym(RTLD_DEFAULT, #name)) == alloc)                  \
+	if (object_of(resolve_real(#name, (void *)ph_h_malloc)) == alloc)   \
 		add_hook(#name, &real_##name, (void *)h##name);
 	if (!alloc)
 		return;
@@ -433,6 +488,7 @@ static void resolve_cxx(void)
 static void resolve(void)
 {
 #define HOOK(fn) add_hook(#fn, (void **)&real.fn, (void *)h_##fn)
+	resolve_self((void *)ph_h_malloc, &self_lo, &self_hi);
 	add_hook("malloc", (void **)&real.malloc, (void *)ph_h_malloc);
 	HOOK(calloc);
 	HOOK(realloc);
@@ -447,14 +503,19 @@ static void resolve(void)
 	add_hook("dlopen", &ph_real_dlopen, (void *)ph_dlopen_tramp);
 	add_hook("dlmopen", &ph_real_dlmopen, (void *)ph_dlmopen_tramp);
 	resolve_cxx();
+	if (!real.malloc || !real.free)
+		refused = resolve_real("malloc", (void *)ph_h_malloc) &&
+			  resolve_real("free", (void *)ph_h_malloc) ?
+			  PH_WHY_LOOP : PH_WHY_NO_REAL;
 }
 
-static void disarm(void)
+static void disarm(enum ph_why why)
 {
 	uint32_t armed = PH_ARMED;
 
 	if (!atomic_compare_exchange_strong(&sh->state, &armed, PH_DISARMED))
 		return;
+	atomic_store(&sh->why, why);
 	/* Another thread is redirecting a new object: wait for it. */
 	while (got_restore(hooks, nhooks) < 0)
 		sched_yield();
@@ -480,6 +541,14 @@ void agent_rescan(void)
 		scanned_calls = calls;
 	atomic_fetch_add(&sh->slots, n);
 	atomic_store(&sh->objects, got_objects());
+	if (n && !reals_safe())
+		disarm(PH_WHY_LOOP);
+}
+
+void agent_ring_failed(enum ph_why why)
+{
+	if (sh && !forked)
+		disarm(why);
 }
 
 /*
@@ -494,6 +563,10 @@ int proffs_heap_arm(void)
 
 	if (!sh || forked)
 		return -1;
+	if (refused) {
+		atomic_store(&sh->why, refused);
+		return -1;
+	}
 	if (atomic_load(&sh->state) == PH_ARMED)
 		return (int)atomic_load(&sh->slots);
 	live_reset();
@@ -509,6 +582,11 @@ int proffs_heap_arm(void)
 	}
 	atomic_store(&sh->slots, n);
 	atomic_store(&sh->objects, got_objects());
+	if (!reals_safe()) {
+		disarm(PH_WHY_LOOP);
+		return -1;
+	}
+	atomic_store(&sh->why, PH_WHY_NONE);
 	return n;
 }
 
@@ -529,7 +607,7 @@ __attribute__((noinline, cold)) static void sample(void *p, size_t size,
 	t->in_hook = 1;
 	live_prefetch((uintptr_t)p);
 	if (lease_over()) {
-		disarm();
+		disarm(PH_WHY_LEASE);
 		goto out;
 	}
 	agent_rescan();
@@ -604,6 +682,68 @@ __attribute__((noinline, cold)) static void unsample(void *p)
 					       memory_order_relaxed));
 }
 
+/* ---- the guard ---- */
+
+/*
+ * Around a hook's call of a real function that returns to it (a sampled
+ * allocation): budget 0 meanwhile, so that any hook this thread enters
+ * before it returns takes its slow path, where in_hook sends it straight
+ * on (reentered()). Returns the budget to put back.
+ */
+static inline uint64_t guard_enter(struct ph_budget *t)
+{
+	uint64_t left = t->left;
+
+	t->left = 0;
+	t->in_hook++;
+	t->chained = 0;
+	return left;
+}
+
+/* The budget back, unless the rate changed meanwhile (the daemon may
+ * have zeroed it: the next call draws anew). */
+static inline void guard_exit(struct ph_budget *t, uint64_t left)
+{
+	t->in_hook--;
+	if (t->gen == atomic_load_explicit(&sh->rate_gen,
+					   memory_order_relaxed))
+		t->left = left;
+}
+
+/*
+ * A hook entered on a thread inside a hook: counted, and the caller goes
+ * on to the real function. Entered from the agent's own code (ret, the
+ * caller's return address) with nothing but jumps between, a real
+ * function led into a hook: fine once or twice (operator new jumping to
+ * malloc), a loop if more often than there are hooks: disarm, which puts
+ * the GOT entries back, so that the real function called next leads out.
+ */
+__attribute__((noinline, cold)) static void reentered(const void *ret,
+						     bool alloc)
+{
+	struct ph_budget *t = &ph_tls;
+
+	if (forked)
+		return;
+	atomic_fetch_add_explicit(&sh->reentries, 1, memory_order_relaxed);
+	if (alloc && !t->folded)
+		t->mallocs++;
+	else if (alloc)
+		atomic_fetch_add_explicit(&sh->folded_mallocs, 1,
+					  memory_order_relaxed);
+	if ((uintptr_t)ret >= self_lo && (uintptr_t)ret < self_hi &&
+	    ++t->chained > nhooks)
+		disarm(PH_WHY_LOOP);
+}
+
+#define GUARD(call, alloc)                                                   \
+	do {                                                                 \
+		if (UNLIKELY(ph_tls.in_hook)) {                              \
+			reentered(__builtin_return_address(0), (alloc));     \
+			return call;                                         \
+		}                                                            \
+	} while (0)
+
 /* ---- the hooks ---- */
 
 /*
@@ -615,11 +755,14 @@ __attribute__((noinline, cold)) static void unsample(void *p)
  */
 #define SAMPLED_SLOW(call, n)                                                \
 	do {                                                                 \
-		uint64_t rate_;                                              \
+		uint64_t rate_, left_;                                       \
 		void *p_;                                                    \
+		GUARD(call, true);                                           \
 		if (!take((n), &rate_))                                      \
 			return call;                                         \
+		left_ = guard_enter(&ph_tls);                                \
 		p_ = call;                                                   \
+		guard_exit(&ph_tls, left_);                                  \
 		if (p_)                                                      \
 			sample(p_, (n), rate_);                              \
 		return p_;                                                   \
@@ -685,6 +828,8 @@ void ph_free_slow(void *p)
 {
 	count_free(p);
 	unsample(p);
+	if (UNLIKELY(ph_tls.in_hook))
+		reentered(__builtin_return_address(0), false);
 	real.free(p);
 }
 
@@ -702,17 +847,24 @@ void ph_free_first(void *p)
 					  memory_order_relaxed);
 		t->frees = 0;
 	}
+	if (UNLIKELY(t->in_hook))
+		reentered(__builtin_return_address(0), false);
 	real.free(p);
 }
 
 static int h_posix_memalign(void **pp, size_t align, size_t n)
 {
-	uint64_t rate;
+	uint64_t rate, left;
 	int ret;
 
-	if (LIKELY(skip(n)) || !take(n, &rate))
+	if (LIKELY(skip(n)))
 		return real.posix_memalign(pp, align, n);
+	GUARD(real.posix_memalign(pp, align, n), true);
+	if (!take(n, &rate))
+		return real.posix_memalign(pp, align, n);
+	left = guard_enter(&ph_tls);
 	ret = real.posix_memalign(pp, align, n);
+	guard_exit(&ph_tls, left);
 	if (!ret)
 		sample(*pp, n, rate);
 	return ret;
@@ -752,6 +904,8 @@ NEW_VARIANTS(NEW_HOOK)
 	{                                                                    \
 		MAYBE_UNSAMPLE(p);                                           \
 		count_free(p);                                               \
+		if (UNLIKELY(ph_tls.in_hook))                                \
+			reentered(__builtin_return_address(0), false);       \
 		((delete_fn)real_##name)(p, a, b);                           \
 	}
 DELETE_VARIANTS(DELETE_HOOK)
@@ -782,15 +936,19 @@ static uint64_t env_rate(void)
 __attribute__((constructor)) static void agent_init(void)
 {
 	resolve();
-	if (!real.malloc || !real.free)
-		return;
 	dlopen_init();
 	if (live_init())
 		return;
+	/* Even without malloc or free: the ring tells the daemon why the
+	 * agent refuses to arm. */
 	sh = ring_create();
 	if (!sh)
 		return;
 	atomic_store(&sh->rate, env_rate());
+	if (refused) {
+		atomic_store(&sh->why, refused);
+		return;
+	}
 	atomic_store(&sh->direct,
 		     fast_direct((void *)real.malloc, (void *)real.free));
 	pthread_atfork(NULL, NULL, atfork_child);

@@ -8,6 +8,8 @@
  *   dlopen.c following objects loaded later (dlopen, dlmopen)
  *   got.c    redirecting GOT entries of every loaded object to the hooks
  *   live.c   the set of sampled addresses still live, probed by free()
+ *   resolve.c finding the real functions by definition, and proving
+ *            that none leads back into the agent
  *   ring.c   the producer side of the ring shared with the daemon
  *   stack.c  copying the top of the calling thread's stack
  *
@@ -71,6 +73,23 @@ PH_HIDDEN void got_after_fork(void);
 
 /* Objects with at least one redirected entry, at the last redirect. */
 PH_HIDDEN unsigned got_objects(void);
+
+/* ---- resolve.c ---- */
+
+/* The function the dynamic loader binds name to for a shared object:
+ * its first definition in load order, in an object other than the one
+ * holding self (never an executable's canonical PLT stub); NULL if
+ * none. */
+PH_HIDDEN void *resolve_real(const char *name, const void *self);
+/* The span of the object holding self, from its first mapping to the
+ * end of its last. */
+PH_HIDDEN void resolve_self(const void *self, uintptr_t *lo, uintptr_t *hi);
+/* Where the code at fn, followed through its jumps (PLT stubs, GOT
+ * entries as they are now), enters [lo, hi); 0 when it never does, 1
+ * when it cannot be read or the chain is too long. */
+PH_HIDDEN uintptr_t real_chase(const void *fn, uintptr_t lo, uintptr_t hi);
+/* real_chase() != 0: anything but code of its own, outside [lo, hi). */
+PH_HIDDEN bool real_leads_back(const void *fn, uintptr_t lo, uintptr_t hi);
 
 /* ---- live.c ---- */
 
@@ -184,6 +203,9 @@ PH_HIDDEN void agent_rescan(void);
 /* The one exported function (PH_ARM_SYMBOL): arm again after a disarm.
  * Returns the GOT entries redirected, or -1. */
 __attribute__((visibility("default"))) int proffs_heap_arm(void);
+
+/* The ring cannot be used (enum ph_why): disarm. */
+PH_HIDDEN void agent_ring_failed(enum ph_why why);
 
 /* A daemon is attached and its heartbeat is fresh. */
 PH_HIDDEN bool daemon_alive(void);

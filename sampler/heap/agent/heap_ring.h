@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #define PH_MAGIC 0x70686666666f7270ull	/* "proffhph" little-endian-ish */
-#define PH_VERSION 5
+#define PH_VERSION 6
 #define PH_RING_NAME "proffs-heap-ring"	/* memfd: /memfd:proffs-heap-ring */
 #define PH_AGENT_NAME "proffs-heap"	/* memfd of the injected agent */
 #define PH_HEADER_SIZE 4096		/* ring data starts here */
@@ -65,6 +65,18 @@ enum ph_rec_type {
 #define PH_COUNT_NO_EXIT_HOOK 1	/* no thread-exit hook (no pthread key
 				 * left): the counts of threads that ended
 				 * are lost */
+
+/* ph_shared.why: why the agent disarmed itself last, or refuses to arm
+ * (issue 25: a hook is never a trap) */
+enum ph_why {
+	PH_WHY_NONE = 0,
+	PH_WHY_LEASE = 1,	/* the daemon's heartbeat stopped */
+	PH_WHY_NO_REAL = 2,	/* malloc or free has no definition */
+	PH_WHY_LOOP = 3,	/* a real function leads back into a hook */
+	PH_WHY_RING = 4,	/* the ring's tail is impossible */
+	PH_WHY_STUCK = 5,	/* the ring stayed full, its tail still,
+				 * for a second of a live daemon's */
+};
 
 /* ph_alloc.flags */
 #define PH_ALLOC_UNTRACKED 1	/* the live table was full: no free will
@@ -146,7 +158,8 @@ struct ph_budget {
 	uint64_t parked;	/* folded: the budget (left stays 0, so
 				 * every call takes the slow path) */
 	uint32_t slot;		/* its entry in the list + 1; 0: none */
-	uint32_t pad;
+	uint32_t chained;	/* hooks entered by jumps from a hook's call
+				 * of a real function (agent.c's guard) */
 };
 
 struct ph_thread {
@@ -189,6 +202,11 @@ struct ph_shared {
 	_Atomic uint64_t folded_frees;
 	_Atomic uint32_t fold_seq;
 	_Atomic uint32_t count_flags;	/* PH_COUNT_* */
+	/* agent: a hook entered on a thread already inside a hook's call
+	 * of the real function (the allocator or a signal handler
+	 * allocating): it called the real function and nothing else */
+	_Atomic uint64_t reentries;
+	_Atomic uint32_t why;		/* enum ph_why */
 
 	/* daemon */
 	_Atomic uint64_t tail __attribute__((aligned(64)));

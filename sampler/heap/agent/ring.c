@@ -40,6 +40,8 @@ static uint64_t ring_bytes(void)
 struct ph_thread agent_threads[PH_THREADS];
 
 bool ph_prefetchw;
+/* sh->ring_size, kept here: the shared copy is the daemon's to break */
+static uint64_t ring_size;
 
 struct ph_shared *ring_create(void)
 {
@@ -71,6 +73,7 @@ struct ph_shared *ring_create(void)
 	sh->version = PH_VERSION;
 	sh->header_size = PH_HEADER_SIZE;
 	sh->ring_size = ring;
+	ring_size = ring;
 	sh->threads = (uintptr_t)agent_threads;
 	sh->pid = getpid();
 	sh->stack_bytes = PH_STACK_BYTES;
@@ -124,7 +127,36 @@ static bool spend_budget(uint64_t now)
  * budget allows; never more than WAIT_NS for one record. False when the
  * record must be dropped.
  */
-static bool wait_room(enum ph_wait wait, uint64_t *since)
+/*
+ * A wait for room timed out. A daemon that beats on (STUCK_BEATS times
+ * or more) while the tail stays where it was for STUCK_NS reads no more:
+ * the ring is stuck, and every record would wait a second. One that
+ * beats no more is late, or gone (the lease ends it); so is one whose
+ * tail waits on a record a thread reserved and has not yet written. The
+ * first time a tail is seen stuck is kept across waits and threads
+ * (racily: it only has to be about right).
+ */
+#define STUCK_NS (3 * WAIT_NS)
+#define STUCK_BEATS 10
+
+static _Atomic uint64_t stuck_tail = UINT64_MAX, stuck_since, stuck_beat;
+
+static void timed_out(struct ph_shared *sh, uint64_t tail, uint64_t now)
+{
+	uint64_t hb = atomic_load_explicit(&sh->heartbeat,
+					   memory_order_relaxed);
+
+	if (atomic_exchange(&stuck_tail, tail) != tail) {
+		atomic_store(&stuck_since, now);
+		atomic_store(&stuck_beat, hb);
+	} else if (now - atomic_load(&stuck_since) >= STUCK_NS &&
+		   hb - atomic_load(&stuck_beat) >= STUCK_BEATS) {
+		agent_ring_failed(PH_WHY_STUCK);
+	}
+}
+
+static bool wait_room(struct ph_shared *sh, enum ph_wait wait,
+		      uint64_t *since, uint64_t tail)
 {
 	struct timespec nap = { 0, NAP_NS };
 	uint64_t now;
@@ -134,8 +166,11 @@ static bool wait_room(enum ph_wait wait, uint64_t *since)
 	now = agent_now_ns();
 	if (!*since)
 		*since = now;
-	if (now - *since > WAIT_NS ||
-	    (wait == PH_WAIT_BUDGET && !spend_budget(now)))
+	if (now - *since > WAIT_NS) {
+		timed_out(sh, tail, now);
+		return false;
+	}
+	if (wait == PH_WAIT_BUDGET && !spend_budget(now))
 		return false;
 	nanosleep(&nap, NULL);
 	return true;
@@ -144,7 +179,7 @@ static bool wait_room(enum ph_wait wait, uint64_t *since)
 void *ring_reserve(struct ph_shared *sh, uint32_t len, enum ph_wait wait,
 		   uint64_t *pos)
 {
-	uint64_t size = sh->ring_size, h, off, pad, tail, since = 0;
+	uint64_t size = ring_size, h, off, pad, tail, since = 0;
 	uint8_t *data = ring_data(sh);
 
 	h = atomic_load_explicit(&sh->head, memory_order_relaxed);
@@ -153,8 +188,20 @@ void *ring_reserve(struct ph_shared *sh, uint32_t len, enum ph_wait wait,
 		/* A record never wraps: pad to the end, start at 0. */
 		pad = off + len > size ? size - off : 0;
 		tail = atomic_load_explicit(&sh->tail, memory_order_acquire);
+		/* The daemon reads only what was written: tail <= head at
+		 * any time (head read after tail), on a record's bounds.
+		 * Else the ring is broken, and waiting for room would wait
+		 * for ever. */
+		if (tail > atomic_load_explicit(&sh->head,
+						memory_order_acquire) ||
+		    (tail & (PH_ALIGN - 1))) {
+			agent_ring_failed(PH_WHY_RING);
+			atomic_fetch_add_explicit(&sh->lost, 1,
+						  memory_order_relaxed);
+			return NULL;
+		}
 		if (h + pad + len - tail > size) {
-			if (!wait_room(wait, &since)) {
+			if (!wait_room(sh, wait, &since, tail)) {
 				atomic_fetch_add_explicit(&sh->lost, 1,
 							  memory_order_relaxed);
 				return NULL;
@@ -183,7 +230,7 @@ void *ring_reserve(struct ph_shared *sh, uint32_t len, enum ph_wait wait,
  */
 void ring_prefetch(struct ph_shared *sh, uint32_t len)
 {
-	uint64_t size = sh->ring_size;
+	uint64_t size = ring_size;
 	uint64_t off = atomic_load_explicit(&sh->head, memory_order_relaxed) &
 		       (size - 1);
 	uint8_t *next = ring_data(sh) + (off + len > size ? 0 : off);

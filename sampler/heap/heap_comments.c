@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * heap_comments.c - the comments of a heap or allocs profile made by the
+ * agent (heap_comments.h).
+ */
+#include <stdio.h>
+
+#include "heap_comments.h"
+#include "log.h"
+#include "profile.h"
+#include "window.h"
+
+/*
+ * An empty profile should say why (issue 16: C++ programs on tcmalloc
+ * gave "samples=0 result=ok" and nothing else): no allocation function
+ * hooked at all, or none of the hooked ones called in the window.
+ */
+static int add_empty_comment(struct profile *p,
+			     const struct heap_comment_info *c)
+{
+	char text[240];
+
+	if (c->slots && c->samples)
+		return 0;
+	if (!c->slots)
+		snprintf(text, sizeof(text), "proffs: the agent found no call "
+			 "of an allocation function it hooks (malloc & co., "
+			 "operator new of an allocator other than libstdc++) "
+			 "in any loaded object: nothing can be sampled");
+	else
+		snprintf(text, sizeof(text), "proffs: no allocation was "
+			 "sampled (%u call sites hooked in %u objects): the "
+			 "process allocated less than the rate, or not through "
+			 "malloc & co. or operator new", c->slots, c->objects);
+	pr_notice("heap: pid %d: %s", (int)c->pid, text + 8);
+	return profile_add_comment(p, text);
+}
+
+int heap_add_comments(struct profile *p, const struct heap_comment_info *c)
+{
+	char text[320];
+	int ret = 0;
+
+	if (c->harm) {
+		snprintf(text, sizeof(text), "proffs: ERROR: the process was "
+			 "harmed after the heap agent was loaded into it: %s",
+			 c->harm);
+		ret = profile_add_comment(p, text);
+	}
+	snprintf(text, sizeof(text), "proffs: sampled inside the process by "
+		 "libproffs-heap, one allocation per %llu bytes on average",
+		 (unsigned long long)c->rate);
+	if (!ret)
+		ret = profile_add_comment(p, text);
+	if (!ret && c->lost) {
+		snprintf(text, sizeof(text), "proffs: %llu samples were dropped "
+			 "(%.1f%%): the daemon fell behind, or the ring filled "
+			 "before the first read; totals are low by as much",
+			 (unsigned long long)c->lost,
+			 100.0 * c->lost / (c->lost + c->samples));
+		ret = profile_add_comment(p, text);
+	}
+	if (!ret)
+		ret = window_note_exit(c->window, p, c->elapsed_ns);
+	if (!ret)
+		ret = add_empty_comment(p, c);
+	return ret;
+}
