@@ -54,9 +54,13 @@ def test_last_window_split_then_after_exit_then_aged_out(proffs, target):
     assert hot + sib > 0.95, shares
     # burn's split is 3:1 by construction: 75% and 25%, within 3 points
     # (8 s at 997 Hz: thousands of samples where burn gets a third of
-    # a CPU, as beside CI's two hogs)
-    assert abs(hot / (hot + sib) - 0.75) <= 0.03, shares
-    assert sum(s.values[0] for s in p.samples) > 200, 'too few samples'
+    # a CPU, as beside CI's two hogs). Where the machine starves burn
+    # (a few hundred samples, runs of equal samples: a standard error
+    # near 3 points) the bound is 6 points.
+    n = sum(s.values[0] for s in p.samples)
+    assert n > 200, 'too few samples'
+    tol = 0.03 if n >= 2000 else 0.06
+    assert abs(hot / (hot + sib) - 0.75) <= tol, (shares, n)
     # nothing sampled at the read: the session took no window
     assert proffs.log_lines(r'session \d+ done: pid=%d kind=cpu '
                             r'window_ms=8000 .*recorder' % t.pid)
