@@ -34,8 +34,8 @@ static int by_thread_time(const void *a, const void *b)
 	return (l->i > r->i) - (l->i < r->i);
 }
 
-/* JSON string contents: quotes, backslashes and control bytes escaped,
- * bytes of invalid UTF-8 as '?'. */
+/* JSON string contents: quotes, backslashes and control bytes escaped;
+ * other bytes as they are (a reader decodes invalid UTF-8 as U+FFFD). */
 static void put_json(struct folded_buf *b, const char *s)
 {
 	const unsigned char *u = (const unsigned char *)s;
@@ -45,9 +45,6 @@ static void put_json(struct folded_buf *b, const char *s)
 			folded_buf_printf(b, "\\%c", *u);
 		else if (*u < 0x20)
 			folded_buf_printf(b, "\\u%04x", *u);
-		else if (*u >= 0x80 && !(u[0] >= 0xc2 && u[0] <= 0xf4 &&
-					 u[1] >= 0x80 && u[1] <= 0xbf))
-			folded_buf_put(b, "?", 1);
 		else
 			folded_buf_put(b, (const char *)u, 1);
 	}
