@@ -21,7 +21,8 @@ PROFFS_TEST_PKGS="python3 python3-pytest linux-perf mount systemd man-db
 	prometheus curl iproute2
 	chromium chromium-driver python3-selenium libxml2-utils
 	clang libclang-rt-14-dev lld mold rustc nodejs npm strace valgrind
-	libgoogle-perftools-dev libjemalloc-dev bpftrace"
+	libgoogle-perftools-dev libjemalloc-dev bpftrace
+	redis-server redis-tools nginx-light sqlite3"
 
 # install_deps PACKAGE...: apt-get update and install what is missing;
 # nothing (and no network) when everything is installed.

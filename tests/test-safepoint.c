@@ -3,7 +3,9 @@
  * test-safepoint - the rules of safepoint.h on stacks made of this test's
  * own addresses: libc's calloc by address whatever its name, pthread_join
  * and vfork safe only in their wait, a stack that never leaves libc, and
- * the return address an unsafe thread is let run to.
+ * the return address an unsafe thread is let run to, and jemalloc's
+ * background thread asleep in its condition wait (its library loaded
+ * here, RTLD_LOCAL: it allocates nothing of ours).
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -101,8 +103,44 @@ static void test_incomplete(void)
 				sizeof(why)), "libc only, complete: %s", why);
 }
 
+/*
+ * A stack as jemalloc's background thread has it: libc's condition wait
+ * (leaf), two frames of libjemalloc, libc's thread start (here: clone).
+ * Safe only all of it, complete, in futex.
+ */
+static void test_allocator_idle(void *je)
+{
+	uint64_t in_je = (uintptr_t)dlsym(je, "mallctl") + 16;
+	uint64_t idle[4] = {
+		(uintptr_t)libc_fn("pthread_cond_wait") + 4, in_je, in_je + 64,
+		(uintptr_t)libc_fn("clone") + 4,
+	};
+	uint64_t s[4], resume;
+	char why[128];
+
+	CHECK(!safepoint_unsafe(sp, idle, 4, true, SYS_futex, &resume, why,
+				sizeof(why)), "idle jemalloc thread: %s", why);
+	CHECK(safepoint_unsafe(sp, idle, 4, true, -1, &resume, why,
+			       sizeof(why)), "not in futex: safe");
+	CHECK(strstr(why, "allocator library in libjemalloc"), "why: %s",
+	      why);
+	CHECK(safepoint_unsafe(sp, idle, 4, false, SYS_futex, &resume, why,
+			       sizeof(why)), "incomplete: safe");
+	memcpy(s, idle, sizeof(s));
+	s[0] = (uintptr_t)libc_fn("pthread_mutex_lock") + 4;
+	CHECK(safepoint_unsafe(sp, s, 4, true, SYS_futex, &resume, why,
+			       sizeof(why)), "a lock wait in jemalloc: safe");
+	memcpy(s, idle, sizeof(s));
+	s[3] = (uintptr_t)own_code + 1;	/* called by the program */
+	CHECK(safepoint_unsafe(sp, s, 4, true, SYS_futex, &resume, why,
+			       sizeof(why)), "program above jemalloc: safe");
+	CHECK(safepoint_unsafe(sp, idle + 1, 3, true, SYS_futex, &resume,
+			       why, sizeof(why)), "jemalloc leaf: safe");
+}
+
 int main(void)
 {
+	void *je = dlopen("libjemalloc.so.2", RTLD_NOW | RTLD_LOCAL);
 	struct dso_cache *cache;
 	struct proc_maps *maps;
 
@@ -112,6 +150,10 @@ int main(void)
 	test_by_address();
 	test_waits();
 	test_incomplete();
+	if (je)
+		test_allocator_idle(je);
+	else
+		CHECK(getenv("CI") == NULL, "libjemalloc.so.2: %s", dlerror());
 	safepoint_free(sp);
 	maps_free(maps);
 	dso_cache_free(cache);

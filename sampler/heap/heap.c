@@ -24,6 +24,7 @@
 #include "heap_comments.h"
 #include "heap_counts.h"
 #include "heap_load.h"
+#include "heap_fallback.h"
 #include "heap_memstats.h"
 #include "heap_watch.h"
 #include "heap_model.h"
@@ -75,6 +76,7 @@ struct agent {
 	struct heap_watch *watch;	/* after a load: harmed? */
 	char harm[240];			/* how, once it was */
 	uint32_t disarms;		/* the agent's own, logged */
+	char refused[200];		/* the last load's -EAGAIN: why */
 	pthread_t consumer;
 	_Atomic bool quit;
 };
@@ -391,7 +393,7 @@ static int load_or_arm(struct agent *ag, bool arm_only, bool *armed_now)
 		.agent_len = a->agent_len, .arm_only = arm_only,
 		.setup = configure, .why_not = agent_why_not, .arg = ag,
 	};
-	struct inject_stats st;
+	struct inject_stats st = { .why = "" };
 	uint64_t t0 = now_ns();
 	int ret;
 
@@ -400,6 +402,10 @@ static int load_or_arm(struct agent *ag, bool arm_only, bool *armed_now)
 	ag->preloaded = false;	/* counts start now, not at the start */
 	ret = heap_load(&lo, &st);
 	count_load(a, arm_only, ret);
+	if (ret == -EAGAIN)
+		snprintf(ag->refused, sizeof(ag->refused), "%s",
+			 st.why[0] ? st.why : "its threads were never all "
+			 "at a safe point");
 	if (ret) {
 		pr_notice("heap: pid %d: agent not %s: %s", (int)ag->pid,
 			  arm_only ? "armed" : "loaded", strerror(-ret));
@@ -525,7 +531,8 @@ static int enter(struct agent *ag, uint64_t rate, bool *armed_now);
  * reference.
  */
 static int get_agent(struct heap_agents *a, pid_t pid, uint64_t rate,
-		     struct agent **out, bool *armed_now)
+		     struct agent **out, bool *armed_now, char *why,
+		     size_t why_len)
 {
 	unsigned long long st = start_time(pid);
 	struct agent *ag;
@@ -549,6 +556,8 @@ static int get_agent(struct heap_agents *a, pid_t pid, uint64_t rate,
 		ag->next = a->list;
 		a->list = ag;
 		ret = attach_locked(a, ag, armed_now);
+		if (ret)
+			snprintf(why, why_len, "%s", ag->refused);
 		if (ret)
 			put_locked(ag);
 		pthread_mutex_unlock(&a->lock);
@@ -824,40 +833,6 @@ int heap_agents_check(const struct heap_agents *a)
 	return a->o.method == HEAP_UPROBE ? heap_uprobe_allowed() : 0;
 }
 
-/* Always windowed: without a window, the request's default one. */
-static int uprobe_profile(struct heap_agents *a, const struct heap_opts *o,
-			  const char *why, struct profile **out,
-			  struct heap_stats *st)
-{
-	struct heap_uprobe_opts uo = {
-		.pid = o->pid, .window_ms = o->window_ms, .stop = o->stop,
-		.cache = a->o.cache, .max_stacks = a->o.max_stacks,
-		.allocs = o->allocs, .why = why,
-	};
-	struct heap_memstats ms = { 0 };
-	struct heap_uprobe_stats us;
-	char no_agent[160];
-	int ret;
-
-	st->uprobe = true;
-	ret = heap_uprobe_profile(&uo, out, &us);
-	st->samples = us.samples;
-	st->frees = us.frees;
-	st->lost = us.lost;
-	st->tripped = us.tripped;
-	if (ret)
-		return ret;
-	snprintf(no_agent, sizeof(no_agent), "measured by uprobes over the "
-		 "window: %s", why);
-	ms.no_agent = no_agent;
-	ret = add_memstats(*out, o->pid, &ms);
-	if (ret) {
-		profile_free(*out);
-		*out = NULL;
-	}
-	return ret;
-}
-
 /* An empty profile of pid to hang MemStats on. */
 static int memstats_profile(pid_t pid, struct profile **out)
 {
@@ -881,6 +856,7 @@ int heap_memstats(struct heap_agents *a, const struct heap_opts *o,
 {
 	struct heap_memstats ms = { 0 };
 	struct agent *ag = NULL;
+	char why[200] = "", no_agent[240];
 	int ret;
 
 	memset(st, 0, sizeof(*st));
@@ -890,12 +866,17 @@ int heap_memstats(struct heap_agents *a, const struct heap_opts *o,
 		ms.no_agent = "heap=uprobe: uprobes count only over a window";
 	} else {
 		ret = get_agent(a, o->pid, PH_DEFAULT_RATE, &ag,
-				&st->armed_now);
+				&st->armed_now, why, sizeof(why));
 		if ((ret == -ENOTSUP || ret == -ENOEXEC) &&
-		    a->o.method == HEAP_AUTO)
+		    a->o.method == HEAP_AUTO) {
 			ms.no_agent = "it cannot be loaded into this process";
-		else if (ret)
+		} else if (ret == -EAGAIN && a->o.method == HEAP_AUTO) {
+			snprintf(no_agent, sizeof(no_agent), "the agent was "
+				 "refused: %s", why[0] ? why : "not safe now");
+			ms.no_agent = no_agent;
+		} else if (ret) {
 			return ret;
+		}
 	}
 	ret = memstats_profile(o->pid, out);
 	if (ag) {
@@ -920,6 +901,7 @@ int heap_profile(struct heap_agents *a, const struct heap_opts *o,
 		 struct profile **out, struct heap_stats *st)
 {
 	uint64_t t0 = now_ns(), rate = o->rate ? o->rate : 1;
+	char why[200] = "";
 	struct agent *ag;
 	int ret;
 
@@ -927,10 +909,12 @@ int heap_profile(struct heap_agents *a, const struct heap_opts *o,
 	if (o->pid <= 0 || !o->window_ms)
 		return -EINVAL;
 	if (a->o.method == HEAP_UPROBE) {
-		ret = uprobe_profile(a, o, "heap=uprobe", out, st);
+		ret = heap_fallback_profile(a->o.cache, a->o.max_stacks, o,
+					    "heap=uprobe", out, st);
 		goto out;
 	}
-	ret = get_agent(a, o->pid, rate, &ag, &st->armed_now);
+	ret = get_agent(a, o->pid, rate, &ag, &st->armed_now, why,
+			sizeof(why));
 	/* ENOEXEC: the loader in the process refused the agent (a chroot
 	 * without /proc cannot open /proc/self/fd/N). */
 	if ((ret == -ENOTSUP || ret == -ENOEXEC) &&
@@ -938,8 +922,14 @@ int heap_profile(struct heap_agents *a, const struct heap_opts *o,
 		pr_info("heap: pid %d: the agent cannot be loaded: uprobes "
 			"for %llu ms instead", (int)o->pid,
 			(unsigned long long)o->window_ms);
-		ret = uprobe_profile(a, o, "the agent cannot be loaded", out,
-				     st);
+		ret = heap_fallback_profile(a->o.cache, a->o.max_stacks, o,
+					    "the agent cannot be loaded", out,
+					    st);
+		goto out;
+	}
+	if (ret == -EAGAIN && a->o.method == HEAP_AUTO) {
+		ret = heap_fallback_refused(a->o.cache, a->o.max_stacks, o,
+					    why, out, st);
 		goto out;
 	}
 	if (ret)

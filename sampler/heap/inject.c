@@ -239,8 +239,9 @@ static int seize_all(struct injector *in)
 		if (!added)
 			return 0;
 	}
-	pr_warn("inject: pid %d: new threads kept appearing while its "
-		"threads were held; refused", (int)in->pid);
+	snprintf(in->st->why, sizeof(in->st->why), "new threads kept "
+		 "appearing while its threads were held");
+	pr_warn("inject: pid %d: %s; refused", (int)in->pid, in->st->why);
 	return -EAGAIN;
 }
 
@@ -618,9 +619,10 @@ static int make_safe(struct injector *in)
 		if (ret)
 			return ret;
 	}
-	pr_warn("inject: pid %d: threads never all at a safe point in %u "
-		"rounds (last seen: %s); refused", (int)in->pid,
-		in->max_rounds, last_why);
+	snprintf(in->st->why, sizeof(in->st->why), "threads never all at a "
+		 "safe point in %u rounds (last seen: %s)", in->max_rounds,
+		 last_why);
+	pr_warn("inject: pid %d: %s; refused", (int)in->pid, in->st->why);
 	return -EAGAIN;
 }
 
@@ -763,6 +765,8 @@ static void *tracer_main(void *arg)
 		ret = -ESRCH;	/* it exited meanwhile */
 	} else if (!ret && !in->caller) {
 		log_no_caller(in);
+		snprintf(in->st->why, sizeof(in->st->why), "no thread stopped "
+			 "where a call can be made");
 		ret = -EAGAIN;
 	}
 	for (size_t i = 0; i < in->n; i++)

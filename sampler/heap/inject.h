@@ -53,6 +53,7 @@ struct inject_stats {
 	unsigned rounds;	/* times unsafe threads were let go on */
 	unsigned unsafe;	/* unsafe findings, all rounds */
 	uint64_t hold_ns;	/* first stop to last release */
+	char why[200];		/* -EAGAIN: why it was refused, else "" */
 };
 
 struct inject_opts {

@@ -88,6 +88,41 @@ static bool waiting_in(enum wait_class c, long sysno)
 	       sysno == SYS_clone3;
 }
 
+/*
+ * Idle points of allocator libraries, which are unsafe as a whole (their
+ * internals have no names). Some allocators keep a thread of their own
+ * that spends its life asleep in a condition wait: jemalloc's background
+ * thread (opt.background_thread, redis's default "jemalloc-bg-thread
+ * yes"). In jemalloc (5.x, src/background_thread.c) pthread_cond_wait
+ * and pthread_cond_timedwait are called from one place only,
+ * background_thread_cond_wait(), whose caller holds one lock, its own
+ * info->mtx, which the wait releases; every other jemalloc path takes
+ * that lock by trylock (arena_maybe_do_deferred_work), or is the
+ * background-thread control (mallctl, fork) an injected call never
+ * makes. So a thread of jemalloc's own (its stack is libc's thread start,
+ * jemalloc, then libc's condition wait, nothing else) asleep in futex
+ * holds nothing an injected call needs. Known by the symbol only that
+ * allocator defines. gperftools' tcmalloc (2.10) and mimalloc (2.x)
+ * start no thread and wait on no condition: they have no idle point, and
+ * a stack in them stays unsafe.
+ */
+static const char *const idle_allocators[] = {
+	"mallctl",		/* jemalloc */
+};
+
+/* In libc: the condition waits an idle allocator thread sleeps in. */
+static bool cond_wait_name(void *arg, const char *name)
+{
+	(void)arg;
+	return !strcmp(name, "pthread_cond_wait") ||
+	       !strcmp(name, "pthread_cond_timedwait") ||
+	       !strcmp(name, "pthread_cond_clockwait") ||
+	       !strcmp(name, "__pthread_cond_wait") ||
+	       !strcmp(name, "__pthread_cond_timedwait") ||
+	       !strcmp(name, "__pthread_cond_clockwait64") ||
+	       !strcmp(name, "__pthread_cond_timedwait64");
+}
+
 static const char *const unsafe_prefix[] = {
 	"__libc_malloc", "__libc_free", "__libc_calloc", "__libc_realloc",
 	"__libc_memalign", "__libc_valloc", "__libc_pvalloc",
@@ -103,8 +138,9 @@ struct obj_rule {
 	const char *whole;	/* unsafe as a whole: why */
 	bool base;		/* libc or the loader: not the program's own */
 	bool neighbours;	/* unnamed code beside unsafe code is unsafe */
-	struct dso_range *unsafe, *named, *waits[WAIT__COUNT];
-	size_t nunsafe, nnamed, nwaits[WAIT__COUNT];
+	bool idle;		/* whole, but has an idle point (above) */
+	struct dso_range *unsafe, *named, *waits[WAIT__COUNT], *cond_waits;
+	size_t nunsafe, nnamed, nwaits[WAIT__COUNT], ncond_waits;
 };
 
 struct safepoint {
@@ -137,6 +173,7 @@ static void rule_drop(struct obj_rule *r)
 	dso_put(r->dso);
 	free(r->unsafe);
 	free(r->named);
+	free(r->cond_waits);
 	for (int c = 0; c < WAIT__COUNT; c++)
 		free(r->waits[c]);
 }
@@ -215,7 +252,7 @@ static int rule_make(struct safepoint *sp, const struct map_entry *e,
 		     struct obj_rule *r)
 {
 	bool libc, alloc;
-	int ret;
+	int ret = 0;
 
 	*r = (struct obj_rule){ .dso = dso_get(e->dso) };
 	libc = defines(e->dso, "__libc_start_main");
@@ -223,9 +260,17 @@ static int rule_make(struct safepoint *sp, const struct map_entry *e,
 	r->base = libc;
 	if (alloc && !libc && strcmp(e->path, sp->exe)) {
 		r->whole = "an allocator library";
+		for (size_t i = 0; i < sizeof(idle_allocators) /
+				       sizeof(*idle_allocators); i++)
+			r->idle |= defines(e->dso, idle_allocators[i]);
 		return 0;
 	}
 	r->neighbours = alloc;
+	if (libc)
+		ret = dso_symbol_ranges(e->dso, cond_wait_name, NULL,
+					&r->cond_waits, &r->ncond_waits);
+	if (ret)
+		return ret;
 	ret = dso_symbol_ranges(e->dso, unsafe_name, NULL, &r->unsafe,
 				&r->nunsafe);
 	for (enum wait_class c = 0; c < WAIT__COUNT && !ret; c++)
@@ -311,8 +356,8 @@ static void say(char *why, size_t len, const char *what,
 /* Why frame e/v is unsafe, in why; false when it is safe. *own is set
  * when the frame is the program's own (neither libc nor the loader). */
 static bool frame_unsafe(struct safepoint *sp, const struct map_entry *e,
-			 uint64_t pc, long sysno, bool *own, char *why,
-			 size_t why_len)
+			 uint64_t pc, long sysno, const struct dso *idle,
+			 bool *own, char *why, size_t why_len)
 {
 	const struct obj_rule *r;
 	uint64_t v = pc - e->bias;
@@ -327,6 +372,8 @@ static bool frame_unsafe(struct safepoint *sp, const struct map_entry *e,
 		return false;
 	}
 	r = rule_for(sp, e);
+	if (r && r->whole && r->dso == idle)
+		return false;	/* its idle thread, asleep (idle_thread()) */
 	if (!r || r->whole) {
 		say(why, why_len, r ? r->whole : "an unreadable object", e, 0);
 		return true;
@@ -340,10 +387,64 @@ static bool frame_unsafe(struct safepoint *sp, const struct map_entry *e,
 	return false;
 }
 
+/* The rule of the object pc is in, or NULL (with *e NULL if none). */
+static const struct obj_rule *rule_at(struct safepoint *sp, uint64_t pc,
+				      struct map_entry **e)
+{
+	*e = maps_find(sp->maps, pc);
+	if (!*e && !maps_reload(sp->maps))
+		*e = maps_find(sp->maps, pc);
+	if (!*e || !(*e)->dso || is_loader((*e)->path) ||
+	    is_agent((*e)->path))
+		return NULL;
+	return rule_for(sp, *e);
+}
+
+/*
+ * Is this stack an allocator's own idle thread, asleep (see
+ * idle_allocators)? Leaf first: libc frames, the innermost inside one of
+ * libc's condition waits; then frames of one allocator library that has
+ * an idle point; then libc frames only (the thread's start), to the
+ * outermost frame. The thread is in futex. Anything else, or a stack not
+ * unwound to its end, is not. The allocator's object, or NULL.
+ */
+static const struct dso *idle_thread(struct safepoint *sp,
+				     const uint64_t *pcs, int n,
+				     bool complete, long sysno)
+{
+	/* A rule pointer lasts only to the next rule_at(): the table may
+	 * grow. What is needed of one is taken at once. */
+	const struct obj_rule *r = NULL;
+	const struct dso *alloc;
+	bool in_wait = false;
+	struct map_entry *e;
+	int i = 0;
+
+	if (!complete || sysno != SYS_futex)
+		return NULL;
+	for (; i < n && (r = rule_at(sp, pcs[i], &e)) && r->base; i++)
+		in_wait = dso_ranges_hold(r->cond_waits, r->ncond_waits,
+					  pcs[i] - e->bias);
+	if (i == 0 || i == n || !in_wait || !r || !r->whole || !r->idle)
+		return NULL;
+	alloc = r->dso;
+	while (i < n && (r = rule_at(sp, pcs[i], &e)) && r->dso == alloc)
+		i++;
+	if (i == n)
+		return NULL;	/* a thread not started by libc */
+	for (; i < n; i++) {
+		r = rule_at(sp, pcs[i], &e);
+		if (!r || !r->base)
+			return NULL;
+	}
+	return alloc;
+}
+
 bool safepoint_unsafe(struct safepoint *sp, const uint64_t *pcs, int n,
 		      bool complete, long sysno, uint64_t *resume_at,
 		      char *why, size_t why_len)
 {
+	const struct dso *idle = idle_thread(sp, pcs, n, complete, sysno);
 	int outermost = -1;
 	bool own = false;
 
@@ -355,7 +456,7 @@ bool safepoint_unsafe(struct safepoint *sp, const uint64_t *pcs, int n,
 			e = maps_find(sp->maps, pcs[i]);
 		if (!e)
 			own = true;	/* JIT code, or a wild pc */
-		else if (frame_unsafe(sp, e, pcs[i], sysno, &own,
+		else if (frame_unsafe(sp, e, pcs[i], sysno, idle, &own,
 				      outermost < 0 ? why : NULL,
 				      outermost < 0 ? why_len : 0))
 			outermost = i;

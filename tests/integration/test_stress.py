@@ -54,6 +54,23 @@ def test_subset_every_pattern(proffs):
     assert total['ok'] >= 99
 
 
+@pytest.mark.parametrize('proffs_options', [('heap_idle=1',)],
+                         indirect=True)
+def test_subset_distro_servers(proffs):
+    """Loads into Debian's own servers under a real load (issue 25):
+    redis-server with its default configuration (jemalloc and its
+    background thread), nginx's worker, sqlite3's shell. Each answers
+    right (redis PING, GET, INCR and a benchmark; nginx bodies byte for
+    byte; sqlite3 counts and sums) after the read and after the daemon
+    let the agent go (heap_idle=1, then the agent's lease); none was
+    refused."""
+    servers = ['redis', 'nginx', 'sqlite3']
+    assert stress.available(util.BUILD, servers) == servers, \
+        'not installed (contrib/deps.sh)'
+    total = run_loads(proffs, 6, servers, seed=25)
+    assert total['ok'] == 6
+
+
 def test_calloc_allocs_profile_is_right(proffs, tmp_path):
     """The profile a load under stress gives is the program's: the calloc
     site holds nearly all allocated bytes (go tool pprof reads it)."""

@@ -16,6 +16,11 @@ target did not finish in time); stopped (the target was left in a
 ptrace or job-control stop); error (any other failed read or exit).
 Passes when nothing is bad and at most max(1, loads // 100) are refused.
 
+The patterns redis, nginx, sqlite3, python3 and node are Debian's own
+programs under a real load, checked for correct answers and progress
+after the read and after the daemon let the agent go (distro.py; their
+verdicts wrong, stalled and dead are bad too).
+
     stress.py --loads 1000 --jobs 2 [--seed S] [--patterns a,b]
               [--build DIR] [--mount DIR | --proffs-build DIR]
 """
@@ -33,12 +38,15 @@ import tempfile
 import threading
 import time
 
+import distro
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 C_PATTERNS = ['grow', 'calloc', 'threads', 'realloc', 'fork', 'signal',
               'dlopen', 'threadloop', 'fpu']
 CXX_PATTERNS = ['cxx', 'cxx_tcmalloc', 'cxx_jemalloc']
-BAD = ('abort', 'crash', 'corrupt', 'hang', 'stopped', 'error')
+DISTRO_PATTERNS = distro.PATTERNS
+BAD = ('abort', 'crash', 'corrupt', 'hang', 'stopped', 'error') + distro.BAD
 RUN_S = 60           # at most; SIGUSR2 ends it once the read is done
 AFTER_READ_S = 0.3   # the pattern runs on this long with the agent armed
 READ_TIMEOUT = 40    # a 1 s window, the load, and room for a busy machine
@@ -54,7 +62,9 @@ def command(build, pattern):
 
 
 def available(build, patterns):
-    return [p for p in patterns if os.access(command(build, p)[0], os.X_OK)]
+    have = distro.available()
+    return [p for p in patterns if p in have or p not in DISTRO_PATTERNS
+            and os.access(command(build, p)[0], os.X_OK)]
 
 
 def proc_state(pid):
@@ -80,8 +90,11 @@ def read_profile(path, out):
                                      str(e.errno)))
 
 
-def one_load(build, mnt, pattern, seed):
+def one_load(build, mnt, pattern, seed, log_lines=None):
     """Returns (verdict, detail, pid)."""
+    if pattern in DISTRO_PATTERNS:
+        return distro.one_load(mnt, pattern, seed, read_profile, log_lines,
+                               READ_TIMEOUT)
     rng = random.Random(seed)
     t = subprocess.Popen(command(build, pattern), stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
@@ -122,7 +135,17 @@ def one_load(build, mnt, pattern, seed):
         return 'hang', f'read did not finish in {READ_TIMEOUT} s', t.pid
     if read.startswith('error'):
         return 'error', read, t.pid
-    return read, '', t.pid
+    return fallback(read, log_lines, t.pid), '', t.pid
+
+
+def fallback(read, log_lines, pid):
+    """A read the daemon answered with the uprobe fallback because the
+    agent was refused (heap=auto) is a refused load, however good its
+    profile."""
+    if read == 'ok' and log_lines and \
+       any('the agent was refused' in l for l in log_lines(pid)):
+        return 'refused'
+    return read
 
 
 class Mount:
@@ -135,7 +158,8 @@ class Mount:
         self.log = open(self.log_path, 'w')
         self.proc = subprocess.Popen(
             [os.path.join(build, 'fs', 'proffs'), '-f', '-o',
-             'agent=' + agent, self.dir], stdout=self.log,
+             'agent=' + agent, '-o', 'heap_idle=1', self.dir],
+            stdout=self.log,
             stderr=subprocess.STDOUT)
         end = time.monotonic() + 10
         while not os.path.ismount(self.dir):
@@ -165,15 +189,30 @@ class Mount:
                     and re.search(r'inject|agent|heap', l)]
 
 
-def run(build, mnt, loads, jobs, seed, patterns, log_lines=None):
+def plan_loads(loads, patterns, distro_share=None):
+    """Which pattern each load runs: round robin; with distro_share, that
+    share of the loads (rounded up) goes to the distro patterns among
+    patterns, the rest to the others."""
+    ours = [p for p in patterns if p not in DISTRO_PATTERNS]
+    theirs = [p for p in patterns if p in DISTRO_PATTERNS]
+    if distro_share is None or not ours or not theirs:
+        return [patterns[i % len(patterns)] for i in range(loads)]
+    n = min(loads, -int(-loads * distro_share // 1))
+    return [theirs[i % len(theirs)] for i in range(n)] + \
+        [ours[i % len(ours)] for i in range(loads - n)]
+
+
+def run(build, mnt, loads, jobs, seed, patterns, log_lines=None,
+        distro_share=None):
     """Returns {pattern: Counter(verdict)} and the list of bad loads."""
     rng = random.Random(seed)
-    plan = [patterns[i % len(patterns)] for i in range(loads)]
+    plan = plan_loads(loads, patterns, distro_share)
     rng.shuffle(plan)
     table = collections.defaultdict(collections.Counter)
     bad = []
     with concurrent.futures.ThreadPoolExecutor(jobs) as ex:
-        futs = {ex.submit(one_load, build, mnt, p, rng.random()): p
+        futs = {ex.submit(one_load, build, mnt, p, rng.random(),
+                          log_lines): p
                 for p in plan}
         for f in concurrent.futures.as_completed(futs):
             p = futs[f]
@@ -226,7 +265,10 @@ def main():
     ap.add_argument('--jobs', type=int, default=2)
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--patterns', default=','.join(C_PATTERNS +
-                                                   CXX_PATTERNS))
+                                                   CXX_PATTERNS +
+                                                   DISTRO_PATTERNS))
+    ap.add_argument('--distro-share', type=float, default=0.35,
+                    help='the share of loads into Debian\'s programs')
     ap.add_argument('--build', default=os.path.join(REPO, 'build'))
     ap.add_argument('--mount', help='a mounted proffs to use')
     ap.add_argument('--proffs-build', help='the build directory of the '
@@ -242,7 +284,8 @@ def main():
     try:
         t0 = time.monotonic()
         table, bad = run(a.build, a.mount or m.dir, a.loads, a.jobs,
-                         a.seed, patterns, m.lines if m else None)
+                         a.seed, patterns, m.lines if m else None,
+                         a.distro_share)
         ok, _ = report(table, bad, a.loads)
         print(f'stress: {time.monotonic() - t0:.0f} s')
         if m:
