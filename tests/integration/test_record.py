@@ -369,6 +369,7 @@ def test_trace_json_loads_in_speedscope(proffs, target, driver):
                        ('workers.json', names[(workers.pid, trace_name)])):
         with open(os.path.join(root, name), 'wb') as f:
             f.write(data)
+        save(data, 'trace-' + name)
     srv = Server(root)
     try:
         for name, n in (('burn.json', 1), ('workers.json', 3)):
@@ -387,7 +388,8 @@ def test_trace_json_loads_in_speedscope(proffs, target, driver):
             assert (f'(1/{n})' in text) if n > 1 else ('(1/' not in text), \
                 text
             assert re.search(r'\(tid \d+\)', text), text
-            assert 'rror' not in text, text
+            assert 'rror' not in text and 'went wrong' not in text, \
+                (name, text, driver.get_log('browser'))
     finally:
         srv.stop()
         shutil.rmtree(root)
