@@ -24,8 +24,11 @@
 #define MiB (1ull << 20)
 
 /* AddressSanitizer keeps a shadow byte per 8 bytes of memory, anonymous
- * and read-write like a heap: under it, touching n bytes touches n / 8
- * more, which this process's HeapInuse rightly counts. */
+ * and read-write like a heap: under it, touching n bytes may touch n / 8
+ * more, which this process's HeapInuse rightly counts. Whether it does
+ * depends on the shadow's state before (one CI run counted +18.9 MB for
+ * 16 MiB touched, this machine +16.8 MB): under ASan the shadow is a
+ * range, not a fixed addition. */
 #if defined(__SANITIZE_ADDRESS__)
 #define SHADOW(n) ((n) / 8)
 #elif defined(__has_feature)
@@ -74,7 +77,8 @@ static void test_proc(void)
 	CHECK(near(delta(m0.heap_sys, m1.heap_sys), 64 * MiB, MiB),
 	      "HeapSys +%lld", (long long)delta(m0.heap_sys, m1.heap_sys));
 	CHECK(near(delta(m0.heap_inuse, m1.heap_inuse),
-		   16 * MiB + SHADOW(16 * MiB), MiB),
+		   16 * MiB + SHADOW(16 * MiB) / 2,
+		   MiB + SHADOW(16 * MiB) / 2),
 	      "HeapInuse +%lld",
 	      (long long)delta(m0.heap_inuse, m1.heap_inuse));
 	CHECK(near(delta(m0.sys, m1.sys), 64 * MiB, MiB), "Sys +%lld",
