@@ -21,7 +21,7 @@ PROFFS_BUILD_PKGS="meson ninja-build pkg-config gcc g++ libc6-dev binutils
 PROFFS_TEST_PKGS="python3 python3-pytest linux-perf mount systemd man-db
 	prometheus curl iproute2
 	chromium chromium-driver python3-selenium libxml2-utils
-	clang libclang-rt-14-dev lld mold rustc nodejs strace valgrind
+	clang libclang-rt-14-dev lld mold rustc nodejs npm strace valgrind
 	libgoogle-perftools-dev libjemalloc-dev bpftrace tmux
 	redis-server redis-tools nginx-light sqlite3"
 

@@ -13,6 +13,7 @@
 #include "errors.h"
 #include "heap.h"
 #include "kinds.h"
+#include "past.h"
 #include "proffs_i.h"
 
 int proffs_check_limits(const struct proffs *fs,
@@ -23,7 +24,8 @@ int proffs_check_limits(const struct proffs *fs,
 		*why = "bad value in the file name";
 		return parse_ret;
 	}
-	if (req->window_ms > fs->opts.max_window_s * 1000ull) {
+	/* A past window waits for nothing: record_s bounds it. */
+	if (!req->last && req->window_ms > fs->opts.max_window_s * 1000ull) {
 		*why = "window longer than max_window";
 		return -EINVAL;
 	}
@@ -31,7 +33,7 @@ int proffs_check_limits(const struct proffs *fs,
 		*why = "hz above max_hz";
 		return -EINVAL;
 	}
-	return 0;
+	return past_check(fs->rec, req, why);
 }
 
 int proffs_check_request(const struct proffs *fs,

@@ -387,6 +387,18 @@ static int profile_name(const struct parsed_target *t, const char *kw,
 		if (!strcmp(kw, go_aliases[i].go))
 			kw = go_aliases[i].ours;
 	n = snprintf(name, size, "%s", kw);
+	/* last=30: the recorder's last 30 s, as _last30s in the mount */
+	for (int i = 0; i < t->nparams && n < size; i++)
+		if (!strcmp(t->params[i].key, "last")) {
+			*why = "last= takes a number of seconds";
+			if (!*t->params[i].value ||
+			    strspn(t->params[i].value, "0123456789") !=
+			    strlen(t->params[i].value))
+				return -EINVAL;
+			n += snprintf(name + n, size - n, "_last%ss",
+				      t->params[i].value);
+			break;
+		}
 	for (int i = 0; i < t->nparams && n < size; i++) {
 		const char *k = t->params[i].key, *v = t->params[i].value;
 

@@ -21,6 +21,7 @@
 #include "kinds.h"
 #include "log.h"
 #include "output.h"
+#include "past.h"
 #include "peer.h"
 #include "proc.h"
 #include "proffs_i.h"
@@ -129,6 +130,14 @@ static int target_pid(struct http_ctx *x, const struct http_route *rt,
 	int ret = target_resolve(&rt->tgt, 0, x->who.uid, pid);
 
 	*why = errlog_advice(-ENOENT);
+	/* an exited process, while the recorder keeps it (past.h) */
+	if (ret == -ENOENT && rt->req.last && rt->tgt.kind == TARGET_PID) {
+		*pid = rt->tgt.pid;
+		ret = past_access(x->c->fs->rec, 0, x->who.uid, *pid);
+		if (ret == -EACCES)
+			*why = "caller may not ptrace the target";
+		return ret;
+	}
 	if (ret)
 		return ret == -EINVAL ? -ENOENT : ret;
 	x->pid = *pid;

@@ -39,6 +39,9 @@
  * distinct stack (and thread state), as Go's goroutine profile. */
 static const char *const per_thread[] = { "thread", "syscall", NULL };
 
+/* A timeline's pprof is its cpu profile: the samples' times merged away. */
+static const char *const timeline[] = { "ts", NULL };
+
 static const struct kind_ops rows[PROFFS_KIND__COUNT] = {
 	[PROFFS_KIND_CPU] = {
 		.name = "cpu",
@@ -46,7 +49,7 @@ static const struct kind_ops rows[PROFFS_KIND__COUNT] = {
 			   { "profile", PROFFS_FMT_PB_GZ },
 			   { "flame", PROFFS_FMT_SVG } },
 		.time = KIND_WINDOW,
-		.key = KIND_KEY_HZ,
+		.key = KIND_KEY_HZ | KIND_KEY_PAST,
 		.frames = KIND_FRAMES_RUNNING,
 		.host = true,
 		.busy = TRACED_BUSY,
@@ -136,6 +139,22 @@ static const struct kind_ops rows[PROFFS_KIND__COUNT] = {
 		.busy = HEAP_BUSY,
 		.run = OP(run_memstats),
 		.render = { [PROFFS_FMT_TXT] = OP(output_memstats_txt) },
+	},
+	/* cpu's samples, each with its time: a timeline (trace.h) */
+	[PROFFS_KIND_TRACE] = {
+		.name = "trace",
+		.words = { { "trace", PROFFS_FMT_JSON } },
+		.time = KIND_WINDOW,
+		.key = KIND_KEY_HZ,
+		.frames = KIND_FRAMES_RUNNING,
+		.busy = TRACED_BUSY,
+		.run = OP(run_cpu),
+		.render = {
+			[PROFFS_FMT_JSON] = OP(output_trace_json),
+			[PROFFS_FMT_PB_GZ] = OP(output_pb_gz),
+			[PROFFS_FMT_PB] = OP(output_pb),
+		},
+		.merge_labels = timeline,
 	},
 };
 

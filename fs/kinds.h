@@ -84,6 +84,8 @@ enum kind_frames {
  * the row's time, kernel= by its frames. */
 #define KIND_KEY_HZ (1u << 0)	/* hz= */
 #define KIND_KEY_RATE (1u << 1)	/* rate= */
+#define KIND_KEY_PAST (1u << 2)	/* _lastNs and base= (the flight
+				 * recorder, past.h) */
 
 /* Take a profile for c (blocking, on the session's thread): 0 and *out,
  * or a negative errno (-ECANCELED when c->stop was set). Fills r (the

@@ -31,6 +31,8 @@
 #include "mountwatch.h"
 #include "nodes.h"
 #include "proffs_i.h"
+#include "past.h"
+#include "record.h"
 #include "registry.h"
 #include "uprobe_group.h"
 
@@ -50,6 +52,10 @@ static const struct fuse_opt proffs_opt_spec[] = {
 	OPT("http=%s", http_addr, 0),
 	OPT("http_token=%s", http_token, 0),
 	OPT("offcpu=%s", offcpu_method, 0),
+	OPT("record", record, 1),
+	OPT("record_hz=%u", record_hz, 0),
+	OPT("record_s=%u", record_s, 0),
+	OPT("record_mem=%s", record_mem_str, 0),
 	FUSE_OPT_END
 };
 
@@ -102,6 +108,12 @@ static void usage(const char *prog)
 	       "                           exact; root or CAP_PERFMON),\n"
 	       "                           procfs (/proc), auto (sched where\n"
 	       "                           allowed, else procfs) (auto)\n"
+	       "    -o record              the flight recorder: keep low-rate\n"
+	       "                           CPU samples of every process, for\n"
+	       "                           cpu_last30s and base= (off)\n"
+	       "    -o record_hz=N         its samples a second per CPU (19)\n"
+	       "    -o record_s=N          seconds it keeps (600)\n"
+	       "    -o record_mem=SIZE     memory it keeps, K/M/G (64M)\n"
 	       "\n");
 }
 
@@ -256,6 +268,8 @@ static int check_opts(struct proffs_opts *o, enum heap_method *method)
 				"procfs\n");
 		return -EINVAL;
 	}
+	if (past_opts(o))
+		return -EINVAL;	/* said why */
 	if (!o->agent)
 		o->agent = default_agent();
 	return o->agent ? 0 : -ENOMEM;
@@ -338,6 +352,7 @@ static int state_init(struct proffs *fs, enum heap_method method)
 	ro.heap = fs->heap;
 	ro.ksyms = fs->ksyms;
 	ro.errors = fs->errors;
+	ro.rec = &fs->rec;
 	if (!ret)
 		ret = registry_new(&ro, &fs->registry);
 	return ret;
@@ -357,6 +372,7 @@ static void state_free(struct proffs *fs)
 	free(fs->opts.http_addr);
 	free(fs->opts.http_token);
 	free(fs->opts.offcpu_method);
+	free(fs->opts.record_mem_str);
 }
 
 /*
@@ -477,6 +493,9 @@ int main(int argc, char *argv[])
 	/* Probes a killed daemon left behind pin the files they name. */
 	uprobe_group_sweep();
 	pr_info("fs: mounted on %s", cl.mountpoint);
+	/* Threads after fuse_daemonize(), which forks. */
+	if (fs.opts.record && past_start(&fs))
+		goto err_out5;	/* logged */
 	if (fs.opts.http_addr &&
 	    http_start(&fs, fs.opts.http_addr, fs.opts.http_token, &fs.http))
 		goto err_out5;	/* logged */
@@ -507,6 +526,8 @@ err_out3:
 	registry_free(fs.registry);
 	fs.registry = NULL;
 	fuse_session_destroy(se);
+	record_stop(fs.rec);
+	fs.rec = NULL;
 err_out2:
 	state_free(&fs);
 err_out1:

@@ -60,6 +60,7 @@ static const char *const formats[PROFFS_FMT__COUNT] = {
 	[PROFFS_FMT_SVG] = "svg",
 	[PROFFS_FMT_TXT] = "txt",
 	[PROFFS_FMT_FOLDED] = "folded",
+	[PROFFS_FMT_JSON] = "json",
 };
 
 /* What parsing has seen so far, beyond the request itself. */
@@ -236,6 +237,26 @@ static int param_sample(struct parse_state *st, const char *v, size_t len)
 	return 0;
 }
 
+/* base=prev | base=lastNs */
+static int param_base(struct parse_state *st, const char *v, size_t len)
+{
+	uint64_t n;
+	int ret;
+
+	if (len == 4 && !memcmp(v, "prev", 4)) {
+		st->req->base = PROFFS_BASE_PREV;
+		return 0;
+	}
+	if (len < 6 || memcmp(v, "last", 4) || v[len - 1] != 's')
+		return -ENOENT;
+	ret = parse_uint(v + 4, len - 5, WINDOW_LIMIT_MS / 1000, &n);
+	if (ret)
+		return ret;
+	st->req->base = PROFFS_BASE_LAST;
+	st->req->base_ms = n * 1000;
+	return n ? 0 : -EINVAL;
+}
+
 static const struct {
 	const char *key;
 	param_fn parse;
@@ -246,6 +267,7 @@ static const struct {
 	{ "debug", param_debug },
 	{ "sample", param_sample },
 	{ "kernel", param_kernel },
+	{ "base", param_base },
 };
 
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
@@ -317,23 +339,32 @@ static uint64_t other_unit_s(const char *unit, size_t len)
 	return 0;
 }
 
-/* "_30s" / "_500ms" at s (s[0] == '_'), up to end. */
+/* "_30s" / "_500ms" / "_last30s" at s (s[0] == '_'), up to end. */
 static int parse_duration(struct parse_state *st, const char *s,
 			  const char *end)
 {
-	const char *unit = s + 1;
+	const char *unit;
 	size_t ulen, nlen;
 	uint64_t v, scale, other;
+	bool last = end - s > 5 && !memcmp(s + 1, "last", 4);
 	int ret;
 
+	if (last)
+		s += 4;		/* s + 1 is the number */
+	unit = s + 1;
 	while (unit < end && *unit >= '0' && *unit <= '9')
 		unit++;
 	ulen = end - unit;
 	nlen = unit - s - 1;
 	if (ulen == 1 && unit[0] == 's') {
 		scale = 1000;
-	} else if (ulen == 2 && !memcmp(unit, "ms", 2)) {
+	} else if (!last && ulen == 2 && !memcmp(unit, "ms", 2)) {
 		scale = 1;
+	} else if (last && nlen) {
+		/* the recorder keeps seconds */
+		why(st, "a past window counts seconds: %.*s_last%.*ss%s",
+		    (int)st->kwlen, st->kw, (int)nlen, s + 1, st->rest);
+		return -ENOENT;
 	} else {
 		if (!nlen)
 			why(st, "'%.*s' is not a duration: a number and s or "
@@ -364,6 +395,7 @@ static int parse_duration(struct parse_state *st, const char *s,
 		why(st, "'%.*s': too long a window", (int)(end - s - 1), s + 1);
 	if (ret)
 		return ret;
+	st->req->last = last;
 	st->has_duration = true;
 	st->duration_ms = v * scale;
 	if (!v)

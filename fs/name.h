@@ -5,12 +5,12 @@
  *
  *   name     := kind [ "_" duration ] [ "?" query ] [ "." format ]
  *   kind     := cpu | profile | flame | heap | allocs | goroutine | threads
- *             | wall | block | mutex | memstats
- *   duration := INT ( "s" | "ms" )
+ *             | wall | block | mutex | memstats | trace
+ *   duration := INT ( "s" | "ms" ) | "last" INT "s"
  *   query    := param ( "&" param )*
  *   param    := seconds=INT | hz=INT | rate=INT | debug=INT | sample=WORD
- *             | kernel=INT
- *   format   := pb.gz | pb | svg | txt | folded
+ *             | kernel=INT | base=prev | base=last INT s
+ *   format   := pb.gz | pb | svg | txt | folded | json
  *
  * Two kinds of failure, because the filesystem answers them at different
  * times: a name that is no file of proffs at all (its kind word or its
@@ -41,6 +41,7 @@ enum proffs_kind {
 	PROFFS_KIND_BLOCK,	/* off the CPU, waiting to synchronize */
 	PROFFS_KIND_MUTEX,	/* the part of block spent on locks */
 	PROFFS_KIND_MEMSTATS,	/* Go's runtime.MemStats, txt only */
+	PROFFS_KIND_TRACE,	/* on-CPU stacks over time, json only */
 	PROFFS_KIND__COUNT,
 };
 
@@ -50,7 +51,15 @@ enum proffs_format {
 	PROFFS_FMT_SVG,
 	PROFFS_FMT_TXT,
 	PROFFS_FMT_FOLDED,
+	PROFFS_FMT_JSON,	/* Chrome trace events (trace) */
 	PROFFS_FMT__COUNT,
+};
+
+/* base=: what a differential profile compares with (SPEC §10) */
+enum proffs_base {
+	PROFFS_BASE_NONE,
+	PROFFS_BASE_PREV,	/* the window of the same length before */
+	PROFFS_BASE_LAST,	/* the recorder's last base_ms, per second */
 };
 
 #define PROFFS_SAMPLE_MAX 32
@@ -71,6 +80,9 @@ struct proffs_request {
 	char sample[PROFFS_SAMPLE_MAX];	/* "" when absent */
 	bool kernel;		/* kernel frames where the daemon may see
 				 * them: kernel=1 (default), kernel=0 */
+	bool last;		/* _lastNs: the past, from the recorder */
+	enum proffs_base base;	/* base=: a differential profile */
+	uint64_t base_ms;	/* base=lastNs */
 };
 
 /*

@@ -26,6 +26,7 @@
 #include "name.h"
 #include "nodes.h"
 #include "output.h"
+#include "past.h"
 #include "proc.h"
 #include "proffs_i.h"
 #include "refuse.h"
@@ -246,7 +247,8 @@ static int attr_of(fuse_req_t req, struct proffs *fs,
 	    n->type != NODE_GROUP_DIR && n->tgt.kind != TARGET_ALL &&
 	    !(n->type == NODE_ERRORS && !n->pid &&
 	      n->tgt.kind == TARGET_PID) &&
-	    (node_pid(req, n, &t.pid) || !pid_exists(t.pid, &owner)))
+	    (node_pid(req, n, &t.pid) || (!pid_exists(t.pid, &owner) &&
+					   !past_known(fs->rec, t.pid, &owner))))
 		return -ENOENT;
 	if (n->type == NODE_PROFILE && !n->parse_ret &&
 	    !reg_target_of(req, n, &t))
@@ -297,7 +299,9 @@ static bool stat_must_wait(struct proffs *fs, fuse_req_t req,
 		return false;
 	if (!registry_result_size(fs->registry, &t, &n->req, &size))
 		return false;
-	return !t.pid || !access_check(ctx->pid, ctx->uid, t.pid);
+	return !t.pid || !access_check(ctx->pid, ctx->uid, t.pid) ||
+	       (n->req.last &&
+		!past_access(fs->rec, ctx->pid, ctx->uid, t.pid));
 }
 
 struct stat_wait {
@@ -371,6 +375,7 @@ static void reply_entry(fuse_req_t req, struct proffs *fs,
 static int lookup_root(fuse_req_t req, const char *name,
 		       struct node_info *n)
 {
+	struct proffs *fs = fs_of(req);
 	enum target_kind k;
 	uid_t owner;
 
@@ -384,7 +389,10 @@ static int lookup_root(fuse_req_t req, const char *name,
 		n->type = k == TARGET_ALL ? NODE_PID_DIR : NODE_GROUP_DIR;
 		return 0;
 	}
-	if (!proc_parse_pid(name, &n->pid) || !pid_exists(n->pid, &owner)) {
+	/* An exited process stays while the recorder keeps it (past.h). */
+	if (!proc_parse_pid(name, &n->pid) ||
+	    (!pid_exists(n->pid, &owner) &&
+	     !past_known(fs->rec, n->pid, &owner))) {
 		pr_info("fs: lookup %s: ENOENT: %s", name,
 			proc_parse_pid(name, &n->pid) ?
 			"no such process" : "not a process id");
@@ -758,7 +766,9 @@ static int check_open(fuse_req_t req, struct proffs *fs,
 	int ret;
 
 	if ((ret = reg_target_of(req, n, t)) ||
-	    (t->pid && (ret = access_check(ctx->pid, ctx->uid, t->pid))))
+	    (t->pid && (ret = access_check(ctx->pid, ctx->uid, t->pid)) &&
+	     (ret != -ENOENT || !n->req.last ||
+	      (ret = past_access(fs->rec, ctx->pid, ctx->uid, t->pid)))))
 		why = ret == -ENOENT ? "no such process"
 				     : "caller may not ptrace the target";
 	else

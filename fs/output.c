@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "diff.h"
 #include "flame.h"
 #include "folded.h"
 #include "heap_text.h"
@@ -14,6 +15,7 @@
 #include "profile.h"
 #include "text.h"
 #include "threads_text.h"
+#include "trace.h"
 
 /* pprof, with the labels the kind merges away merged (kinds.h). */
 static int encode_pb(const struct profile *p,
@@ -66,6 +68,8 @@ int output_txt(const struct profile *p, const struct proffs_request *req,
 
 	if (si < -1)
 		return si;
+	if (req->base != PROFFS_BASE_NONE)	/* deltas */
+		return diff_text_render(p, si, (char **)buf, len);
 	return text_top_render(p, si, (char **)buf, len);
 }
 
@@ -130,6 +134,7 @@ int output_svg(const struct profile *p, const struct proffs_request *req,
 	o.title = title;
 	o.subtitle = sub;
 	o.palette = kinds_row(req->kind)->palette;
+	o.diff = req->base != PROFFS_BASE_NONE;
 	return flame_render(p, &o, (char **)buf, len);
 }
 
@@ -150,6 +155,15 @@ int output_memstats_txt(const struct profile *p,
 {
 	(void)req;
 	return heap_text_memstats(p, (char **)buf, len);
+}
+
+/* trace.json: Chrome trace events, one track per thread. */
+int output_trace_json(const struct profile *p,
+		      const struct proffs_request *req, uint8_t **buf,
+		      size_t *len)
+{
+	(void)req;
+	return trace_render(p, (char **)buf, len);
 }
 
 bool output_supported(enum proffs_kind kind, enum proffs_format fmt)

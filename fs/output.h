@@ -39,6 +39,9 @@ int output_render(const struct profile *p, const struct proffs_request *req,
  *   folded         Brendan Gregg's folded stacks (sample=)
  *   threads_txt    Go's goroutine dump, debug=1 (grouped) or 2
  *   memstats_txt   Go's runtime.MemStats block alone
+ *   trace_json     Chrome trace events of a timeline (trace.h)
+ * A differential profile (req->base) gets the differential flame graph
+ * (svg) and the table of deltas (txt).
  */
 int output_pb_gz(const struct profile *p, const struct proffs_request *req,
 		 uint8_t **buf, size_t *len);
@@ -59,5 +62,8 @@ int output_threads_txt(const struct profile *p,
 int output_memstats_txt(const struct profile *p,
 			const struct proffs_request *req, uint8_t **buf,
 			size_t *len);
+int output_trace_json(const struct profile *p,
+		      const struct proffs_request *req, uint8_t **buf,
+		      size_t *len);
 
 #endif

@@ -19,6 +19,7 @@ struct errlog;
 struct heap_agents;
 struct http_server;
 struct nodes;
+struct recorder;
 struct registry;
 
 struct proffs_opts {
@@ -36,6 +37,11 @@ struct proffs_opts {
 	char *http_token;		/* -o http_token=FILE, or NULL */
 	char *offcpu_method;		/* "auto", "procfs" or "sched" */
 	enum offcpu_method offcpu;	/* parsed */
+	int record;			/* -o record: the flight recorder */
+	unsigned record_hz;		/* its rate per CPU */
+	unsigned record_s;		/* its span */
+	char *record_mem_str;		/* -o record_mem=64M */
+	uint64_t record_mem;		/* parsed, bytes */
 	int foreground;
 	int debug;
 };
@@ -53,6 +59,7 @@ struct proffs {
 	struct status_refusals http_refused;
 	struct errlog *errors;		/* errors.txt (errors.h) */
 	char log_where[200];		/* where the log goes, for status */
+	struct recorder *rec;		/* NULL unless -o record */
 };
 
 /* What /prof/status and /metrics are made of. */

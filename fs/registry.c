@@ -63,6 +63,9 @@ struct session_key {
 	uint32_t hz;
 	uint32_t rate;
 	bool kernel;
+	bool last;			/* from the recorder */
+	enum proffs_base base;
+	uint64_t base_ms;
 };
 
 struct session {
@@ -125,6 +128,11 @@ static void key_of(const struct reg_target *t,
 	k->rate = kind->key & KIND_KEY_RATE ? req->rate : 0;
 	k->kernel = kind->frames != KIND_FRAMES_NONE && req->kernel &&
 		    t->kernel;
+	if (kind->key & KIND_KEY_PAST) {
+		k->last = req->last;
+		k->base = req->base;
+		k->base_ms = req->base_ms;
+	}
 }
 
 static bool same_rendering(const struct proffs_request *a,
@@ -465,6 +473,7 @@ static void *session_main(void *arg)
 		.stop = &s->stop, .dsos = r->o.dsos, .heap = r->o.heap,
 		.ksyms = r->o.ksyms,
 		.max_stacks = r->o.max_stacks, .offcpu = r->o.offcpu,
+		.rec = r->o.rec ? *r->o.rec : NULL,
 	};
 
 	ret = run_session(&rc, &prof, &out);

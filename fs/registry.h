@@ -47,6 +47,9 @@ struct registry_opts {
 	enum offcpu_method offcpu;	/* for wall, block and mutex */
 	struct errlog *errors;		/* borrowed, may be NULL: where a
 					 * failed session is noted */
+	/* The flight recorder (past.h), NULL without -o record: borrowed,
+	 * read when a session starts (it is started after the mount). */
+	struct recorder *const *rec;
 };
 
 int registry_new(const struct registry_opts *o, struct registry **out);

@@ -14,6 +14,7 @@
 #include "kinds.h"
 #include "log.h"
 #include "offcpu.h"
+#include "past.h"
 #include "run.h"
 #include "threads.h"
 
@@ -34,6 +35,7 @@ int run_cpu(const struct run_ctx *c, struct profile **out, struct run_result *r)
 		.ksyms = c->req->kernel ? c->ksyms : NULL,
 		.stop = c->stop, .max_stacks = c->max_stacks,
 		.allow = allowed, .allow_arg = (void *)c, .all_title = title,
+		.timeline = c->req->kind == PROFFS_KIND_TRACE,
 	};
 	struct cpu_stats st;
 	char host[64] = "";
@@ -46,13 +48,26 @@ int run_cpu(const struct run_ctx *c, struct profile **out, struct run_result *r)
 	else
 		snprintf(title, sizeof(title), "all processes of uid %u on "
 			 "host %s", (unsigned)c->uid, host);
-	ret = cpu_profile(&o, out, &st);
+	if (c->req->last) {	/* the past: at once, from the recorder */
+		/* as a sampling session does (cpu.h): on a machine whose
+		 * CPUs busy threads share, a thread at their priority
+		 * takes seconds to render and reply */
+		cpu_raise_priority();
+		memset(&st, 0, sizeof(st));
+		ret = past_window(c->rec, c->pid, c->uid, c->req, out);
+	} else {
+		ret = cpu_profile(&o, out, &st);
+	}
+	if (!ret && c->req->base != PROFFS_BASE_NONE)
+		ret = past_diff(c->rec, c->pid, c->uid, c->req, out);
 	r->samples = st.samples;
 	r->lost = st.lost;
 	snprintf(r->detail, sizeof(r->detail), "hz=%u samples=%llu lost=%llu "
-		 "daemon_cpu_us=%llu", o.hz, (unsigned long long)st.samples,
-		 (unsigned long long)st.lost,
-		 (unsigned long long)(st.daemon_cpu_ns / 1000));
+		 "daemon_cpu_us=%llu%s%s", o.hz,
+		 (unsigned long long)st.samples, (unsigned long long)st.lost,
+		 (unsigned long long)(st.daemon_cpu_ns / 1000),
+		 c->req->last ? " recorder" : "",
+		 c->req->base != PROFFS_BASE_NONE ? " diff" : "");
 	return ret;
 }
 

@@ -24,6 +24,7 @@ struct dso_cache;
 struct heap_agents;
 struct kallsyms;
 struct profile;
+struct recorder;
 
 struct run_ctx {
 	unsigned id;			/* the session's number, for the log */
@@ -36,6 +37,7 @@ struct run_ctx {
 	struct kallsyms *ksyms;		/* names kernel frames */
 	unsigned max_stacks;
 	enum offcpu_method offcpu;	/* how wall, block, mutex are taken */
+	struct recorder *rec;		/* NULL without -o record */
 };
 
 /* What a session measured, for the daemon's counters; filled on failure

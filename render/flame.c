@@ -32,6 +32,7 @@
 struct fnode {
 	int64_t key;
 	int64_t value;
+	int64_t base;		/* diff: the base's value, positive */
 	uint32_t parent, child, next;
 	uint32_t depth;
 };
@@ -46,7 +47,17 @@ struct tree {
 	int64_t total;
 	int64_t vmin;		/* frames below this value are left out */
 	uint32_t max_depth;	/* of the frames drawn */
+	bool diff;		/* flame_opts.diff */
 };
+
+/* Whether s is a base sample of a differential profile. */
+static bool is_base(const struct profile *p, const struct pf_sample *s)
+{
+	for (uint32_t i = 0; i < s->nlabels; i++)
+		if (!strcmp(profile_str(p, s->labels[i].key), "pprof::base"))
+			return true;
+	return false;
+}
 
 static size_t slot_hash(uint32_t parent, int64_t key, size_t n)
 {
@@ -120,18 +131,25 @@ static int tree_build(struct tree *t, size_t vi)
 	for (i = 0; i < ns; i++) {
 		const struct pf_sample *s = profile_sample(p, i);
 		int64_t v = s->values[vi];
+		bool base = t->diff && is_base(p, s);
 
 		if (!v)
 			continue;
 		if (folded_walk_stack(&t->w, s))
 			return -ENOMEM;
 		cur = 0;
-		t->nodes[0].value += v;
+		if (base)
+			t->nodes[0].base -= v;
+		else
+			t->nodes[0].value += v;
 		for (k = 0; k < t->w.n; k++) {
 			cur = tree_child(t, cur, t->w.keys[k]);
 			if (cur == NONE)
 				return -ENOMEM;
-			t->nodes[cur].value += v;
+			if (base)
+				t->nodes[cur].base -= v;
+			else
+				t->nodes[cur].value += v;
 		}
 	}
 	t->total = t->nodes[0].value;
@@ -323,6 +341,40 @@ static void colour(const char *name, enum flame_palette pal, char out[8])
 		 c[2] & 0xff);
 }
 
+/*
+ * A differential frame's fill: white where nothing changed, to full red
+ * where it is all new, full blue where it all went (the change relative
+ * to the larger of the two values).
+ */
+static void diff_colour(int64_t value, int64_t base, char out[8])
+{
+	int64_t big = value > base ? value : base;
+	double r = big ? (double)(value - base) / big : 0;
+	int fade = 230 - (int)(200 * (r < 0 ? -r : r));
+
+	if (r >= 0)
+		snprintf(out, 8, "#ff%02x%02x", fade & 0xff, fade & 0xff);
+	else
+		snprintf(out, 8, "#%02x%02xff", fade & 0xff, fade & 0xff);
+}
+
+static void put_diff_title(struct folded_buf *b, const struct fnode *f,
+			   const char *unit)
+{
+	char nv[64], bv[64], dv[64];
+	int64_t d = f->value - f->base;
+
+	text_format_value(f->value, unit, nv, sizeof(nv));
+	text_format_value(f->base, unit, bv, sizeof(bv));
+	text_format_value(d < 0 ? -d : d, unit, dv, sizeof(dv));
+	folded_buf_printf(b, " (new %s, base %s, delta %s%s", nv, bv,
+			  d < 0 ? "-" : "+", dv);
+	if (f->base)
+		folded_buf_printf(b, ", %+.1f%%)", 100.0 * d / f->base);
+	else
+		folded_buf_puts(b, ", new)");
+}
+
 static void put_frame(struct folded_buf *b, struct tree *t, uint32_t i,
 		      int64_t offset, enum flame_palette mem)
 {
@@ -335,15 +387,26 @@ static void put_frame(struct folded_buf *b, struct tree *t, uint32_t i,
 	char val[64], fill[8];
 
 	text_format_value(f->value, t->unit, val, sizeof(val));
-	colour(name, runtime_frame(name) ? (enum flame_palette)PALETTE_RUNTIME :
-	       mem, fill);
+	if (t->diff)
+		diff_colour(f->value, f->base, fill);
+	else
+		colour(name, runtime_frame(name) ?
+		       (enum flame_palette)PALETTE_RUNTIME : mem, fill);
 	folded_buf_printf(b, "<g class=\"frame\" data-v=\"%" PRId64
-			  "\"><title>", f->value);
+			  "\"", f->value);
+	if (t->diff)
+		folded_buf_printf(b, " data-d=\"%" PRId64 "\"",
+				  f->value - f->base);
+	folded_buf_puts(b, "><title>");
 	put_esc(b, name);
-	folded_buf_printf(b, " (%s, %.2f%%)</title><rect x=\"%.2f\" "
+	if (t->diff)
+		put_diff_title(b, f, t->unit);
+	else
+		folded_buf_printf(b, " (%s, %.2f%%)", val,
+				  100.0 * f->value / tot);
+	folded_buf_printf(b, "</title><rect x=\"%.2f\" "
 			  "y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\""
-			  "/><text x=\"%.2f\" y=\"%d\">", val,
-			  100.0 * f->value / tot, x, y, w, FRAME_H - 1,
+			  "/><text x=\"%.2f\" y=\"%d\">", x, y, w, FRAME_H - 1,
 			  fill, x + 3, y + FRAME_H - 4);
 	put_label(b, name, w);
 	folded_buf_puts(b, "</text></g>\n");
@@ -601,6 +664,7 @@ int flame_render(const struct profile *p, const struct flame_opts *o,
 	if (ret)
 		return ret;
 	t.unit = profile_str(p, profile_sample_type(p, vi)->unit);
+	t.diff = o->diff;
 	ret = folded_walk_init(&t.w, p);
 	if (ret)
 		return ret;

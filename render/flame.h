@@ -13,7 +13,8 @@
  * expression; the script's global search(re) does the same and returns
  * the percentage); id="matched" shows "Matched: NN.N%" (frames nested in
  * a matching frame are not counted twice); id="details" shows the frame
- * under the pointer. Colours come from a hash of the name, in the
+ * under the pointer (see flame_opts.diff for the differential
+ * variant). Colours come from a hash of the name, in the
  * palette's hues: warm (CPU), green (memory), cool blue (off-CPU time).
  *
  * Size is bounded: frames narrower than min_width_px are left out (their
@@ -47,6 +48,12 @@ struct flame_opts {
 	const char *subtitle;	/* NULL: sample type, window and total */
 	enum flame_palette palette;	/* 0: warm */
 	double min_width_px;	/* 0: 0.1; negative: keep every frame */
+	/* A differential flame graph of a profile made by base= (samples
+	 * labelled pprof::base=true hold the base, negated): width is the
+	 * new profile, the fill the change (red grew, blue shrank, the
+	 * stronger the more), the title both values and the delta, and
+	 * each frame's data-d the delta. */
+	bool diff;
 };
 
 /* o may be NULL: all defaults with sample_index -1. */

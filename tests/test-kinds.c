@@ -55,7 +55,7 @@ static void test_words(void)
 {
 	static const char *const words[] = {
 		"cpu", "profile", "flame", "heap", "allocs", "goroutine",
-		"threads", "wall", "block", "mutex", "memstats",
+		"threads", "wall", "block", "mutex", "memstats", "trace",
 	};
 	enum proffs_format f;
 	enum proffs_kind k;
@@ -84,6 +84,7 @@ static void test_window(void)
 		{ "goroutine", 0 }, { "goroutine_5s", 0 },
 		{ "memstats_5s", 0 }, { "heap", 0 }, { "heap_5s", 5000 },
 		{ "allocs", 0 }, { "allocs?seconds=3", 3000 },
+		{ "trace_3s.json", 3000 }, { "cpu_last20s", 20000 },
 	};
 	struct proffs_request r;
 
@@ -110,7 +111,19 @@ static void test_columns(void)
 	CHECK(kinds_row(PROFFS_KIND_GOROUTINE)->merge_labels, "goroutine");
 	CHECK(kinds_row(PROFFS_KIND_GOROUTINE)->finishes, "goroutine");
 	CHECK(kinds_row(PROFFS_KIND_HEAP)->key == KIND_KEY_RATE, "heap key");
-	CHECK(kinds_row(PROFFS_KIND_CPU)->key == KIND_KEY_HZ, "cpu key");
+	CHECK(kinds_row(PROFFS_KIND_CPU)->key == (KIND_KEY_HZ | KIND_KEY_PAST),
+	      "cpu key");
+	/* the recorder's past is cpu's alone; trace is a timeline, json */
+	for (int k = 0; k < PROFFS_KIND__COUNT; k++)
+		CHECK(k == PROFFS_KIND_CPU ||
+		      !(kinds_row(k)->key & KIND_KEY_PAST), "%s: past",
+		      name_kind_str(k));
+	CHECK(kinds_row(PROFFS_KIND_TRACE)->key == KIND_KEY_HZ, "trace key");
+	CHECK(output_supported(PROFFS_KIND_TRACE, PROFFS_FMT_JSON) &&
+	      output_supported(PROFFS_KIND_TRACE, PROFFS_FMT_PB_GZ) &&
+	      !output_supported(PROFFS_KIND_TRACE, PROFFS_FMT_SVG) &&
+	      !output_supported(PROFFS_KIND_CPU, PROFFS_FMT_JSON),
+	      "json is trace's");
 	CHECK(!output_supported(PROFFS_KIND_MEMSTATS, PROFFS_FMT_PB_GZ),
 	      "memstats.pb.gz");
 	CHECK(output_supported(PROFFS_KIND_MEMSTATS, PROFFS_FMT_TXT),

@@ -196,7 +196,12 @@ static const struct name_case cases[] = {
 	NOENT("mutexes"),
 	NOENT("cpu."),
 	NOENT("cpu.gz"),
-	NOENT("cpu.json"),
+	/* json is a format of the grammar since trace (SPEC §10); cpu
+	 * is not served in it: ENOENT at lookup (output.c, test_record) */
+	OK("cpu.json", CPU, PROFFS_FMT_JSON),
+	NOENT("cpu.jsonl"),
+	OK("trace_3s.json", PROFFS_KIND_TRACE, PROFFS_FMT_JSON, .win = 3000),
+	OK("trace", PROFFS_KIND_TRACE, PROFFS_FMT_JSON),
 	NOENT("cpu.pb.gz.svg"),
 	NOENT("cpu.svg.pb"),
 	NOENT("cpu..svg"),
@@ -338,9 +343,9 @@ static void test_strings(void)
 {
 	static const char *const kinds[] = { "cpu", "heap", "allocs",
 					     "goroutine", "wall", "block",
-					     "mutex", "memstats" };
+					     "mutex", "memstats", "trace" };
 	static const char *const fmts[] = { "pb.gz", "pb", "svg", "txt",
-					    "folded" };
+					    "folded", "json" };
 	struct proffs_request r;
 	char name[64];
 	int i;
@@ -409,6 +414,61 @@ static void test_why(void)
 	      strlen(why) == 7, "a short buffer: '%s'", why);
 }
 
+/* The past (SPEC §10): _lastNs and base=prev | base=lastNs; a bad
+ * duration or base= value is EINVAL, as every bad value is (test_why). */
+static void test_past(void)
+{
+	static const struct {
+		const char *name;
+		int ret;
+		bool last;
+		uint64_t window_ms;
+		enum proffs_base base;
+		uint64_t base_ms;
+	} cases[] = {
+		{ "cpu_last30s.pb.gz", 0, true, 30000, PROFFS_BASE_NONE, 0 },
+		{ "cpu_last1s", 0, true, 1000, PROFFS_BASE_NONE, 0 },
+		{ "flame_last600s.svg", 0, true, 600000, PROFFS_BASE_NONE, 0 },
+		{ "cpu_last10s.svg?base=prev", 0, true, 10000,
+		  PROFFS_BASE_PREV, 0 },
+		{ "cpu_last10s?base=prev.svg", 0, true, 10000,
+		  PROFFS_BASE_PREV, 0 },
+		{ "cpu_5s.txt?base=last60s", 0, false, 5000,
+		  PROFFS_BASE_LAST, 60000 },
+		{ "cpu_30s", 0, false, 30000, PROFFS_BASE_NONE, 0 },
+		{ "cpu_last0s", -EINVAL, true, 0, 0, 0 },
+		{ "cpu_5s?base=last0s", -EINVAL, false, 0, 0, 0 },
+		{ "cpu_5s?base=prev&base=prev", -EINVAL, false, 0, 0, 0 },
+		{ "cpu_last5ms", -EINVAL, false, 0, 0, 0 },
+		{ "cpu_last", -EINVAL, false, 0, 0, 0 },
+		{ "cpu_lasts", -EINVAL, false, 0, 0, 0 },
+		{ "cpu_last5", -EINVAL, false, 0, 0, 0 },
+		{ "cpu_5s?base=next", -EINVAL, false, 0, 0, 0 },
+		{ "cpu_5s?base=last5", -EINVAL, false, 0, 0, 0 },
+		{ "cpu_5s?base=last5ms", -EINVAL, false, 0, 0, 0 },
+		{ "cpu_5s?base=", -EINVAL, false, 0, 0, 0 },
+	};
+	struct proffs_request r;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int ret = name_parse(cases[i].name, &r);
+
+		CHECK(ret == cases[i].ret, "'%s': returned %d, want %d",
+		      cases[i].name, ret, cases[i].ret);
+		if (ret || cases[i].ret)
+			continue;
+		CHECK(r.last == cases[i].last && r.has_window &&
+		      r.window_ms == cases[i].window_ms &&
+		      r.base == cases[i].base &&
+		      r.base_ms == cases[i].base_ms,
+		      "'%s': last %d window %llu base %d base_ms %llu",
+		      cases[i].name, r.last, (unsigned long long)r.window_ms,
+		      r.base, (unsigned long long)r.base_ms);
+	}
+	CHECK(!name_parse("cpu_30s", &r) && !r.last && !r.base,
+	      "a live window is no past one");
+}
+
 int main(void)
 {
 	size_t n = sizeof(cases) / sizeof(cases[0]);
@@ -418,6 +478,7 @@ int main(void)
 	test_length();
 	test_strings();
 	test_why();
+	test_past();
 	if (failures) {
 		fprintf(stderr, "test-name: %d failure(s)\n", failures);
 		return 1;

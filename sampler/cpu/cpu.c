@@ -61,6 +61,8 @@ struct cpu_run {
 	struct kdefer *held;		/* samples waiting for kallsyms */
 	unsigned nprocs;		/* contexts that unwind (PROC_MAX) */
 	int64_t key_thread, key_thread_name, key_pid, key_comm, key_gil;
+	int64_t key_ts;
+	uint64_t t0;			/* window start, CLOCK_MONOTONIC ns */
 	struct thread_slot *threads;	/* THREAD_SLOTS */
 	struct cpu_stats *st;
 	uint32_t max_stacks;
@@ -261,7 +263,7 @@ static void on_sample(const struct perf_sample *s, void *arg)
 	uint64_t locs[PERF_KERNEL_FRAMES + MAX_FRAMES + RUNTIME_FRAMES];
 	uint64_t *ulocs = locs + PERF_KERNEL_FRAMES;
 	int64_t values[2] = { 1, (int64_t)s->period };
-	struct pf_label labels[5];
+	struct pf_label labels[6];	/* thread, name, pid, comm, gil, ts */
 	struct proc_ctx *c;
 	const char *gil;
 	int n, npcs, nlabels = 2, ret;
@@ -298,6 +300,12 @@ static void on_sample(const struct perf_sample *s, void *arg)
 			goto fail;
 		}
 	}
+	if (run->o->timeline)
+		labels[nlabels++] = (struct pf_label){
+			.key = run->key_ts,
+			.num = s->time > run->t0 ? (int64_t)(s->time - run->t0)
+						 : 0,
+		};
 	if (s->nkernel && run->kf && !kallsyms_tried(run->o->ksyms)) {
 		struct kdefer_sample h = {
 			.kpcs = s->kernel, .nk = s->nkernel, .ulocs = ulocs,
@@ -357,6 +365,7 @@ static int setup_profile(struct cpu_run *run, const struct cpu_opts *o)
 	run->key_thread_name = profile_intern(run->p, "thread_name");
 	run->key_pid = profile_intern(run->p, "pid");
 	run->key_comm = profile_intern(run->p, "comm");
+	run->key_ts = profile_intern(run->p, "ts");
 	run->key_gil = profile_intern(run->p, "gil");
 	if (proc_name_profile(run->p, o->pid, "cpu"))
 		return -ENOMEM;
@@ -366,6 +375,7 @@ static int setup_profile(struct cpu_run *run, const struct cpu_opts *o)
 					    o->all_title : "all processes");
 	if (run->key_thread < 0 || run->key_thread_name < 0 ||
 	    run->key_pid < 0 || run->key_comm < 0 || run->key_gil < 0 ||
+	    run->key_ts < 0 ||
 	    h->command < 0)
 		return -ENOMEM;
 	run->threads = calloc(THREAD_SLOTS, sizeof(*run->threads));
@@ -485,6 +495,7 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 	    (!kallsyms_tried(o->ksyms) || kallsyms_ready(o->ksyms)))
 		ret = kframes_new(run.p, o->ksyms, &run.kf);
 	t0 = clock_ns(CLOCK_REALTIME);
+	run.t0 = clock_ns(CLOCK_MONOTONIC);	/* the samples' clock */
 	/* A runtime's frames are read from the process when its sample is
 	 * handled: at once, so that they are (nearly) the sample's. */
 	if (!ret && o->pid && symbolizer_runtime(c->sc.sym))

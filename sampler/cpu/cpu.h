@@ -65,6 +65,11 @@ struct cpu_opts {
 	 * counted under one "[max_stacks reached]" frame. 0 = no bound. */
 	uint32_t max_stacks;
 	const _Atomic bool *stop;	/* may be NULL */
+	/* A timeline (the trace kind): each sample also gets the numeric
+	 * label ts, its time in ns after the window's start, so no two
+	 * samples merge and memory grows with samples (max_stacks bounds
+	 * it). */
+	bool timeline;
 };
 
 struct cpu_stats {
