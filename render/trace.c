@@ -50,6 +50,10 @@ static void put_json(struct folded_buf *b, const char *s)
 	}
 }
 
+/* An "E" names the slice it ends: speedscope matches an end to the
+ * open frame by name, and a nameless one at the timestamp of the next
+ * "B" of a recursive function ended the wrong frame ("Tried to end
+ * (unnamed) when chain was on the top of the stack"). */
 static void put_event(struct folded_buf *b, const char *ph, int pid,
 		      long tid, int64_t ns, const char *name)
 {
@@ -110,7 +114,7 @@ static int put_thread(struct folded_buf *b, struct folded_walk *w,
 		if (nopen && start > last_end + period / 2) {
 			while (nopen--)
 				put_event(b, "E", pid, ts[i].tid, last_end,
-					  NULL);
+					  folded_walk_name(w, open[nopen]));
 			nopen = 0;
 		}
 		at = nopen ? last_end : (start > 0 ? start : 0);
@@ -118,7 +122,8 @@ static int put_thread(struct folded_buf *b, struct folded_walk *w,
 			keep++;
 		while (nopen > keep) {
 			nopen--;
-			put_event(b, "E", pid, ts[i].tid, at, NULL);
+			put_event(b, "E", pid, ts[i].tid, at,
+				  folded_walk_name(w, open[nopen]));
 		}
 		if (w->n > cap) {
 			int64_t *o = realloc(open, w->n * sizeof(*o));
@@ -136,7 +141,8 @@ static int put_thread(struct folded_buf *b, struct folded_walk *w,
 		last_end = ts[i].ts > at ? ts[i].ts : at;
 	}
 	while (nopen--)
-		put_event(b, "E", pid, n ? ts[n - 1].tid : 0, last_end, NULL);
+		put_event(b, "E", pid, n ? ts[n - 1].tid : 0, last_end,
+			  folded_walk_name(w, open[nopen]));
 	free(open);
 	return 0;
 nomem:

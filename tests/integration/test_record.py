@@ -386,6 +386,8 @@ def test_trace_json_loads_in_speedscope(proffs, target, driver):
                     break
                 time.sleep(0.2)
             # speedscope numbers the tracks: "(1/3)"; one alone, none
+            assert 'went wrong' not in text, \
+                (name, text, driver.get_log('browser'))
             assert (f'(1/{n})' in text) if n > 1 else ('(1/' not in text), \
                 text
             assert re.search(r'\(tid \d+\)', text), text
