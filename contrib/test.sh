@@ -32,11 +32,14 @@ rm -rf "$out"
 mkdir -p "$out"
 
 
-# run_suite BUILD TAG: unit tests, then integration tests, of one build;
-# results land in $out/TAG-unit.json and $out/TAG-integration.xml.
+# run_suite BUILD TAG [PYTEST ARGS...]: unit tests, then integration
+# tests, of one build; results land in $out/TAG-unit.json and
+# $out/TAG-integration.xml.
 run_suite()
 {
 	local b=$1 tag=$2
+
+	shift 2
 
 	echo "== $tag: unit tests"
 	rm -f "$b/meson-logs/testlog.json"
@@ -45,9 +48,28 @@ run_suite()
 		true
 	echo "== $tag: integration tests"
 	PROFFS_BUILD_DIR=$b PROFFS_TEST_OUT=$out/$tag-integration \
-		/usr/bin/python3 -m pytest -v -p no:cacheprovider -rfEs \
-		tests/integration --junitxml="$out/$tag-integration.xml" || true
+		/usr/bin/python3 -m pytest -v -p no:cacheprovider -rfEs --durations=25 \
+		tests/integration --junitxml="$out/$tag-integration.xml" "$@" ||
+		true
 }
+
+# The sanitizer leg runs what puts the daemon's memory-unsafe code to work
+# (parsers, readers, unwinding, sessions, rendering) and leaves out what
+# only repeats it or tests no C of ours under a sanitizer: installing and
+# run.sh, the browser's drawing of a page the plain leg checks, the
+# stress loads (the agent in the targets is never sanitized), the Debian
+# servers (the same daemon paths as test_heap) and the CPU-cost guard (a
+# ratio of an instrumented daemon says nothing). It keeps CI within 60
+# minutes (issue 30).
+asan_skip=(
+	--ignore=tests/integration/test_install.py
+	--ignore=tests/integration/test_run.py
+	--ignore=tests/integration/test_render_browser.py
+	--ignore=tests/integration/test_distro_servers.py
+	--ignore=tests/integration/test_bench_guard.py
+	--deselect=tests/integration/test_stress.py::test_subset_every_pattern
+	--deselect=tests/integration/test_stress.py::test_subset_distro_servers
+)
 
 # PROFFS_TEST_LOAD=N: N CPU hogs run beside the plain suite, as on a busy
 # machine (issue 19); the suite must pass that way too.
@@ -94,7 +116,7 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 build_proffs "$build-asan" -Db_sanitize=address,undefined -Db_lundef=false ||
 	summary_fail "proffs: sanitizer build failed"
-run_suite "$build-asan" asan
+run_suite "$build-asan" asan "${asan_skip[@]}"
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
 stop_hogs
