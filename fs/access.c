@@ -4,8 +4,8 @@
 #include <linux/capability.h>
 #include <stdio.h>
 
-#include "access.h"
-#include "proc.h"
+#include "fs/access.h"
+#include "sampler/proc.h"
 
 bool access_privileged(pid_t caller_pid, uid_t caller_uid)
 {

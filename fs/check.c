@@ -10,11 +10,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "errors.h"
-#include "heap.h"
-#include "kinds.h"
-#include "past.h"
-#include "proffs_i.h"
+#include "fs/errors.h"
+#include "sampler/heap/heap.h"
+#include "fs/kinds.h"
+#include "fs/past.h"
+#include "fs/proffs_i.h"
 
 int proffs_check_limits(const struct proffs *fs,
 			const struct proffs_request *req, int parse_ret,

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "errors.h"
+#include "fs/errors.h"
 
 struct entry {
 	time_t when;		/* the last time it happened */

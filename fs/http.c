@@ -23,13 +23,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "http.h"
-#include "http_i.h"
-#include "log.h"
-#include "peer.h"
-#include "proc.h"
-#include "proffs_i.h"
-#include "registry.h"
+#include "fs/http.h"
+#include "fs/http_i.h"
+#include "sampler/log.h"
+#include "fs/peer.h"
+#include "sampler/proc.h"
+#include "fs/proffs_i.h"
+#include "fs/registry.h"
 
 #define HEAD_TIMEOUT_MS 10000	/* a slow client's head */
 #define IDLE_TIMEOUT_MS 60000	/* between requests on a kept connection */

@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "http_parse.h"
+#include "fs/http_parse.h"
 
 struct proffs;
 struct reg_handle;

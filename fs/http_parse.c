@@ -23,8 +23,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "http_parse.h"
-#include "kinds.h"
+#include "fs/http_parse.h"
+#include "fs/kinds.h"
 
 #define SEGS_MAX 8
 #define PARAMS_MAX 32

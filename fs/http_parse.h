@@ -28,8 +28,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "name.h"
-#include "target.h"
+#include "fs/name.h"
+#include "fs/target.h"
 
 #define HTTP_HEAD_MAX 8192	/* request line and headers */
 #define HTTP_TOKEN_MAX 256	/* an Authorization value we read */

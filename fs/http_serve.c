@@ -14,19 +14,19 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "access.h"
-#include "errors.h"
-#include "http_i.h"
-#include "index.h"
-#include "kinds.h"
-#include "log.h"
-#include "output.h"
-#include "past.h"
-#include "peer.h"
-#include "proc.h"
-#include "proffs_i.h"
-#include "registry.h"
-#include "status.h"
+#include "fs/access.h"
+#include "fs/errors.h"
+#include "fs/http_i.h"
+#include "fs/index.h"
+#include "fs/kinds.h"
+#include "sampler/log.h"
+#include "fs/output.h"
+#include "fs/past.h"
+#include "fs/peer.h"
+#include "sampler/proc.h"
+#include "fs/proffs_i.h"
+#include "fs/registry.h"
+#include "fs/status.h"
 
 #define CMDLINE_MAX (128 * 1024)
 

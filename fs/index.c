@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index.h"
-#include "name.h"
-#include "output.h"
-#include "proc.h"
+#include "fs/index.h"
+#include "fs/name.h"
+#include "fs/output.h"
+#include "sampler/proc.h"
 
 static const struct {
 	const char *name;

@@ -2,13 +2,13 @@
 /* kinds.c - the rows of kinds.h: one per kind of profile. */
 #include <errno.h>
 
-#include "kinds.h"
+#include "fs/kinds.h"
 
 #ifdef KINDS_NO_OPS	/* the grammar alone: see kinds.h */
 #define OP(fn) NULL
 #else
-#include "output.h"
-#include "run.h"
+#include "fs/output.h"
+#include "fs/run.h"
 #define OP(fn) fn
 #endif
 

@@ -44,8 +44,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "flame.h"
-#include "name.h"
+#include "render/flame.h"
+#include "fs/name.h"
 
 struct profile;
 struct run_ctx;

@@ -19,22 +19,22 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "sampler/clock.h"
 #include "config.h"
-#include "dso.h"
-#include "heap.h"
-#include "kallsyms.h"
-#include "http.h"
-#include "errors.h"
-#include "log.h"
-#include "top.h"
-#include "mountwatch.h"
-#include "nodes.h"
-#include "proffs_i.h"
-#include "past.h"
-#include "record.h"
-#include "registry.h"
-#include "uprobe_group.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/heap/heap.h"
+#include "sampler/unwind/kallsyms.h"
+#include "fs/http.h"
+#include "fs/errors.h"
+#include "sampler/log.h"
+#include "fs/top.h"
+#include "fs/mountwatch.h"
+#include "fs/nodes.h"
+#include "fs/proffs_i.h"
+#include "fs/past.h"
+#include "sampler/record/record.h"
+#include "fs/registry.h"
+#include "sampler/heap/uprobe/uprobe_group.h"
 
 #define OPT(t, field, v) { t, offsetof(struct proffs_opts, field), v }
 

@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "log.h"
-#include "mountwatch.h"
+#include "sampler/clock.h"
+#include "sampler/log.h"
+#include "fs/mountwatch.h"
 
 #define FUSECTL "/sys/fs/fuse/connections"
 #define POLL_MS 200

@@ -46,8 +46,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kinds.h"
-#include "name.h"
+#include "fs/kinds.h"
+#include "fs/name.h"
 
 #define NAME_MAX_LEN 255
 #define HZ_LIMIT 1000000u

@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/heap_ring.h"
+#include "sampler/heap/agent/heap_ring.h"
 
 enum proffs_kind {
 	PROFFS_KIND_CPU,	/* cpu, profile, flame */

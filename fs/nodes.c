@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nodes.h"
+#include "fs/nodes.h"
 
 #define BUCKETS 4096
 

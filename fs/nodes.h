@@ -20,8 +20,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "name.h"
-#include "target.h"
+#include "fs/name.h"
+#include "fs/target.h"
 
 #define NODES_ROOT 1
 

@@ -17,22 +17,22 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "access.h"
-#include "errors.h"
-#include "heap.h"
-#include "index.h"
-#include "kinds.h"
-#include "log.h"
-#include "name.h"
-#include "nodes.h"
-#include "output.h"
-#include "past.h"
-#include "proc.h"
-#include "proffs_i.h"
-#include "refuse.h"
-#include "registry.h"
-#include "status.h"
-#include "target.h"
+#include "fs/access.h"
+#include "fs/errors.h"
+#include "sampler/heap/heap.h"
+#include "fs/index.h"
+#include "fs/kinds.h"
+#include "sampler/log.h"
+#include "fs/name.h"
+#include "fs/nodes.h"
+#include "fs/output.h"
+#include "fs/past.h"
+#include "sampler/proc.h"
+#include "fs/proffs_i.h"
+#include "fs/refuse.h"
+#include "fs/registry.h"
+#include "fs/status.h"
+#include "fs/target.h"
 
 #define CMDLINE_MAX (128 * 1024)
 

@@ -5,17 +5,17 @@
 #include <string.h>
 #include <time.h>
 
-#include "diff.h"
-#include "flame.h"
-#include "folded.h"
-#include "heap_text.h"
-#include "kinds.h"
-#include "output.h"
-#include "pprof.h"
-#include "profile.h"
-#include "text.h"
-#include "threads_text.h"
-#include "trace.h"
+#include "render/diff.h"
+#include "render/flame.h"
+#include "render/folded.h"
+#include "render/heap_text.h"
+#include "fs/kinds.h"
+#include "fs/output.h"
+#include "render/pprof.h"
+#include "sampler/model/profile.h"
+#include "render/text.h"
+#include "render/threads_text.h"
+#include "render/trace.h"
 
 /* pprof, with the labels the kind merges away merged (kinds.h). */
 static int encode_pb(const struct profile *p,

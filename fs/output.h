@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "name.h"
+#include "fs/name.h"
 
 struct profile;
 

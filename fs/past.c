@@ -3,13 +3,13 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "access.h"
-#include "kinds.h"
-#include "log.h"
-#include "past.h"
-#include "profile.h"
-#include "profile_merge.h"
-#include "record.h"
+#include "fs/access.h"
+#include "fs/kinds.h"
+#include "sampler/log.h"
+#include "fs/past.h"
+#include "sampler/model/profile.h"
+#include "sampler/model/profile_merge.h"
+#include "sampler/record/record.h"
 
 int past_check(const struct recorder *rec, const struct proffs_request *req,
 	       const char **why)

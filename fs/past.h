@@ -22,7 +22,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "name.h"
+#include "fs/name.h"
 
 struct profile;
 struct recorder;

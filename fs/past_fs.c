@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "past.h"
-#include "proffs_i.h"
-#include "record.h"
+#include "sampler/log.h"
+#include "fs/past.h"
+#include "fs/proffs_i.h"
+#include "sampler/record/record.h"
 
 /* "64M", "65536K", "1G", "67108864": bytes, or 0 when not a size. */
 static uint64_t parse_size(const char *s)

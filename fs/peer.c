@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "peer.h"
+#include "fs/peer.h"
 
 /* A socket address as /proc/net prints it: "ADDR:PORT", v4 or v6. */
 struct spelling {

@@ -8,11 +8,11 @@
 
 #include <time.h>
 
-#include "clock.h"
-#include "fuse_lowlevel.h"
-#include "name.h"
-#include "offcpu.h"
-#include "status.h"
+#include "sampler/clock.h"
+#include <fuse_lowlevel.h>
+#include "fs/name.h"
+#include "sampler/offcpu/offcpu.h"
+#include "fs/status.h"
 
 struct dso_cache;
 struct errlog;

@@ -9,10 +9,10 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "log.h"
-#include "nodes.h"
-#include "proffs_i.h"
-#include "refuse.h"
+#include "sampler/log.h"
+#include "fs/nodes.h"
+#include "fs/proffs_i.h"
+#include "fs/refuse.h"
 
 /* "PID/name" (or "PID", "/name" at the root) of ino, then name. */
 static void describe(fuse_req_t req, fuse_ino_t ino, const char *name,

@@ -9,7 +9,7 @@
 
 #include <sys/stat.h>
 
-#include "fuse_lowlevel.h"
+#include <fuse_lowlevel.h>
 
 void refuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		    int to_set, struct fuse_file_info *fi);

@@ -15,14 +15,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
-#include "errors.h"
-#include "kinds.h"
-#include "log.h"
-#include "output.h"
-#include "profile.h"
-#include "registry.h"
-#include "run.h"
+#include "sampler/clock.h"
+#include "fs/errors.h"
+#include "fs/kinds.h"
+#include "sampler/log.h"
+#include "fs/output.h"
+#include "sampler/model/profile.h"
+#include "fs/registry.h"
+#include "fs/run.h"
 
 enum waiter_state { W_NEW, W_QUEUED, W_DONE };
 

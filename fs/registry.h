@@ -26,9 +26,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "fuse_lowlevel.h"
-#include "name.h"
-#include "offcpu.h"
+#include <fuse_lowlevel.h>
+#include "fs/name.h"
+#include "sampler/offcpu/offcpu.h"
 
 struct dso_cache;
 struct errlog;

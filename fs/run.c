@@ -7,16 +7,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "access.h"
-#include "clock.h"
-#include "cpu.h"
-#include "heap.h"
-#include "kinds.h"
-#include "log.h"
-#include "offcpu.h"
-#include "past.h"
-#include "run.h"
-#include "threads.h"
+#include "fs/access.h"
+#include "sampler/clock.h"
+#include "sampler/cpu/cpu.h"
+#include "sampler/heap/heap.h"
+#include "fs/kinds.h"
+#include "sampler/log.h"
+#include "sampler/offcpu/offcpu.h"
+#include "fs/past.h"
+#include "fs/run.h"
+#include "sampler/threads/threads.h"
 
 /* A whole-host profile's filter: the processes its uid may profile. */
 static bool allowed(pid_t pid, void *arg)

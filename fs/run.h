@@ -17,8 +17,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "name.h"
-#include "offcpu.h"
+#include "fs/name.h"
+#include "sampler/offcpu/offcpu.h"
 
 struct dso_cache;
 struct heap_agents;

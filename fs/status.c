@@ -13,13 +13,13 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "dso.h"
-#include "heap.h"
-#include "kallsyms.h"
-#include "log.h"
-#include "name.h"
-#include "registry.h"
-#include "status.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/heap/heap.h"
+#include "sampler/unwind/kallsyms.h"
+#include "sampler/log.h"
+#include "fs/name.h"
+#include "fs/registry.h"
+#include "fs/status.h"
 
 void status_refused(struct status_refusals *c, int err)
 {

@@ -20,9 +20,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "access.h"
-#include "proc.h"
-#include "target.h"
+#include "fs/access.h"
+#include "sampler/proc.h"
+#include "fs/target.h"
 
 #define CGROUP_DEPTH 8		/* slices nest: user.slice/user-1000.slice/... */
 #define CGROUP_DIRS 20000	/* a bound on the walk of a big machine */

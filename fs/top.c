@@ -25,9 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proc.h"
-#include "target.h"
-#include "top.h"
+#include "sampler/proc.h"
+#include "fs/target.h"
+#include "fs/top.h"
 
 #define TOP_FILE "cpu_1s.txt"
 #define TOP_MAX_READ (16u << 20)

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diff.h"
-#include "folded.h"
-#include "profile.h"
-#include "text.h"
+#include "render/diff.h"
+#include "render/folded.h"
+#include "sampler/model/profile.h"
+#include "render/text.h"
 
 struct row {
 	int64_t key;

@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flame.h"
-#include "folded.h"
-#include "profile.h"
-#include "text.h"
+#include "render/flame.h"
+#include "render/folded.h"
+#include "sampler/model/profile.h"
+#include "render/text.h"
 
 #define WIDTH		1200
 #define PAD		10

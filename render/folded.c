@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "folded.h"
-#include "profile.h"
+#include "render/folded.h"
+#include "sampler/model/profile.h"
 
 static int buf_reserve(struct folded_buf *b, size_t n)
 {

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "folded.h"
-#include "heap_text.h"
-#include "profile.h"
+#include "render/folded.h"
+#include "render/heap_text.h"
+#include "sampler/model/profile.h"
 
 enum { ALLOC_OBJ, ALLOC_BYTES, INUSE_OBJ, INUSE_BYTES, NTYPES };
 

@@ -19,9 +19,9 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "pprof.h"
-#include "profile.h"
-#include "profile.pb-c.h"
+#include "render/pprof.h"
+#include "sampler/model/profile.h"
+#include "render/profile.pb-c.h"
 
 typedef Perftools__Profiles__Profile PbProfile;
 typedef Perftools__Profiles__ValueType PbValueType;

@@ -17,9 +17,9 @@
 #include <strings.h>
 #include <time.h>
 
-#include "folded.h"
-#include "profile.h"
-#include "text.h"
+#include "render/folded.h"
+#include "sampler/model/profile.h"
+#include "render/text.h"
 
 #define NODE_FRACTION 0.005
 

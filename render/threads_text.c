@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "folded.h"
-#include "profile.h"
-#include "threads_text.h"
+#include "render/folded.h"
+#include "sampler/model/profile.h"
+#include "render/threads_text.h"
 
 enum tlabel { TL_THREAD, TL_NAME, TL_STATE, TL_SYSCALL, TL__COUNT };
 

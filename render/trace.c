@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "folded.h"
-#include "profile.h"
-#include "trace.h"
+#include "render/folded.h"
+#include "sampler/model/profile.h"
+#include "render/trace.h"
 
 struct tsample {
 	long tid;

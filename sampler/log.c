@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "log.h"
+#include "sampler/log.h"
 
 static _Atomic(proffs_log_sink_t) log_sink;
 static _Atomic int log_level = PROFFS_LOG_INFO;

@@ -13,7 +13,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "proc.h"
+#include "sampler/proc.h"
 
 static int read_path(const char *path, char *buf, size_t size, size_t *len)
 {

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proc.h"
-#include "profile.h"
+#include "sampler/proc.h"
+#include "sampler/model/profile.h"
 
 /*
  * The name pid runs as: its comm, which exec sets from the name it was

@@ -8,7 +8,7 @@
  */
 #include <stdio.h>
 
-#include "syscalls.h"
+#include "sampler/syscalls.h"
 
 static const char *const names[] = {
 	[0] = "read",

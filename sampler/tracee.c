@@ -6,10 +6,10 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "log.h"
-#include "maps.h"
-#include "proc.h"
-#include "tracee.h"
+#include "sampler/log.h"
+#include "sampler/unwind/maps.h"
+#include "sampler/proc.h"
+#include "sampler/tracee.h"
 
 int tracee_poll_stop(pid_t tid, int *sig, int *event)
 {

@@ -16,7 +16,7 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
-#include "unwind.h"
+#include "sampler/unwind/unwind.h"
 
 struct proc_maps;
 

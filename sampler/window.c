@@ -3,10 +3,10 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "clock.h"
-#include "proc.h"
-#include "profile.h"
-#include "window.h"
+#include "sampler/clock.h"
+#include "sampler/proc.h"
+#include "sampler/model/profile.h"
+#include "sampler/window.h"
 
 void window_begin(struct window *w, uint64_t start_ns, pid_t pid,
 		  uint64_t window_ms, const _Atomic bool *stop,

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile.h"
+#include "sampler/model/profile.h"
 
 #define SANE_FAIL(...)							\
 	do {								\

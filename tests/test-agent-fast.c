@@ -21,7 +21,7 @@
 #include <sys/mman.h>
 
 #include "check.h"
-#include "agent/agent_i.h"
+#include "sampler/heap/agent/agent_i.h"
 
 __thread struct ph_budget ph_tls;
 _Atomic uint8_t live_filter[1u << LIVE_FILTER_BITS];

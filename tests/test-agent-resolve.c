@@ -21,7 +21,7 @@
 #include <sys/mman.h>
 
 #include "check.h"
-#include "agent/agent_i.h"
+#include "sampler/heap/agent/agent_i.h"
 
 /* This program's own code: the "agent" a lookup skips. */
 static void self_anchor(void)

@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "cfi.h"
-#include "dso.h"
+#include "sampler/unwind/cfi.h"
+#include "sampler/unwind/dso.h"
 
 
 /* Hand-written CFI: each cfi_fx_* label starts a row worth checking. */

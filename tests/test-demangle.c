@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "demangle.h"
+#include "sampler/unwind/demangle.h"
 
 static const struct {
 	const char *mangled, *want;

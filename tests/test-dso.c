@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dso.h"
+#include "sampler/unwind/dso.h"
 #include "check.h"
 
 #define STREQ(a, b) ((a) && (b) && !strcmp((a), (b)))

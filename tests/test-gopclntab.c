@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "gopclntab.h"
+#include "sampler/unwind/gopclntab.h"
 
 #define TEXT 0x401000u
 #define OK(cond) CHECK(cond, "%s", "")

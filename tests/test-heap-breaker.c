@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "heap_breaker.h"
+#include "sampler/heap/heap_breaker.h"
 
 
 #define HIT HEAP_BREAKER_HIT_NS

@@ -9,9 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/heap_ring.h"
+#include "sampler/heap/agent/heap_ring.h"
 #include "check.h"
-#include "heap_budget.h"
+#include "sampler/heap/heap_budget.h"
 
 #define GEN 7
 

@@ -12,9 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/heap_ring.h"
+#include "sampler/heap/agent/heap_ring.h"
 #include "check.h"
-#include "heap_counts.h"
+#include "sampler/heap/heap_counts.h"
 
 static struct ph_thread list[PH_THREADS];
 static struct ph_shared sh;

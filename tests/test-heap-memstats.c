@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "heap_memstats.h"
-#include "profile.h"
+#include "sampler/heap/heap_memstats.h"
+#include "sampler/model/profile.h"
 
 #define MiB (1ull << 20)
 

@@ -18,13 +18,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dso.h"
+#include "sampler/unwind/dso.h"
 #include "check.h"
-#include "heap_model.h"
-#include "maps.h"
-#include "profile.h"
+#include "sampler/heap/heap_model.h"
+#include "sampler/unwind/maps.h"
+#include "sampler/model/profile.h"
 #include "sane-profile.h"
-#include "unwind.h"
+#include "sampler/unwind/unwind.h"
 
 #define RATE 524288
 

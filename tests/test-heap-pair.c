@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "heap_pair.h"
+#include "sampler/heap/heap_pair.h"
 
 
 #define TRAMP 0x7fffffffe000ull	/* where the kernel's trampoline is */

@@ -21,8 +21,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "agent/agent_i.h"
-#include "heap_ring.h"
+#include "sampler/heap/agent/agent_i.h"
+#include "sampler/heap/heap_ring.h"
 
 /* What ring.c wants of the rest of the agent. */
 bool daemon_alive(void)

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "heap_watch.h"
+#include "sampler/heap/heap_watch.h"
 
 static void test_rules(void)
 {

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "http_parse.h"
+#include "fs/http_parse.h"
 
 struct head_case {
 	const char *head;

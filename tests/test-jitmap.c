@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "jitmap.h"
+#include "sampler/unwind/jitmap.h"
 
 static char dir[1024];
 

@@ -17,9 +17,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "kallsyms.h"
-#include "kframes.h"
-#include "profile.h"
+#include "sampler/unwind/kallsyms.h"
+#include "sampler/unwind/kframes.h"
+#include "sampler/model/profile.h"
 
 static const char table[] =
 	"ffffffff81000000 T _stext\n"

@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "kinds.h"
-#include "name.h"
-#include "output.h"
+#include "fs/kinds.h"
+#include "fs/name.h"
+#include "fs/output.h"
 
 static void test_rows(void)
 {

@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "dso.h"
-#include "maps.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/unwind/maps.h"
 
 static char dir[1024];
 

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "name.h"
+#include "fs/name.h"
 
 #define CPU PROFFS_KIND_CPU
 #define HEAP PROFFS_KIND_HEAP

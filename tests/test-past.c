@@ -13,11 +13,11 @@
 #include <string.h>
 
 #include "check.h"
-#include "diff.h"
-#include "flame.h"
-#include "profile.h"
-#include "profile_merge.h"
-#include "trace.h"
+#include "render/diff.h"
+#include "render/flame.h"
+#include "sampler/model/profile.h"
+#include "sampler/model/profile_merge.h"
+#include "render/trace.h"
 
 #define PERIOD 10000000ll
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "perf.h"
+#include "sampler/perf/perf.h"
 
 #define TYPE (PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN | \
 	      PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)

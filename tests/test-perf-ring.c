@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "perf_ring.h"
+#include "sampler/perf/perf_ring.h"
 
 #define DATA_SIZE 4096		/* of the fake rings */
 

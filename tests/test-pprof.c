@@ -16,10 +16,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "pprof.h"
+#include "render/pprof.h"
 #include "check.h"
-#include "profile.h"
-#include "profile.pb-c.h"
+#include "sampler/model/profile.h"
+#include "render/profile.pb-c.h"
 #include "sane-profile.h"
 
 #define SANE(p) CHECK(assert_sane_profile((p), __func__), "see above")

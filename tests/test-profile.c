@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "profile.h"
+#include "sampler/model/profile.h"
 #include "check.h"
 #include "sane-profile.h"
 

@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include "check.h"
-#include "pyline.h"
+#include "sampler/runtime/pyline.h"
 
 struct vector {
 	const char *name;

@@ -22,12 +22,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "flame.h"
+#include "render/flame.h"
 #include "check.h"
-#include "folded.h"
-#include "heap_text.h"
-#include "profile.h"
-#include "text.h"
+#include "render/folded.h"
+#include "render/heap_text.h"
+#include "sampler/model/profile.h"
+#include "render/text.h"
 
 #define UGLY "tmpl<a&b>::op\"x\"'"
 #define UGLY_ESC "tmpl&lt;a&amp;b&gt;::op&quot;x&quot;&apos;"

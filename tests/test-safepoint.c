@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "dso.h"
-#include "maps.h"
-#include "safepoint.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/unwind/maps.h"
+#include "sampler/heap/safepoint.h"
 
 static struct safepoint *sp;
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "timeq.h"
+#include "sampler/perf/timeq.h"
 
 
 struct payload {

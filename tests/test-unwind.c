@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "dso.h"
-#include "maps.h"
-#include "unwind.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/unwind/maps.h"
+#include "sampler/unwind/unwind.h"
 #include "unwind-fixture.h"
 
 #define STACK_COPY (64 << 10)

@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "clock.h"
-#include "profile.h"
-#include "window.h"
+#include "sampler/clock.h"
+#include "sampler/model/profile.h"
+#include "sampler/window.h"
 
 static int looks;
 

@@ -8,21 +8,21 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "cpu.h"
-#include "dso.h"
-#include "kallsyms.h"
-#include "kdefer.h"
-#include "kframes.h"
-#include "log.h"
-#include "maps.h"
-#include "perf.h"
-#include "proc.h"
-#include "profile.h"
-#include "stackctx.h"
-#include "symbolize.h"
-#include "unwind.h"
-#include "window.h"
+#include "sampler/clock.h"
+#include "sampler/cpu/cpu.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/unwind/kallsyms.h"
+#include "sampler/cpu/kdefer.h"
+#include "sampler/unwind/kframes.h"
+#include "sampler/log.h"
+#include "sampler/unwind/maps.h"
+#include "sampler/perf/perf.h"
+#include "sampler/proc.h"
+#include "sampler/model/profile.h"
+#include "sampler/unwind/stackctx.h"
+#include "sampler/unwind/symbolize.h"
+#include "sampler/unwind/unwind.h"
+#include "sampler/window.h"
 
 #define MAX_FRAMES 128		/* user frames */
 /* Frames a stack may gain from a runtime's (Python's) frames. */

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grow.h"
-#include "kdefer.h"
+#include "sampler/grow.h"
+#include "sampler/cpu/kdefer.h"
 
 /* A record: this header, then nk + nu uint64_t, then the labels. */
 struct rec {

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "profile.h"
+#include "sampler/model/profile.h"
 
 #define KDEFER_MAX_BYTES (1u << 20)
 

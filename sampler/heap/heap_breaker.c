@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* heap_breaker.c - the uprobe fallback's token bucket (heap_breaker.h). */
-#include "heap_breaker.h"
+#include "sampler/heap/heap_breaker.h"
 
 void heap_breaker_init(struct heap_breaker *b, uint64_t cpu_ns,
 		       uint64_t hits)

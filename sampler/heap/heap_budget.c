@@ -7,9 +7,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "heap_budget.h"
-#include "heap_threads.h"
-#include "proc.h"
+#include "sampler/heap/heap_budget.h"
+#include "sampler/heap/heap_threads.h"
+#include "sampler/proc.h"
 
 #define LOOKS 3			/* a zeroed budget is looked at again */
 #define LOOK_GAP_NS 1000000l	/* a thread's three instructions are long

@@ -5,10 +5,10 @@
  */
 #include <stdio.h>
 
-#include "heap_comments.h"
-#include "log.h"
-#include "profile.h"
-#include "window.h"
+#include "sampler/heap/heap_comments.h"
+#include "sampler/log.h"
+#include "sampler/model/profile.h"
+#include "sampler/window.h"
 
 /*
  * An empty profile should say why (issue 16: C++ programs on tcmalloc

@@ -4,8 +4,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "heap_counts.h"
-#include "heap_threads.h"
+#include "sampler/heap/heap_counts.h"
+#include "sampler/heap/heap_threads.h"
 
 #define TRIES 20
 #define TRY_GAP_NS 1000000l	/* a fold takes a few instructions */

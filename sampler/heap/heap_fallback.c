@@ -6,11 +6,11 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "heap_fallback.h"
-#include "heap_memstats.h"
-#include "heap_uprobe.h"
-#include "log.h"
-#include "profile.h"
+#include "sampler/heap/heap_fallback.h"
+#include "sampler/heap/heap_memstats.h"
+#include "sampler/heap/uprobe/heap_uprobe.h"
+#include "sampler/log.h"
+#include "sampler/model/profile.h"
 
 int heap_fallback_profile(struct dso_cache *cache, uint32_t max_stacks,
 			  const struct heap_opts *o, const char *why,

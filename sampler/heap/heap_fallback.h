@@ -22,7 +22,7 @@
 
 #include <stdint.h>
 
-#include "heap.h"
+#include "sampler/heap/heap.h"
 
 struct dso_cache;
 

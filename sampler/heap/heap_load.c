@@ -11,13 +11,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "agent/heap_ring.h"
-#include "dso.h"
-#include "heap_load.h"
-#include "inject.h"
-#include "log.h"
-#include "maps.h"
-#include "syscalls.h"
+#include "sampler/heap/agent/heap_ring.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/heap/heap_load.h"
+#include "sampler/heap/inject.h"
+#include "sampler/log.h"
+#include "sampler/unwind/maps.h"
+#include "sampler/syscalls.h"
 
 /* What the calls need, found in the target's own objects. */
 struct target_fns {

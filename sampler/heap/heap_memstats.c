@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "heap_memstats.h"
-#include "profile.h"
+#include "sampler/heap/heap_memstats.h"
+#include "sampler/model/profile.h"
 
 #define GUARD_MAX (64u << 10)	/* a thread stack's guard page(s) */
 

@@ -15,14 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grow.h"
-#include "heap_model.h"
-#include "maps.h"
-#include "proc.h"
-#include "profile.h"
-#include "stackctx.h"
-#include "symbolize.h"
-#include "unwind.h"
+#include "sampler/grow.h"
+#include "sampler/heap/heap_model.h"
+#include "sampler/unwind/maps.h"
+#include "sampler/proc.h"
+#include "sampler/model/profile.h"
+#include "sampler/unwind/stackctx.h"
+#include "sampler/unwind/symbolize.h"
+#include "sampler/unwind/unwind.h"
 
 #define MAX_FRAMES 128
 #define LIVE_EMPTY 0

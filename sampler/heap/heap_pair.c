@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "heap_pair.h"
+#include "sampler/heap/heap_pair.h"
 
 struct slot {
 	struct heap_pair_call call;

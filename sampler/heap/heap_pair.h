@@ -44,7 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "unwind.h"
+#include "sampler/unwind/unwind.h"
 
 #define HEAP_PAIR_MAX_NEST 8
 #define HEAP_PAIR_NEST_SPAN 65536

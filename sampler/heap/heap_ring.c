@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "heap_ring.h"
-#include "log.h"
-#include "proc.h"
+#include "sampler/heap/heap_ring.h"
+#include "sampler/log.h"
+#include "sampler/proc.h"
 
 #define RING_LINK "/memfd:" PH_RING_NAME " (deleted)"
 #define MAX_REC ph_rec_len(sizeof(struct ph_alloc) + PH_STACK_BYTES)

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "heap_threads.h"
-#include "proc.h"
+#include "sampler/heap/heap_threads.h"
+#include "sampler/proc.h"
 
 static int cmp_tid(const void *a, const void *b)
 {

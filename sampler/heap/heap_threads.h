@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent/heap_ring.h"
+#include "sampler/heap/agent/heap_ring.h"
 
 struct heap_threads {
 	pid_t pid;

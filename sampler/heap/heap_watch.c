@@ -16,11 +16,11 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "clock.h"
-#include "heap_watch.h"
-#include "log.h"
-#include "perf.h"
-#include "proc.h"
+#include "sampler/clock.h"
+#include "sampler/heap/heap_watch.h"
+#include "sampler/log.h"
+#include "sampler/perf/perf.h"
+#include "sampler/proc.h"
 
 #define SPIN_MIN 50		/* samples before spinning is judged */
 #define SPIN_SHARE 90		/* percent of them in the agent */

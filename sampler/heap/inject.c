@@ -19,15 +19,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dso.h"
-#include "inject.h"
-#include "inject_i.h"
-#include "log.h"
-#include "maps.h"
-#include "proc.h"
-#include "safepoint.h"
-#include "tracee.h"
-#include "unwind.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/heap/inject.h"
+#include "sampler/heap/inject_i.h"
+#include "sampler/log.h"
+#include "sampler/unwind/maps.h"
+#include "sampler/proc.h"
+#include "sampler/heap/safepoint.h"
+#include "sampler/tracee.h"
+#include "sampler/unwind/unwind.h"
 
 #define STACK_MAX (64 * 1024)
 #define MAX_FRAMES 256

@@ -34,12 +34,12 @@
 #include <sys/uio.h>
 #include <sys/user.h>
 
-#include "inject.h"
-#include "inject_i.h"
-#include "log.h"
-#include "maps.h"
-#include "proc.h"
-#include "tracee.h"
+#include "sampler/heap/inject.h"
+#include "sampler/heap/inject_i.h"
+#include "sampler/log.h"
+#include "sampler/unwind/maps.h"
+#include "sampler/proc.h"
+#include "sampler/tracee.h"
 
 #define XSTATE_MAX 16384
 #define UC_FP_XSTATE 0x1

@@ -13,7 +13,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "clock.h"
+#include "sampler/clock.h"
 
 #define STOP_WAIT_NS 100000000ull	/* for every thread to stop */
 #define CALL_WAIT_NS 10000000000ull	/* for a call to come back */

@@ -11,9 +11,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "dso.h"
-#include "maps.h"
-#include "safepoint.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/unwind/maps.h"
+#include "sampler/heap/safepoint.h"
 
 /*
  * Functions an injected dlopen, the agent's arming or the agent's hooks

@@ -2,7 +2,7 @@
 /* kstack.c - kernel frame names from /proc/PID/task/TID/stack. */
 #include <string.h>
 
-#include "kstack.h"
+#include "sampler/offcpu/kstack.h"
 
 int kstack_names(char *text, const char **names, int max)
 {

@@ -32,18 +32,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "kallsyms.h"
-#include "octhreads.h"
-#include "offcpu_i.h"
-#include "perf.h"
-#include "perf_switch.h"
-#include "profile.h"
-#include "pseudoloc.h"
-#include "symbolize.h"
-#include "taskstat.h"
-#include "unwind.h"
-#include "waitclass.h"
+#include "sampler/clock.h"
+#include "sampler/unwind/kallsyms.h"
+#include "sampler/offcpu/octhreads.h"
+#include "sampler/offcpu/offcpu_i.h"
+#include "sampler/perf/perf.h"
+#include "sampler/perf/perf_switch.h"
+#include "sampler/model/profile.h"
+#include "sampler/offcpu/pseudoloc.h"
+#include "sampler/unwind/symbolize.h"
+#include "sampler/offcpu/taskstat.h"
+#include "sampler/unwind/unwind.h"
+#include "sampler/offcpu/waitclass.h"
 
 #define MAX_FRAMES 128
 #define NO_PLACE UINT32_MAX	/* a token that names no place */

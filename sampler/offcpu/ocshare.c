@@ -28,11 +28,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "octhreads.h"
-#include "offcpu_i.h"
-#include "profile.h"
-#include "pseudoloc.h"
+#include "sampler/clock.h"
+#include "sampler/offcpu/octhreads.h"
+#include "sampler/offcpu/offcpu_i.h"
+#include "sampler/model/profile.h"
+#include "sampler/offcpu/pseudoloc.h"
 
 struct share {
 	double on, runq, off;		/* factors */

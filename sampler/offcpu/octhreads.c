@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "octhreads.h"
+#include "sampler/offcpu/octhreads.h"
 
 struct oc_threads {
 	struct oc_thread **v;	/* in order of arrival */

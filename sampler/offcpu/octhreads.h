@@ -19,8 +19,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "taskstat.h"
-#include "waitclass.h"
+#include "sampler/offcpu/taskstat.h"
+#include "sampler/offcpu/waitclass.h"
 
 #define OC_MAX_KFRAMES 48
 

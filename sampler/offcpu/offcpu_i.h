@@ -11,9 +11,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "offcpu.h"
-#include "stackctx.h"
-#include "window.h"
+#include "sampler/offcpu/offcpu.h"
+#include "sampler/unwind/stackctx.h"
+#include "sampler/window.h"
 
 struct oc_thread;
 struct oc_threads;

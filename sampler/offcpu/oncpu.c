@@ -3,12 +3,12 @@
 #include <errno.h>
 #include <string.h>
 
-#include "log.h"
-#include "octhreads.h"
-#include "offcpu_i.h"
-#include "perf.h"
-#include "symbolize.h"
-#include "unwind.h"
+#include "sampler/log.h"
+#include "sampler/offcpu/octhreads.h"
+#include "sampler/offcpu/offcpu_i.h"
+#include "sampler/perf/perf.h"
+#include "sampler/unwind/symbolize.h"
+#include "sampler/unwind/unwind.h"
 
 #define MAX_FRAMES 128
 #define RUNTIME_FRAMES 128	/* a stack may gain: Python's frames */

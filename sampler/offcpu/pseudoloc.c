@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile.h"
-#include "pseudoloc.h"
+#include "sampler/model/profile.h"
+#include "sampler/offcpu/pseudoloc.h"
 
 #define NAME_MAX_LEN 160
 

@@ -10,9 +10,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "proc.h"
-#include "taskstat.h"
-#include "tracee.h"
+#include "sampler/proc.h"
+#include "sampler/offcpu/taskstat.h"
+#include "sampler/tracee.h"
 
 #define SYS_TEXT 256
 

@@ -32,7 +32,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "unwind.h"
+#include "sampler/unwind/unwind.h"
 
 struct proc_maps;
 

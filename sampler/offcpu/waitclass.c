@@ -7,10 +7,10 @@
 #include <string.h>
 #include <sys/syscall.h>
 
-#include "dso.h"
-#include "maps.h"
-#include "unwind.h"
-#include "waitclass.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/unwind/maps.h"
+#include "sampler/unwind/unwind.h"
+#include "sampler/offcpu/waitclass.h"
 
 #ifndef FUTEX_LOCK_PI2
 #define FUTEX_LOCK_PI2 13

@@ -12,11 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "log.h"
-#include "perf.h"
-#include "perf_ring.h"
-#include "proc.h"
+#include "sampler/clock.h"
+#include "sampler/log.h"
+#include "sampler/perf/perf.h"
+#include "sampler/perf/perf_ring.h"
+#include "sampler/proc.h"
 
 /*
  * perf's default. The kernel copies this much in the target's context at

@@ -28,7 +28,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "unwind.h"
+#include "sampler/unwind/unwind.h"
 
 /* Kernel frames kept per sample, at most. */
 #define PERF_KERNEL_FRAMES 64

@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "perf_ring.h"
+#include "sampler/perf/perf_ring.h"
 
 int perf_ring_map(int fd, size_t *pages, struct perf_ring *out)
 {

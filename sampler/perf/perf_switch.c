@@ -18,11 +18,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "perf.h"
-#include "perf_ring.h"
-#include "perf_switch.h"
-#include "timeq.h"
+#include "sampler/clock.h"
+#include "sampler/perf/perf.h"
+#include "sampler/perf/perf_ring.h"
+#include "sampler/perf/perf_switch.h"
+#include "sampler/perf/timeq.h"
 
 /* A sample's copy of the stack, as the cpu kind's: 8 KiB reached _start
  * in all but a few samples of the programs measured (perf.c). */

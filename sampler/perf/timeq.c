@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "timeq.h"
+#include "sampler/perf/timeq.h"
 
 #define CHUNK_BYTES (4u << 20)
 

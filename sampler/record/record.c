@@ -10,16 +10,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "cpu.h"
-#include "log.h"
-#include "maps.h"
-#include "perf.h"
-#include "profile.h"
-#include "profile_merge.h"
-#include "record.h"
-#include "symbolize.h"
-#include "unwind.h"
+#include "sampler/clock.h"
+#include "sampler/cpu/cpu.h"
+#include "sampler/log.h"
+#include "sampler/unwind/maps.h"
+#include "sampler/perf/perf.h"
+#include "sampler/model/profile.h"
+#include "sampler/model/profile_merge.h"
+#include "sampler/record/record.h"
+#include "sampler/unwind/symbolize.h"
+#include "sampler/unwind/unwind.h"
 
 #define MAX_FRAMES 128
 #define POLL_MS 100

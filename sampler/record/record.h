@@ -42,7 +42,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "proc.h"
+#include "sampler/proc.h"
 
 struct dso_cache;
 struct profile;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* pyline.c - CPython 3.11 location tables -> line numbers. */
-#include "pyline.h"
+#include "sampler/runtime/pyline.h"
 
 static unsigned varint(const uint8_t *t, size_t len, size_t *i)
 {

@@ -15,7 +15,7 @@
  */
 #include <stddef.h>
 
-#include "pyoffsets.h"
+#include "sampler/runtime/pyoffsets.h"
 
 static const struct py_offsets table[] = {
 	{

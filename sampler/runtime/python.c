@@ -6,14 +6,14 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "dso.h"
-#include "log.h"
-#include "maps.h"
-#include "proc.h"
-#include "profile.h"
-#include "pyline.h"
-#include "python_i.h"
-#include "symbolize.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/log.h"
+#include "sampler/unwind/maps.h"
+#include "sampler/proc.h"
+#include "sampler/model/profile.h"
+#include "sampler/runtime/pyline.h"
+#include "sampler/runtime/python_i.h"
+#include "sampler/unwind/symbolize.h"
 
 static inline size_t hash64(uint64_t x)
 {

@@ -12,9 +12,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "dso.h"
-#include "python.h"
-#include "pyoffsets.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/runtime/python.h"
+#include "sampler/runtime/pyoffsets.h"
 
 #define PAGE 4096ull
 #define PAGE_SLOTS 16		/* pages one stack read may touch, cached */

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "maps.h"
-#include "profile.h"
-#include "python_i.h"
+#include "sampler/log.h"
+#include "sampler/unwind/maps.h"
+#include "sampler/model/profile.h"
+#include "sampler/runtime/python_i.h"
 
 static bool eval_named(void *arg, const char *name)
 {

@@ -23,19 +23,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "kallsyms.h"
-#include "kframes.h"
-#include "log.h"
-#include "maps.h"
-#include "proc.h"
-#include "profile.h"
-#include "stackctx.h"
-#include "symbolize.h"
-#include "syscalls.h"
-#include "threads.h"
-#include "tracee.h"
-#include "unwind.h"
+#include "sampler/clock.h"
+#include "sampler/unwind/kallsyms.h"
+#include "sampler/unwind/kframes.h"
+#include "sampler/log.h"
+#include "sampler/unwind/maps.h"
+#include "sampler/proc.h"
+#include "sampler/model/profile.h"
+#include "sampler/unwind/stackctx.h"
+#include "sampler/unwind/symbolize.h"
+#include "sampler/syscalls.h"
+#include "sampler/threads/threads.h"
+#include "sampler/tracee.h"
+#include "sampler/unwind/unwind.h"
 
 #define MAX_FRAMES 128
 #define MAX_KFRAMES 64		/* the kernel's limit is 64 too */

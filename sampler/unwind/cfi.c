@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfi.h"
-#include "dso.h"
+#include "sampler/unwind/cfi.h"
+#include "sampler/unwind/dso.h"
 
 #define DW_EH_PE_absptr 0x00
 #define DW_EH_PE_uleb128 0x01

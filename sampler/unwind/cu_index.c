@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "cu_index.h"
+#include "sampler/unwind/cu_index.h"
 
 /* Ranges may overlap (a discarded COMDAT copy, LTO partitions): a lookup
  * looks this many ranges back from the last one starting at or below the

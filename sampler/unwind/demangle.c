@@ -9,7 +9,7 @@
 
 #include <libiberty/demangle.h>
 
-#include "demangle.h"
+#include "sampler/unwind/demangle.h"
 
 struct sink {
 	char *buf;

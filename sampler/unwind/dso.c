@@ -36,13 +36,13 @@
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 
-#include "clock.h"
-#include "cu_index.h"
-#include "demangle.h"
-#include "dso.h"
-#include "dso_i.h"
-#include "gopclntab.h"
-#include "log.h"
+#include "sampler/clock.h"
+#include "sampler/unwind/cu_index.h"
+#include "sampler/unwind/demangle.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/unwind/dso_i.h"
+#include "sampler/unwind/gopclntab.h"
+#include "sampler/log.h"
 
 /* ---- ELF headers ---- */
 

@@ -13,9 +13,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "clock.h"
-#include "dso.h"
-#include "dso_i.h"
+#include "sampler/clock.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/unwind/dso_i.h"
 
 /* Called with c->lock held: drop every entry of d, and the cache's
  * reference (the last one: nobody else holds d). */

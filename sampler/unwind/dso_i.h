@@ -20,7 +20,7 @@
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 
-#include "dso.h"
+#include "sampler/unwind/dso.h"
 
 #define DSO_DEFAULT_ROOTS	"/usr/lib/debug"
 /* Deeper inline chains are cut in the middle; the outer function stays. */

@@ -22,11 +22,11 @@
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 
-#include "cu_index.h"
-#include "demangle.h"
-#include "dso.h"
-#include "dso_i.h"
-#include "log.h"
+#include "sampler/unwind/cu_index.h"
+#include "sampler/unwind/demangle.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/unwind/dso_i.h"
+#include "sampler/log.h"
 
 
 /* ---- u64 -> u64 map ---- */

@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gopclntab.h"
-#include "log.h"
+#include "sampler/unwind/gopclntab.h"
+#include "sampler/log.h"
 
 #define MAGIC_116	0xfffffffau
 #define MAGIC_118	0xfffffff0u

@@ -8,11 +8,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "dso.h"
-#include "gopclntab.h"
-#include "gostack.h"
-#include "livestack.h"
-#include "maps.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/unwind/gopclntab.h"
+#include "sampler/unwind/gostack.h"
+#include "sampler/unwind/livestack.h"
+#include "sampler/unwind/maps.h"
 
 bool gostack_code(struct proc_maps *maps, uint64_t pc)
 {

@@ -16,10 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "jitmap.h"
-#include "log.h"
-#include "proc.h"
+#include "sampler/clock.h"
+#include "sampler/unwind/jitmap.h"
+#include "sampler/log.h"
+#include "sampler/proc.h"
 
 #define NAME_MAX_LEN	1024	/* longer names are cut */
 #define LINE_MAX_LEN	(NAME_MAX_LEN + 64)

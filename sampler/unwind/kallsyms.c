@@ -17,10 +17,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "grow.h"
-#include "kallsyms.h"
-#include "kallsyms_i.h"
-#include "log.h"
+#include "sampler/grow.h"
+#include "sampler/unwind/kallsyms.h"
+#include "sampler/unwind/kallsyms_i.h"
+#include "sampler/log.h"
 
 #define KALLSYMS_PATH "/proc/kallsyms"
 

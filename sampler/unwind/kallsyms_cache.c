@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kallsyms_i.h"
-#include "log.h"
+#include "sampler/unwind/kallsyms_i.h"
+#include "sampler/log.h"
 
 #define MAGIC "PRFKSYM1"
 #define BOOT_ID "/proc/sys/kernel/random/boot_id"

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kallsyms.h"
-#include "kframes.h"
-#include "profile.h"
+#include "sampler/unwind/kallsyms.h"
+#include "sampler/unwind/kframes.h"
+#include "sampler/model/profile.h"
 
 #define NAME_MAX_LEN 200
 #define PREFIX "[k] "

@@ -15,12 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfi.h"
-#include "dso.h"
-#include "gopclntab.h"
-#include "livestack.h"
-#include "maps.h"
-#include "proc.h"
+#include "sampler/unwind/cfi.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/unwind/gopclntab.h"
+#include "sampler/unwind/livestack.h"
+#include "sampler/unwind/maps.h"
+#include "sampler/proc.h"
 
 #define PAGE 4096ull
 /* Read this much past the word wanted: the callers above a big frame

@@ -9,11 +9,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "dso.h"
-#include "log.h"
-#include "maps.h"
-#include "proc.h"
+#include "sampler/clock.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/log.h"
+#include "sampler/unwind/maps.h"
+#include "sampler/proc.h"
 
 struct proc_maps {
 	pid_t pid;

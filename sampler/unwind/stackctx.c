@@ -2,10 +2,10 @@
 /* stackctx.c - maps, then unwinder, then symbolizer; freed in reverse. */
 #include <stddef.h>
 
-#include "maps.h"
-#include "stackctx.h"
-#include "symbolize.h"
-#include "unwind.h"
+#include "sampler/unwind/maps.h"
+#include "sampler/unwind/stackctx.h"
+#include "sampler/unwind/symbolize.h"
+#include "sampler/unwind/unwind.h"
 
 int stackctx_open_maps(struct stack_ctx *c, struct proc_maps *maps,
 		       struct profile *p, unsigned flags)

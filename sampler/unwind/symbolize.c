@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dso.h"
-#include "jitmap.h"
-#include "maps.h"
-#include "profile.h"
-#include "python.h"
-#include "symbolize.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/unwind/jitmap.h"
+#include "sampler/unwind/maps.h"
+#include "sampler/model/profile.h"
+#include "sampler/runtime/python.h"
+#include "sampler/unwind/symbolize.h"
 
 #define MAX_INLINE 16
 

@@ -28,14 +28,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfi.h"
-#include "dso.h"
-#include "gopclntab.h"
-#include "gostack.h"
-#include "livestack.h"
-#include "log.h"
-#include "maps.h"
-#include "unwind.h"
+#include "sampler/unwind/cfi.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/unwind/gopclntab.h"
+#include "sampler/unwind/gostack.h"
+#include "sampler/unwind/livestack.h"
+#include "sampler/log.h"
+#include "sampler/unwind/maps.h"
+#include "sampler/unwind/unwind.h"
 
 /* Not in libunwind's public headers, but exported (perf uses it too). */
 extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as,

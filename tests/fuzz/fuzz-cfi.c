@@ -26,8 +26,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "cfi.h"
-#include "dso.h"
+#include "sampler/unwind/cfi.h"
+#include "sampler/unwind/dso.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -20,8 +20,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "dso.h"
-#include "gopclntab.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/unwind/gopclntab.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/agent_i.h"
-#include "heap_ring.h"
+#include "sampler/heap/agent/agent_i.h"
+#include "sampler/heap/heap_ring.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pprof.h"
-#include "profile.h"
-#include "../sane-profile.h"
+#include "render/pprof.h"
+#include "sampler/model/profile.h"
+#include "tests/sane-profile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

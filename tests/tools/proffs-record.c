@@ -15,11 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cpu.h"
-#include "dso.h"
-#include "kallsyms.h"
-#include "pprof.h"
-#include "profile.h"
+#include "sampler/cpu/cpu.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/unwind/kallsyms.h"
+#include "render/pprof.h"
+#include "sampler/model/profile.h"
 
 int main(int argc, char **argv)
 {

@@ -15,12 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dso.h"
-#include "proc.h"
-#include "pprof.h"
-#include "profile.h"
-#include "threads.h"
-#include "threads_text.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/proc.h"
+#include "render/pprof.h"
+#include "sampler/model/profile.h"
+#include "sampler/threads/threads.h"
+#include "render/threads_text.h"
 
 /* Count the target's threads still traced or stopped. */
 static void after_check(pid_t pid)

@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "heap_ring.h"
+#include "sampler/heap/agent/heap_ring.h"
 
 #define PH_HIDDEN __attribute__((visibility("hidden")))
 

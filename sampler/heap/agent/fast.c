@@ -28,7 +28,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "agent_i.h"
+#include "sampler/heap/agent/agent_i.h"
 
 _Static_assert(offsetof(struct ph_budget, left) == 0,
 	       "the assembly reads the budget at the start of ph_tls");

@@ -26,7 +26,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "agent_i.h"
+#include "sampler/heap/agent/agent_i.h"
 
 #define MAX_SLOTS 8192
 

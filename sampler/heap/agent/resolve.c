@@ -37,7 +37,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "agent_i.h"
+#include "sampler/heap/agent/agent_i.h"
 
 #define CHASE_STEPS 8
 

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent_i.h"
+#include "sampler/heap/agent/agent_i.h"
 
 #define WAIT_NS 1000000000ull	/* longest wait for room, per record */
 

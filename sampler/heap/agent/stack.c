@@ -14,7 +14,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "agent_i.h"
+#include "sampler/heap/agent/agent_i.h"
 
 #define PAGE 4096
 #define MAX_REFRESH 8	/* bounds looked up again, then the syscall */

@@ -14,19 +14,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "dso.h"
-#include "heap_breaker.h"
-#include "heap_model.h"
-#include "heap_pair.h"
-#include "heap_uprobe.h"
-#include "log.h"
-#include "maps.h"
-#include "proc.h"
-#include "profile.h"
-#include "uprobe_group.h"
-#include "uprobe_rec.h"
-#include "window.h"
+#include "sampler/clock.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/heap/heap_breaker.h"
+#include "sampler/heap/heap_model.h"
+#include "sampler/heap/heap_pair.h"
+#include "sampler/heap/uprobe/heap_uprobe.h"
+#include "sampler/log.h"
+#include "sampler/unwind/maps.h"
+#include "sampler/proc.h"
+#include "sampler/model/profile.h"
+#include "sampler/heap/uprobe/uprobe_group.h"
+#include "sampler/heap/uprobe/uprobe_rec.h"
+#include "sampler/window.h"
 
 /* perf's default copy: the kernel makes it at every hit of an
  * allocating function; the rest of a deeper stack is read from the

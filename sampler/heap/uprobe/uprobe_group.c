@@ -13,8 +13,8 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "uprobe_group.h"
+#include "sampler/log.h"
+#include "sampler/heap/uprobe/uprobe_group.h"
 
 #define PREFIX "proffs_"
 #define MAX_EVENTS 8

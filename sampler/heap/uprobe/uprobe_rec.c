@@ -21,13 +21,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "grow.h"
-#include "clock.h"
-#include "perf.h"
-#include "perf_ring.h"
-#include "proc.h"
-#include "timeq.h"
-#include "uprobe_rec.h"
+#include "sampler/grow.h"
+#include "sampler/clock.h"
+#include "sampler/perf/perf.h"
+#include "sampler/perf/perf_ring.h"
+#include "sampler/proc.h"
+#include "sampler/perf/timeq.h"
+#include "sampler/heap/uprobe/uprobe_rec.h"
 
 #define POLL_MS 5
 #define RING_PAGES_MAX 16384	/* 64 MiB a cpu: ~7,600 8 KiB stacks */

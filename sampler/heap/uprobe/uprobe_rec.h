@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "unwind.h"
+#include "sampler/unwind/unwind.h"
 
 struct uprobe_rec;
 

@@ -3,8 +3,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "profile.h"
-#include "profile_merge.h"
+#include "sampler/model/profile.h"
+#include "sampler/model/profile_merge.h"
 
 #define MAX_LABELS 16
 #define MAX_LOCS 512

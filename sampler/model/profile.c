@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile.h"
+#include "sampler/model/profile.h"
 
 /* A growable array of fixed-size elements. */
 struct vec {
