@@ -69,6 +69,7 @@ enum http_route_type {
 	HTTP_ROUTE_CMDLINE,
 	HTTP_ROUTE_PROFILE,
 	HTTP_ROUTE_ERRORS,	/* /errors.txt, /<pid>/errors.txt */
+	HTTP_ROUTE__COUNT	/* not a route: how many there are */
 };
 
 struct http_route {

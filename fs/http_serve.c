@@ -446,6 +446,8 @@ int http_serve(struct http_conn *c, const struct http_request *r)
 		return profile(&x, &rt);
 	case HTTP_ROUTE_ERRORS:
 		return errors_page(&x, &rt);
+	case HTTP_ROUTE__COUNT:
+		break;
 	}
 	return refuse(&x, -ENOENT, "no such page");
 }

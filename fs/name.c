@@ -240,21 +240,29 @@ static int param_sample(struct parse_state *st, const char *v, size_t len)
 /* base=prev | base=lastNs */
 static int param_base(struct parse_state *st, const char *v, size_t len)
 {
-	uint64_t n;
+	uint64_t n = 0;
 	int ret;
 
 	if (len == 4 && !memcmp(v, "prev", 4)) {
 		st->req->base = PROFFS_BASE_PREV;
 		return 0;
 	}
-	if (len < 6 || memcmp(v, "last", 4) || v[len - 1] != 's')
+	if (len < 6 || memcmp(v, "last", 4) || v[len - 1] != 's' ||
+	    (ret = parse_uint(v + 4, len - 5, WINDOW_LIMIT_MS / 1000, &n)) ==
+	    -ENOENT) {
+		why(st, "base=%.*s: base= is prev (the window before) or "
+		    "lastNs (the recorder's last N seconds), e.g. "
+		    "base=last60s", (int)len, v);
 		return -ENOENT;
-	ret = parse_uint(v + 4, len - 5, WINDOW_LIMIT_MS / 1000, &n);
-	if (ret)
-		return ret;
+	}
+	if (ret || !n) {
+		why(st, "base=%.*s: a base window is 1 to %u s", (int)len, v,
+		    (unsigned)(WINDOW_LIMIT_MS / 1000));
+		return -EINVAL;
+	}
 	st->req->base = PROFFS_BASE_LAST;
 	st->req->base_ms = n * 1000;
-	return n ? 0 : -EINVAL;
+	return 0;
 }
 
 static const struct {

@@ -40,7 +40,7 @@ static void check_route(const char *target)
 		fail("http_route: not deterministic");
 	if (ret)
 		return;
-	if ((unsigned)rt.type > HTTP_ROUTE_PROFILE)
+	if ((unsigned)rt.type >= HTTP_ROUTE__COUNT)
 		fail("route type out of range");
 	if (rt.type == HTTP_ROUTE_PROFILE) {
 		struct proffs_request req;

@@ -60,6 +60,7 @@ harness_args()
 		max_len=65536 ;;
 	dso)
 		srcs="sampler/unwind/dso.c sampler/unwind/dso_dwarf.c
+		      sampler/unwind/dso_expire.c
 		      sampler/unwind/dso_sym.c sampler/unwind/demangle.c
 		      sampler/unwind/cu_index.c sampler/unwind/gopclntab.c
 		      sampler/log.c"
@@ -69,6 +70,7 @@ harness_args()
 	cfi)
 		srcs="sampler/unwind/cfi.c sampler/unwind/dso.c
 		      sampler/unwind/dso_dwarf.c sampler/unwind/dso_sym.c
+		      sampler/unwind/dso_expire.c
 		      sampler/unwind/demangle.c sampler/unwind/cu_index.c
 		      sampler/unwind/gopclntab.c sampler/log.c"
 		incs="$sinc"
