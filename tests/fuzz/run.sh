@@ -22,8 +22,8 @@ if ! command -v "$cc" >/dev/null; then
 	echo "run.sh: $cc not found (apt-get install clang libclang-rt-14-dev)" >&2
 	exit 2
 fi
-mkdir -p "$work/gen"
-if ! protoc-c --proto_path="$src/render" --c_out="$work/gen" \
+mkdir -p "$work/gen/render"
+if ! protoc-c --proto_path="$src/render" --c_out="$work/gen/render" \
 		"$src/render/profile.proto"; then
 	echo "run.sh: protoc-c failed" >&2
 	exit 2
@@ -32,30 +32,28 @@ fi
 # Per harness: the module sources, include directories and libraries it
 # links with, and the largest input worth trying. A new harness must be
 # added here, or the run fails rather than silently skip it.
-# The sampler's headers are named without their directory, as in
-# sampler/meson.build.
-sinc="-Isampler -Isampler/perf -Isampler/unwind -Isampler/cpu -Isampler/threads
-      -Isampler/offcpu -Isampler/heap -Isampler/heap/uprobe"
+# One include root, as in meson.build: includes name their folder.
+sinc="-I."
 
 harness_args()
 {
 	case "$1" in
 	name)
 		srcs="fs/name.c fs/kinds.c"
-		incs="-Ifs -Irender $sinc -DKINDS_NO_OPS"
+		incs="$sinc -DKINDS_NO_OPS"
 		libs=""
 		max_len=300 ;;
 	http)
 		# target.c's resolving half reads /proc: linked, never called
 		srcs="fs/http_parse.c fs/name.c fs/kinds.c fs/target.c
 		      fs/access.c sampler/proc.c"
-		incs="-Ifs -Irender $sinc -DKINDS_NO_OPS"
+		incs="$sinc -DKINDS_NO_OPS"
 		libs=""
 		max_len=2048 ;;
 	pprof)
-		srcs="render/pprof.c sampler/profile.c sampler/log.c"
-		srcs+=" $work/gen/profile.pb-c.c"
-		incs="$sinc -Irender -I$work/gen"
+		srcs="render/pprof.c sampler/model/profile.c sampler/log.c"
+		srcs+=" $work/gen/render/profile.pb-c.c"
+		incs="$sinc -I$work/gen"
 		libs="-lprotobuf-c -lz"
 		max_len=65536 ;;
 	dso)
