@@ -38,6 +38,17 @@ tar -C "$root" -xf "$base"
 printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' \
 	>"$root/etc/hosts"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# The machine's network as the root's, like resolv.conf: certificate
+# authorities added locally (a network that inspects TLS has one) go in
+# before ca-certificates is installed, whose postinst takes them in; npm
+# uses its own bundled list unless told of the system's (the speedscope
+# test's npm install hung without it).
+if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
+	mkdir -p "$root/usr/local/share/ca-certificates"
+	cp /usr/local/share/ca-certificates/*.crt \
+		"$root/usr/local/share/ca-certificates/"
+	echo 'cafile=/etc/ssl/certs/ca-certificates.crt' >"$root/etc/npmrc"
+fi
 # The tree as a fresh clone has it (committed files only), not the build.
 mkdir -p "$root/src/proffs"
 git ls-files -z | tar --null -T - -cf - | tar -C "$root/src/proffs" -xf -
