@@ -51,9 +51,18 @@ static void find_restorer(const struct heap_load_opts *o,
 			  struct target_fns *f)
 {
 	uint64_t in_libc;
+	int ret = find_fn(o->maps, "close", NULL, &in_libc);
 
-	if (find_fn(o->maps, "close", NULL, &in_libc) ||
-	    inject_find_restorer(o->pid, o->maps, in_libc, &f->restorer))
+	if (!ret)
+		ret = inject_find_restorer(o->pid, o->maps, in_libc,
+					   &f->restorer);
+	/* A target that exits while a read loads the agent (a test's, at
+	 * its end; a user's ^C of the program) is no fault of the stub's:
+	 * the load fails on its own a moment later, and says so. */
+	if (ret == -ESRCH)
+		pr_info("heap: pid %d: exited while the agent was loading",
+			(int)o->pid);
+	else if (ret)
 		pr_warn("heap: pid %d: no rt_sigreturn stub beside close(): "
 			"calls into the process return to address 0, and a "
 			"daemon killed during one would kill it", (int)o->pid);

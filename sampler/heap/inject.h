@@ -82,7 +82,8 @@ int inject_run(const struct inject_opts *o, inject_fn fn, void *arg,
 /*
  * Find the process's rt_sigreturn stub (mov $15, %rax; syscall: glibc's
  * and musl's __restore_rt) in the executable mapping holding in_fn (an
- * address in libc). Reads the target's memory; -ENOENT when not there.
+ * address in libc). Reads the target's memory; -ENOENT when not there,
+ * -ESRCH when the process has gone.
  */
 int inject_find_restorer(pid_t pid, struct proc_maps *maps, uint64_t in_fn,
 			 uint64_t *out);

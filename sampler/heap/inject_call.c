@@ -64,10 +64,16 @@ int inject_find_restorer(pid_t pid, struct proc_maps *maps, uint64_t in_fn,
 	if (!buf)
 		return -ENOMEM;
 	for (uint64_t a = e->start; a < e->end && ret == -ENOENT; a += chunk) {
+		int err;
+
 		len = e->end - a < chunk + sizeof(restorer_code) ?
 		      e->end - a : chunk + sizeof(restorer_code);
-		if (proc_mem_read(pid, a, buf, len))
+		err = proc_mem_read(pid, a, buf, len);
+		if (err) {
+			/* ESRCH: the process is gone, as a load can find */
+			ret = err == -ESRCH ? err : -ENOENT;
 			break;
+		}
 		for (size_t i = 0; i + sizeof(restorer_code) <= len; i++)
 			if (!memcmp(buf + i, restorer_code,
 				    sizeof(restorer_code))) {
