@@ -158,8 +158,11 @@ static int add_line(struct kallsyms *k, const char *line, const char *end)
 	    grow((void **)&k->names, &k->names_cap, k->names_len + len + 1,
 		 1))
 		return -ENOMEM;
-	k->syms[k->n++] = (struct ksym){ .addr = addr, .type = type,
-					 .name = (uint32_t)k->names_len };
+	/* the boot's cache writes the array whole: no stale padding */
+	memset(&k->syms[k->n], 0, sizeof(*k->syms));
+	k->syms[k->n].addr = addr;
+	k->syms[k->n].type = type;
+	k->syms[k->n++].name = (uint32_t)k->names_len;
 	memcpy(k->names + k->names_len, name, len);
 	k->names[k->names_len + len] = '\0';
 	k->names_len += len + 1;
