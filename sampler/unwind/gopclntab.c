@@ -245,7 +245,8 @@ static int pcvalue(const struct gopcln *g, const struct fn *f, uint32_t off,
 	for (bool first = true;; first = false) {
 		if (!uvarint(&p, end, &dv) || (!dv && !first))
 			return -ENOENT;
-		v += (int32_t)(-(dv & 1) ^ (dv >> 1));
+		/* zig-zag delta; Go's int32 wraps, and so does ours */
+		v = (int32_t)((uint32_t)v + (-(dv & 1) ^ (dv >> 1)));
 		if (!uvarint(&p, end, &dpc))
 			return -ENOENT;
 		at += (uint64_t)dpc * g->quantum;
@@ -308,7 +309,8 @@ int gopcln_frame_size(const struct gopcln *g, uint64_t vaddr,
 	for (bool first = true;; first = false) {
 		if (!uvarint(&p, end, &dv) || (!dv && !first))
 			break;
-		v += (int32_t)(-(dv & 1) ^ (dv >> 1));
+		/* zig-zag delta; Go's int32 wraps, and so does ours */
+		v = (int32_t)((uint32_t)v + (-(dv & 1) ^ (dv >> 1)));
 		if (!uvarint(&p, end, &dpc))
 			return -ENOENT;
 		if (v > max)
