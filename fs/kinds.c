@@ -39,8 +39,9 @@
  * distinct stack (and thread state), as Go's goroutine profile. */
 static const char *const per_thread[] = { "thread", "syscall", NULL };
 
-/* A timeline's pprof is its cpu profile: the samples' times merged away. */
-static const char *const timeline[] = { "ts", NULL };
+/* A timeline's pprof is its cpu profile: the samples' times (and the
+ * off-CPU intervals' lengths, trace.h) merged away. */
+static const char *const timeline[] = { "ts", "dur", NULL };
 
 static const struct kind_ops rows[PROFFS_KIND__COUNT] = {
 	[PROFFS_KIND_CPU] = {

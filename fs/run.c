@@ -2,6 +2,7 @@
 /* run.c - a session's profile, by its kind's run function, and its line
  * in the log. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -16,6 +17,8 @@
 #include "sampler/offcpu/offcpu.h"
 #include "fs/past.h"
 #include "fs/run.h"
+#include "sampler/model/profile.h"
+#include "sampler/model/profile_merge.h"
 #include "sampler/threads/threads.h"
 
 /* A whole-host profile's filter: the processes its uid may profile. */
@@ -26,8 +29,65 @@ static bool allowed(pid_t pid, void *arg)
 	return c->uid == (uid_t)-1 || !access_check(0, c->uid, pid);
 }
 
+/* A trace's off-CPU intervals: wall's looks as a timeline, on a thread
+ * of their own beside the CPU samples, over the same window. */
+struct offcpu_job {
+	struct offcpu_opts o;
+	struct offcpu_stats st;
+	struct profile *p;
+	int ret;
+	pthread_t thread;
+	bool started;
+};
+
+static void *offcpu_job_run(void *arg)
+{
+	struct offcpu_job *j = arg;
+
+	j->ret = offcpu_profile(&j->o, &j->p, &j->st);
+	return NULL;
+}
+
+static void offcpu_job_start(const struct run_ctx *c, uint64_t t0,
+			     struct offcpu_job *j)
+{
+	j->o = (struct offcpu_opts){
+		.pid = c->pid, .kind = OFFCPU_WALL, .method = OFFCPU_PROCFS,
+		.hz = c->req->hz, .window_ms = c->req->window_ms,
+		.cache = c->dsos, .ksyms = c->req->kernel ? c->ksyms : NULL,
+		.stop = c->stop, .max_stacks = c->max_stacks,
+		.timeline_t0 = t0,
+	};
+	j->started = !pthread_create(&j->thread, NULL, offcpu_job_run, j);
+	if (!j->started)
+		pr_warn("trace: pid %d: no thread for the off-CPU intervals",
+			(int)c->pid);
+}
+
+/* The intervals join the CPU samples with no value: the trace's pprof
+ * stays its CPU profile; trace.h reads them by their labels. */
+static int offcpu_job_end(struct offcpu_job *j, struct profile *cpu)
+{
+	int ret = 0;
+
+	if (!j->started)
+		return 0;
+	pthread_join(j->thread, NULL);
+	if (cpu && !j->ret)
+		ret = profile_append(cpu, j->p, 0, 1, NULL);
+	else if (cpu && j->ret != -ECANCELED)
+		ret = profile_add_comment(cpu, "proffs: no off-CPU intervals "
+					  "(the off-CPU sampler failed)");
+	if (j->ret && j->ret != -ECANCELED && j->ret != -ESRCH)
+		pr_info("trace: pid %d: off-CPU intervals: %s",
+			(int)j->o.pid, strerror(-j->ret));
+	profile_free(j->p);
+	return ret;
+}
+
 int run_cpu(const struct run_ctx *c, struct profile **out, struct run_result *r)
 {
+	struct offcpu_job job = { .started = false };
 	char title[160];
 	struct cpu_opts o = {
 		.pid = c->pid, .hz = c->req->hz,
@@ -56,7 +116,16 @@ int run_cpu(const struct run_ctx *c, struct profile **out, struct run_result *r)
 		memset(&st, 0, sizeof(st));
 		ret = past_window(c->rec, c->pid, c->uid, c->req, out);
 	} else {
+		if (o.timeline && c->pid) {
+			o.timeline_t0 = now_ns();
+			offcpu_job_start(c, o.timeline_t0, &job);
+		}
 		ret = cpu_profile(&o, out, &st);
+		if (job.started) {
+			int jret = offcpu_job_end(&job, ret ? NULL : *out);
+
+			ret = ret ? ret : jret;
+		}
 	}
 	if (!ret && c->req->base != PROFFS_BASE_NONE)
 		ret = past_diff(c->rec, c->pid, c->uid, c->req, out);

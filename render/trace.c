@@ -16,17 +16,23 @@ struct tsample {
 	long tid;
 	int64_t ts;		/* ns after the window's start */
 	int64_t name;		/* thread_name string index */
+	int64_t state;		/* an off-CPU interval's state, or 0 */
+	int64_t dur;		/* its length in ns */
+	long pid;		/* its process (a whole-host trace) */
+	int64_t comm;		/* that process's command string, or 0 */
 	size_t i;		/* the profile's sample */
 };
 
 struct keys {
-	int64_t thread, thread_name, ts;
+	int64_t thread, thread_name, ts, state, dur, pid, comm;
 };
 
 static int by_thread_time(const void *a, const void *b)
 {
 	const struct tsample *l = a, *r = b;
 
+	if (l->pid != r->pid)
+		return l->pid < r->pid ? -1 : 1;
 	if (l->tid != r->tid)
 		return l->tid < r->tid ? -1 : 1;
 	if (l->ts != r->ts)
@@ -54,10 +60,10 @@ static void put_json(struct folded_buf *b, const char *s)
  * open frame by name, and a nameless one at the timestamp of the next
  * "B" of a recursive function ended the wrong frame ("Tried to end
  * (unnamed) when chain was on the top of the stack"). */
-static void put_event(struct folded_buf *b, const char *ph, int pid,
+static void put_event(struct folded_buf *b, const char *ph, long pid,
 		      long tid, int64_t ns, const char *name)
 {
-	folded_buf_printf(b, ",\n{\"ph\":\"%s\",\"pid\":%d,\"tid\":%ld,"
+	folded_buf_printf(b, ",\n{\"ph\":\"%s\",\"pid\":%ld,\"tid\":%ld,"
 			  "\"ts\":%" PRId64 ".%03d", ph, pid, tid, ns / 1000,
 			  (int)(ns % 1000));
 	if (name) {
@@ -83,7 +89,14 @@ static void labels_of(const struct profile *p, const struct pf_sample *s,
 		else if (l->key == k->ts) {
 			t->ts = l->num;
 			*has_ts = true;
-		}
+		} else if (l->key == k->state)
+			t->state = l->str;
+		else if (l->key == k->dur)
+			t->dur = l->num;
+		else if (l->key == k->pid)
+			t->pid = strtol(profile_str(p, l->str), NULL, 10);
+		else if (l->key == k->comm)
+			t->comm = l->str;
 	}
 }
 
@@ -95,77 +108,217 @@ static int64_t key_of(const struct profile *p, const char *s)
 	return -1;
 }
 
-/* One thread's slices: samples ts[0..n) of it, in time order. */
-static int put_thread(struct folded_buf *b, struct folded_walk *w,
-		      const struct tsample *ts, size_t n, int pid,
-		      int64_t period)
+/* One thread's track as it is written: the on-CPU frames open, or the
+ * off-CPU slice open (wait, with its stack), and where they reach. */
+struct track {
+	struct folded_buf *b;
+	struct folded_walk *w;
+	long pid, tid;
+	int64_t *open;
+	size_t nopen, cap;
+	char *wait, *stack;
+	int64_t end;		/* of the last slice, open or not */
+};
+
+static void close_all(struct track *t)
 {
-	const struct profile *p = w->p;
-	int64_t *open = NULL, last_end = 0;
-	size_t nopen = 0, cap = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		int64_t start = ts[i].ts - period, at;
-		size_t keep = 0;
-
-		if (folded_walk_stack(w, profile_sample(p, ts[i].i)))
-			goto nomem;
-		/* off the CPU between the two: everything closes */
-		if (nopen && start > last_end + period / 2) {
-			while (nopen--)
-				put_event(b, "E", pid, ts[i].tid, last_end,
-					  folded_walk_name(w, open[nopen]));
-			nopen = 0;
-		}
-		at = nopen ? last_end : (start > 0 ? start : 0);
-		while (keep < nopen && keep < w->n && open[keep] == w->keys[keep])
-			keep++;
-		while (nopen > keep) {
-			nopen--;
-			put_event(b, "E", pid, ts[i].tid, at,
-				  folded_walk_name(w, open[nopen]));
-		}
-		if (w->n > cap) {
-			int64_t *o = realloc(open, w->n * sizeof(*o));
-
-			if (!o)
-				goto nomem;
-			open = o;
-			cap = w->n;
-		}
-		for (; nopen < w->n; nopen++) {
-			open[nopen] = w->keys[nopen];
-			put_event(b, "B", pid, ts[i].tid, at,
-				  folded_walk_name(w, w->keys[nopen]));
-		}
-		last_end = ts[i].ts > at ? ts[i].ts : at;
+	while (t->nopen) {
+		t->nopen--;
+		put_event(t->b, "E", t->pid, t->tid, t->end,
+			  folded_walk_name(t->w, t->open[t->nopen]));
 	}
-	while (nopen--)
-		put_event(b, "E", pid, n ? ts[n - 1].tid : 0, last_end,
-			  folded_walk_name(w, open[nopen]));
-	free(open);
-	return 0;
-nomem:
-	free(open);
-	return -ENOMEM;
+	if (t->wait)
+		put_event(t->b, "E", t->pid, t->tid, t->end, t->wait);
+	free(t->wait);
+	free(t->stack);
+	t->wait = t->stack = NULL;
 }
 
+/* An on-CPU sample: the period before its time. */
+static int put_cpu(struct track *t, const struct tsample *s, int64_t period)
+{
+	struct folded_walk *w = t->w;
+	int64_t start = s->ts - period, at;
+	size_t keep = 0;
+
+	if (folded_walk_stack(w, profile_sample(w->p, s->i)))
+		return -ENOMEM;
+	/* off the CPU between the two, or in a wait: everything closes */
+	if (t->wait || (t->nopen && start > t->end + period / 2))
+		close_all(t);
+	at = t->nopen || start < t->end ? t->end : (start > 0 ? start : 0);
+	while (keep < t->nopen && keep < w->n &&
+	       t->open[keep] == w->keys[keep])
+		keep++;
+	while (t->nopen > keep) {
+		t->nopen--;
+		put_event(t->b, "E", t->pid, t->tid, at,
+			  folded_walk_name(w, t->open[t->nopen]));
+	}
+	if (w->n > t->cap) {
+		int64_t *o = realloc(t->open, w->n * sizeof(*o));
+
+		if (!o)
+			return -ENOMEM;
+		t->open = o;
+		t->cap = w->n;
+	}
+	for (; t->nopen < w->n; t->nopen++) {
+		t->open[t->nopen] = w->keys[t->nopen];
+		put_event(t->b, "B", t->pid, t->tid, at,
+			  folded_walk_name(w, w->keys[t->nopen]));
+	}
+	t->end = s->ts > at ? s->ts : at;
+	return 0;
+}
+
+/* A wait's name: its system call ("[syscall] NAME" frame), else its
+ * state (runnable: woken, waiting for a CPU). */
+static const char *wait_name(const struct folded_walk *w, const char *state)
+{
+	static const char sc[] = "[syscall] ";
+
+	if (!strcmp(state, "runnable"))
+		return state;
+	for (size_t i = w->n; i-- > 0;) {
+		const char *f = folded_walk_name(w, w->keys[i]);
+
+		if (!strncmp(f, sc, sizeof(sc) - 1) && f[sizeof(sc) - 1])
+			return f + sizeof(sc) - 1;
+	}
+	return state;
+}
+
+/* The waiting stack, root first, as the folded format writes it. */
+static char *stack_text(const struct folded_walk *w)
+{
+	struct folded_buf b = { 0 };
+	char *s;
+	size_t len;
+
+	for (size_t i = 0; i < w->n; i++) {
+		if (i)
+			folded_buf_puts(&b, ";");
+		folded_buf_puts(&b, folded_walk_name(w, w->keys[i]));
+	}
+	if (!w->n)
+		folded_buf_puts(&b, "");
+	if (folded_buf_finish(&b, &s, &len))
+		return NULL;
+	return s;
+}
+
+/* An off-CPU interval [ts - dur, ts) from the wall sampler's look, cut
+ * to the time between the on-CPU samples around it (cpu_start: where
+ * the next one begins): a slice named by its wait, or more of the one
+ * open when it is the same wait at the same stack. */
+static int put_wait(struct track *t, const struct tsample *s,
+		    const char *state, int64_t cpu_start, int64_t period)
+{
+	struct folded_walk *w = t->w;
+	int64_t start = s->ts - s->dur, end = s->ts;
+	const char *name;
+	char *stack;
+
+	if (start < t->end)
+		start = t->end;
+	if (start < 0)
+		start = 0;
+	if (end > cpu_start)
+		end = cpu_start;
+	if (end <= start)
+		return 0;
+	if (folded_walk_stack(w, profile_sample(w->p, s->i)))
+		return -ENOMEM;
+	name = wait_name(w, state);
+	stack = stack_text(w);
+	if (!stack)
+		return -ENOMEM;
+	if (t->wait && !strcmp(t->wait, name) && !strcmp(t->stack, stack) &&
+	    start <= t->end + period / 2) {
+		free(stack);
+		t->end = end;
+		return 0;
+	}
+	close_all(t);
+	t->wait = strdup(name);
+	t->stack = stack;
+	if (!t->wait)
+		return -ENOMEM;
+	folded_buf_printf(t->b, ",\n{\"ph\":\"B\",\"pid\":%ld,\"tid\":%ld,"
+			  "\"ts\":%" PRId64 ".%03d,\"cat\":\"off-cpu\","
+			  "\"name\":\"", t->pid, t->tid, start / 1000,
+			  (int)(start % 1000));
+	put_json(t->b, name);
+	folded_buf_puts(t->b, "\",\"args\":{\"state\":\"");
+	put_json(t->b, state);
+	folded_buf_puts(t->b, "\",\"stack\":\"");
+	put_json(t->b, stack);
+	folded_buf_puts(t->b, "\"}}");
+	t->end = end;
+	return 0;
+}
+
+/* One thread's slices: samples ts[0..n) of it, in time order. */
+static int put_thread(struct folded_buf *b, struct folded_walk *w,
+		      const struct tsample *ts, size_t n, int64_t period)
+{
+	struct track t = { .b = b, .w = w, .pid = n ? ts[0].pid : 0,
+			   .tid = n ? ts[0].tid : 0 };
+	int64_t cpu_start = INT64_MAX;
+	int64_t *next_cpu = malloc((n ? n : 1) * sizeof(*next_cpu));
+	int ret = 0;
+
+	if (!next_cpu)
+		return -ENOMEM;
+	/* where the next on-CPU sample's period begins, for each sample */
+	for (size_t i = n; i-- > 0;) {
+		next_cpu[i] = cpu_start;
+		if (!ts[i].state)
+			cpu_start = ts[i].ts - period;
+	}
+	for (size_t i = 0; i < n && !ret; i++)
+		ret = ts[i].state ?
+		      put_wait(&t, &ts[i], profile_str(w->p, ts[i].state),
+			       next_cpu[i], period) :
+		      put_cpu(&t, &ts[i], period);
+	close_all(&t);
+	free(t.open);
+	free(next_cpu);
+	return ret;
+}
+
+/* A process's name, then its threads' (ts[0..n) sorted by pid, tid). */
 static void put_metadata(struct folded_buf *b, const struct profile *p,
-			 const struct tsample *ts, size_t n, int pid)
+			 const struct tsample *ts, size_t n)
 {
 	const struct pf_header *h = profile_header_const(p);
 
-	folded_buf_printf(b, "{\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":%d,"
-			  "\"tid\":%d,\"name\":\"process_name\",\"args\":"
-			  "{\"name\":\"", pid, pid);
-	put_json(b, profile_str(p, h->command));
-	folded_buf_puts(b, "\"}}");
+	folded_buf_puts(b, "{\"traceEvents\":[");
+	if (!n || ts[0].pid == h->pid) {
+		folded_buf_printf(b, "\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+				  "\"name\":\"process_name\",\"args\":"
+				  "{\"name\":\"", h->pid, h->pid);
+		put_json(b, profile_str(p, h->command));
+		folded_buf_puts(b, "\"}}");
+	}
 	for (size_t i = 0; i < n; i++) {
-		if (i && ts[i].tid == ts[i - 1].tid)
+		if (i && ts[i].tid == ts[i - 1].tid &&
+		    ts[i].pid == ts[i - 1].pid)
 			continue;
-		folded_buf_printf(b, ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%ld,"
+		if (ts[i].pid != h->pid &&
+		    (!i || ts[i].pid != ts[i - 1].pid)) {
+			folded_buf_printf(b, "%s\n{\"ph\":\"M\",\"pid\":%ld,"
+					  "\"tid\":%ld,\"name\":"
+					  "\"process_name\",\"args\":"
+					  "{\"name\":\"", i ? "," : "",
+					  ts[i].pid, ts[i].pid);
+			put_json(b, profile_str(p, ts[i].comm));
+			folded_buf_printf(b, " %ld\"}}", ts[i].pid);
+		}
+		folded_buf_printf(b, ",\n{\"ph\":\"M\",\"pid\":%ld,\"tid\":%ld,"
 				  "\"name\":\"thread_name\",\"args\":{\"name\":"
-				  "\"", pid, ts[i].tid);
+				  "\"", ts[i].pid, ts[i].tid);
 		put_json(b, profile_str(p, ts[i].name));
 		folded_buf_printf(b, " %ld\"}}", ts[i].tid);
 	}
@@ -178,6 +331,10 @@ int trace_render(const struct profile *p, char **buf, size_t *len)
 		.thread = key_of(p, "thread"),
 		.thread_name = key_of(p, "thread_name"),
 		.ts = key_of(p, "ts"),
+		.state = key_of(p, "state"),
+		.dur = key_of(p, "dur"),
+		.pid = key_of(p, "pid"),
+		.comm = key_of(p, "comm"),
 	};
 	struct folded_buf out = { 0 };
 	struct folded_walk w;
@@ -194,7 +351,7 @@ int trace_render(const struct profile *p, char **buf, size_t *len)
 	for (size_t i = 0; i < ns; i++) {
 		bool has_ts;
 
-		ts[n] = (struct tsample){ .i = i };
+		ts[n] = (struct tsample){ .i = i, .pid = h->pid };
 		labels_of(p, profile_sample(p, i), &k, &ts[n], &has_ts);
 		n += has_ts;
 	}
@@ -208,11 +365,12 @@ int trace_render(const struct profile *p, char **buf, size_t *len)
 		free(ts);
 		return ret;
 	}
-	put_metadata(&out, p, ts, n, h->pid);
+	put_metadata(&out, p, ts, n);
 	for (size_t i = 0, j; !ret && i < n; i = j) {
-		for (j = i; j < n && ts[j].tid == ts[i].tid; j++)
+		for (j = i; j < n && ts[j].tid == ts[i].tid &&
+			    ts[j].pid == ts[i].pid; j++)
 			;
-		ret = put_thread(&out, &w, ts + i, j - i, h->pid, period);
+		ret = put_thread(&out, &w, ts + i, j - i, period);
 	}
 	folded_buf_puts(&out, "\n],\"displayTimeUnit\":\"ms\"}\n");
 	folded_walk_fini(&w);

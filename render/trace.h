@@ -16,6 +16,18 @@
  * closes every slice. Times in µs from the window's start. Frames are
  * named as the flame graph names them (folded.h).
  *
+ * Off-CPU intervals: a sample with the string label state and the
+ * numeric label dur (wall's looks as a timeline, offcpu.h) stands for
+ * [ts - dur, ts), cut to the time between the thread's on-CPU samples
+ * around it. It is an outermost slice of category "off-cpu" on the
+ * thread's track, named by its wait (the system call of its "[syscall]
+ * NAME" frame; else its state: runnable, sleeping...), args.state and
+ * args.stack (the waiting stack, root first, ';'-separated); the same
+ * wait at the same stack in consecutive looks is one slice.
+ *
+ * A whole-host timeline (samples with the labels pid and comm): one
+ * process (track group) per pid, named by comm and pid.
+ *
  * Ownership: on success *buf is malloc()ed, NUL-terminated and owned by
  * the caller. Errors: -ENOMEM, -EINVAL (not a timeline: no ts labels).
  */

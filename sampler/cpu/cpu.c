@@ -495,7 +495,8 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 	    (!kallsyms_tried(o->ksyms) || kallsyms_ready(o->ksyms)))
 		ret = kframes_new(run.p, o->ksyms, &run.kf);
 	t0 = clock_ns(CLOCK_REALTIME);
-	run.t0 = clock_ns(CLOCK_MONOTONIC);	/* the samples' clock */
+	/* the samples' clock */
+	run.t0 = o->timeline_t0 ? o->timeline_t0 : clock_ns(CLOCK_MONOTONIC);
 	/* A runtime's frames are read from the process when its sample is
 	 * handled: at once, so that they are (nearly) the sample's. */
 	if (!ret && o->pid && symbolizer_runtime(c->sc.sym))

@@ -70,6 +70,9 @@ struct cpu_opts {
 	 * samples merge and memory grows with samples (max_stacks bounds
 	 * it). */
 	bool timeline;
+	/* The origin of ts (CLOCK_MONOTONIC ns), shared with another
+	 * sampler of the same window; 0: this window's start. */
+	uint64_t timeline_t0;
 };
 
 struct cpu_stats {

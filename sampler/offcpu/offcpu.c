@@ -76,8 +76,21 @@ const char *oc_state_label(char letter)
 /* ---- samples ---- */
 
 static int labels_of(struct oc_run *run, const struct oc_thread *th,
-		     const char *state, struct pf_label labels[3])
+		     const char *state, int64_t ns, struct pf_label labels[5],
+		     uint32_t *n)
 {
+	const struct offcpu_opts *o = run->o;
+
+	*n = 3;
+	if (o->timeline_t0) {
+		labels[(*n)++] = (struct pf_label){
+			.key = run->key_ts,
+			.num = run->look_ns > o->timeline_t0 ?
+			       (int64_t)(run->look_ns - o->timeline_t0) : 0,
+		};
+		labels[(*n)++] = (struct pf_label){ .key = run->key_dur,
+						    .num = ns };
+	}
 	labels[0] = (struct pf_label){ .key = run->key_thread,
 				       .str = th->tid_str };
 	labels[1] = (struct pf_label){ .key = run->key_thread_name,
@@ -92,7 +105,8 @@ int oc_add(struct oc_run *run, const struct oc_thread *th,
 	   int64_t count, int64_t ns)
 {
 	int64_t values[2] = { count, ns };
-	struct pf_label labels[3];
+	struct pf_label labels[5];
+	uint32_t nlabels;
 	uint64_t over;
 	int ret;
 
@@ -116,9 +130,9 @@ int oc_add(struct oc_run *run, const struct oc_thread *th,
 		locs = &over;
 		n = 1;
 	}
-	ret = labels_of(run, th, state, labels);
-	return ret ? ret : profile_add_sample(run->p, locs, n, labels, 3,
-					      values);
+	ret = labels_of(run, th, state, ns, labels, &nlabels);
+	return ret ? ret : profile_add_sample(run->p, locs, n, labels,
+					      nlabels, values);
 }
 
 /*
@@ -330,6 +344,7 @@ static int look(struct oc_run *run, struct oc_thread *th)
 		return 0;
 	}
 	run->st->looks++;
+	run->look_ns = now;
 	dt = now - th->last_ns;
 	same = task_sched_equal(&cur, &th->last);
 	prev = th->last;
@@ -443,8 +458,12 @@ static int setup_profile(struct oc_run *run)
 	run->key_thread = profile_intern(run->p, "thread");
 	run->key_thread_name = profile_intern(run->p, "thread_name");
 	run->key_state = profile_intern(run->p, "state");
+	if (o->timeline_t0) {
+		run->key_ts = profile_intern(run->p, "ts");
+		run->key_dur = profile_intern(run->p, "dur");
+	}
 	if (run->key_thread < 0 || run->key_thread_name < 0 ||
-	    run->key_state < 0 ||
+	    run->key_state < 0 || run->key_ts < 0 || run->key_dur < 0 ||
 	    proc_name_profile(run->p, o->pid, kind_names[o->kind]))
 		return -ENOMEM;
 	return 0;
@@ -603,7 +622,7 @@ static int setup(struct oc_run *run)
 		ret = -ESRCH;
 	if (!ret && !run->st->threads)
 		ret = -ESRCH;
-	if (!ret && run->o->kind == OFFCPU_WALL)
+	if (!ret && run->o->kind == OFFCPU_WALL && !run->o->timeline_t0)
 		ret = oc_open_cpu(run);
 	return ret;
 }
@@ -621,8 +640,8 @@ static int choose_method(struct oc_run *run, int64_t *t0)
 	const struct offcpu_opts *o = run->o;
 	int ret = 0;
 
-	if (o->method == OFFCPU_SCHED ||
-	    (o->method == OFFCPU_AUTO && o->kind != OFFCPU_WALL))
+	if (!o->timeline_t0 && (o->method == OFFCPU_SCHED ||
+	    (o->method == OFFCPU_AUTO && o->kind != OFFCPU_WALL)))
 		ret = oc_sched_open(run);
 	if ((ret == -EACCES || ret == -EPERM) && o->method == OFFCPU_AUTO) {
 		pr_info("offcpu: pid %d: scheduler events refused (%s): "
@@ -650,7 +669,8 @@ int offcpu_profile(const struct offcpu_opts *o, struct profile **out,
 	int ret;
 
 	memset(st, 0, sizeof(*st));
-	if (!o->hz || !o->window_ms || (unsigned)o->kind > OFFCPU_MUTEX)
+	if (!o->hz || !o->window_ms || (unsigned)o->kind > OFFCPU_MUTEX ||
+	    (o->timeline_t0 && o->kind != OFFCPU_WALL))
 		return -EINVAL;
 	cpu_raise_priority();
 	t0 = clock_ns(CLOCK_REALTIME);
@@ -665,7 +685,8 @@ int offcpu_profile(const struct offcpu_opts *o, struct profile **out,
 						 : now_ns() - start;
 	if (run.rec)
 		st->lost = perf_lost(run.rec);
-	if (!ret)
+	/* a timeline keeps each look's own time */
+	if (!ret && !o->timeline_t0)
 		ret = oc_finish(&run, &w);
 	if (!ret)
 		ret = symbolizer_note(run.sc.sym);

@@ -75,6 +75,14 @@ struct offcpu_opts {
 	struct kallsyms *ksyms;
 	uint32_t max_stacks;	/* 0: no bound (see cpu.h) */
 	const _Atomic bool *stop;	/* may be NULL */
+	/*
+	 * Nonzero: a timeline (the trace kind's off-CPU intervals), wall
+	 * only, from /proc, without perf: each look that finds a thread off
+	 * the CPU is its own sample, with the numeric labels ts (the look's
+	 * time, ns after this CLOCK_MONOTONIC time) and dur (ns since the
+	 * thread's last look), its values the look's, not shared out.
+	 */
+	uint64_t timeline_t0;
 };
 
 struct offcpu_stats {

@@ -39,6 +39,8 @@ struct oc_run {
 	bool perf_refused;		/* wall without running stacks */
 	bool perf_cpus;			/* events on the cpus, not threads */
 	int64_t key_thread, key_thread_name, key_state;
+	int64_t key_ts, key_dur;	/* timeline only */
+	uint64_t look_ns;		/* the look under way (timeline) */
 	uint8_t *stack;			/* a stack copy's room */
 	char *ktext;			/* a kernel stack's text */
 	bool overflowed;		/* max_stacks reached */

@@ -357,10 +357,13 @@ def test_trace_json_loads_in_speedscope(proffs, target, driver):
         assert abs(self_time[func] - cpu[func]) <= 0.05 * cpu[func], \
             (func, self_time[func], cpu[func])
 
-    # one track per thread that ran, named, in speedscope
+    # one track per thread, named, in speedscope: the 3 workers ran, the
+    # main thread waits (its track holds its off-CPU slice alone)
     wev = trace_events(names[(workers.pid, trace_name)])
+    ran = {e['tid'] for e in wev if e['ph'] == 'B' and 'cat' not in e}
+    assert len(ran) == 3, ran
     tids = {e['tid'] for e in wev if e['ph'] == 'B'}
-    assert len(tids) == 3, tids
+    assert len(tids) == 4 and workers.pid in tids - ran, tids
     named = {e['tid']: e['args']['name'] for e in wev
              if e['ph'] == 'M' and e['name'] == 'thread_name'}
     assert tids <= set(named), (tids, named)
@@ -373,7 +376,7 @@ def test_trace_json_loads_in_speedscope(proffs, target, driver):
         save(data, 'trace-' + name)
     srv = Server(root)
     try:
-        for name, n in (('burn.json', 1), ('workers.json', 3)):
+        for name, n in (('burn.json', 1), ('workers.json', 4)):
             base = f'http://127.0.0.1:{srv.port}'
             driver.get('about:blank')   # a new hash alone loads nothing
             driver.get(f'{base}/ss/index.html#profileURL={base}/{name}')
@@ -396,3 +399,81 @@ def test_trace_json_loads_in_speedscope(proffs, target, driver):
     finally:
         srv.stop()
         shutil.rmtree(root)
+
+
+def slice_spans(events, cat):
+    """Per (tid, name): the total length (µs) of the slices of category
+    cat, and each one's args, replaying the B/E events (the wait slices
+    are outermost: no on-CPU slice is open around or inside one)."""
+    spans = collections.Counter()
+    args = collections.defaultdict(list)
+    stacks = {}
+    for e in events:
+        if e['ph'] == 'M':
+            continue
+        st = stacks.setdefault(e['tid'], [])
+        if e['ph'] == 'B':
+            if e.get('cat') == cat:
+                assert not st, ('a wait inside a slice', e, st)
+            st.append(e)
+            continue
+        b = st.pop()
+        assert b['name'] == e['name'], (b, e)
+        if b.get('cat') == cat:
+            spans[(e['tid'], b['name'])] += e['ts'] - b['ts']
+            args[(e['tid'], b['name'])].append(b['args'])
+    return spans, args
+
+
+def test_trace_off_cpu_slices_named_by_their_wait(proffs, target):
+    """A thread parked in read, one in nanosleep: each track holds one
+    slice named by its wait over (nearly) the whole window, its stack in
+    args; the spinner's on-CPU slices still match the CPU profile."""
+    t = target('parked')
+    trace_name, cpu_name = ('trace_3s.json?hz=499&kernel=0',
+                            'trace_3s.pb.gz?hz=499&kernel=0')
+    got = {}
+
+    def one(name):
+        got[name] = proffs.read(t.pid, name)
+    ths = [threading.Thread(target=one, args=(n,))
+           for n in (trace_name, cpu_name)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join()
+    path = save(got[cpu_name], 'trace-parked-cpu.pb.gz')
+    validate_pprof(path)
+    cpu = collections.Counter()
+    for v, _, frames in util.traces(path, sample_index='cpu'):
+        cpu[frames[0]] += v / 1000      # µs
+    save(got[trace_name], 'trace-parked.json')
+    ev = trace_events(got[trace_name])
+    kinds = [e['ph'] for e in ev]
+    assert kinds[0] == 'M' and 'M' not in kinds[kinds.index('B'):]
+    tid_of = {e['args']['name'].rsplit(' ', 1)[0]: e['tid'] for e in ev
+              if e['ph'] == 'M' and e['name'] == 'thread_name'}
+    assert {'reader', 'sleeper', 'spinner'} <= set(tid_of), tid_of
+    spans, args = slice_spans(ev, 'off-cpu')
+    window_us = 3e6
+    for thread, waits, func in (('reader', ('read',), 'park_read'),
+                                ('sleeper', ('nanosleep', 'clock_nanosleep'),
+                                 'park_sleep')):
+        tid = tid_of[thread]
+        mine = {name: us for (t_, name), us in spans.items() if t_ == tid}
+        wait = max(mine, key=mine.get)
+        assert wait in waits, (thread, mine)
+        assert mine[wait] >= 0.9 * window_us, (thread, mine)
+        # merged: one slice (a busy machine may split it: a few)
+        assert len(args[(tid, wait)]) <= 3, args[(tid, wait)]
+        assert all(func in a['stack'] and a['state'] == 'sleeping'
+                   for a in args[(tid, wait)]), args[(tid, wait)]
+    # the spinner never waits long; its on-CPU time per function is the
+    # CPU profile's within 5%
+    spin = {name: us for (t_, name), us in spans.items()
+            if t_ == tid_of['spinner']}
+    assert sum(spin.values()) < 0.1 * window_us, spin
+    self_time = slice_self_time(ev)
+    assert cpu['spin_forever'] > 0.2 * window_us, cpu
+    assert abs(self_time['spin_forever'] - cpu['spin_forever']) <= \
+        0.05 * cpu['spin_forever'], (self_time['spin_forever'], cpu)
