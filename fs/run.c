@@ -48,12 +48,17 @@ static void *offcpu_job_run(void *arg)
 	return NULL;
 }
 
+/* Looks at every thread's /proc files cost per thread: past 100 a second
+ * they cost more than they tell (a wait's ends are cut to the CPU
+ * samples around it, trace.h). */
+#define TRACE_LOOK_HZ 100
+
 static void offcpu_job_start(const struct run_ctx *c, uint64_t t0,
 			     struct offcpu_job *j)
 {
 	j->o = (struct offcpu_opts){
 		.pid = c->pid, .kind = OFFCPU_WALL, .method = OFFCPU_PROCFS,
-		.hz = c->req->hz, .window_ms = c->req->window_ms,
+		.hz = c->req->hz < TRACE_LOOK_HZ ? c->req->hz : TRACE_LOOK_HZ, .window_ms = c->req->window_ms,
 		.cache = c->dsos, .ksyms = c->req->kernel ? c->ksyms : NULL,
 		.stop = c->stop, .max_stacks = c->max_stacks,
 		.timeline_t0 = t0,
