@@ -148,6 +148,7 @@ static const struct kind_ops rows[PROFFS_KIND__COUNT] = {
 		.time = KIND_WINDOW,
 		.key = KIND_KEY_HZ,
 		.frames = KIND_FRAMES_RUNNING,
+		.host = true,	/* one track group per process (trace.h) */
 		.busy = TRACED_BUSY,
 		.run = OP(run_cpu),
 		.render = {

@@ -155,7 +155,8 @@ static int classify(const char *name, struct node_info *n, char *why,
 		ret = name_parse_why(name, &n->req, why, whylen);
 		if (ret != -ENOENT && !kinds_row(n->req.kind)->host) {
 			snprintf(why, whylen, "not in all/: only whole-host "
-				 "profiles are (CPU), e.g. cpu_5s.svg");
+				 "profiles are (cpu, trace), e.g. "
+				 "cpu_5s.svg");
 			return -ENOENT;
 		}
 		if (ret == -ENOENT || !output_supported(n->req.kind,

@@ -477,3 +477,40 @@ def test_trace_off_cpu_slices_named_by_their_wait(proffs, target):
     assert cpu['spin_forever'] > 0.2 * window_us, cpu
     assert abs(self_time['spin_forever'] - cpu['spin_forever']) <= \
         0.05 * cpu['spin_forever'], (self_time['spin_forever'], cpu)
+
+
+def test_trace_in_all_and_by_name(proffs, target):
+    """/prof/all's trace: one track group per process, named by its
+    command; /prof/name/<comm>/ answers for that process, its waits
+    too."""
+    burn, parked = target('burn'), target('parked')
+    got = util.read_together(proffs, 'all', ['trace_2s.json?hz=299&kernel=0',
+                                              'trace_2s.pb.gz?hz=299&kernel=0'])
+    path = save(got['trace_2s.pb.gz?hz=299&kernel=0'], 'trace-all.pb.gz')
+    validate_pprof(path)
+    data = got['trace_2s.json?hz=299&kernel=0']
+    save(data, 'trace-all.json')
+    ev = trace_events(data)
+    kinds = [e['ph'] for e in ev]
+    assert kinds[0] == 'M' and 'M' not in kinds[kinds.index('B'):]
+    procs = {e['pid']: e['args']['name'] for e in ev
+             if e['ph'] == 'M' and e['name'] == 'process_name'}
+    assert procs.get(burn.pid) == f'burn {burn.pid}', procs
+    # every thread's track in its process's group
+    threads = {(e['pid'], e['tid']) for e in ev
+               if e['ph'] == 'M' and e['name'] == 'thread_name'}
+    assert {(e['pid'], e['tid']) for e in ev if e['ph'] == 'B'} <= threads
+    assert all(p in procs for p, _ in threads), (procs, threads)
+    burn_funcs = {e['name'] for e in ev
+                  if e['ph'] == 'B' and e['pid'] == burn.pid}
+    assert {'hot', 'sibling', 'main'} <= burn_funcs, burn_funcs
+    self_time = slice_self_time(ev)
+    assert self_time['hot'] > self_time['sibling'] > 0, self_time
+
+    data = proffs.read('name/parked', 'trace_2s.json?kernel=0')
+    ev = trace_events(data)
+    waits = {e['name'] for e in ev
+             if e['ph'] == 'B' and e.get('cat') == 'off-cpu'}
+    assert 'read' in waits and {e['pid'] for e in ev} == {parked.pid}, \
+        (waits, {e['pid'] for e in ev})
+    slice_self_time(ev)
