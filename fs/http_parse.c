@@ -586,7 +586,7 @@ int http_route(const char *target, struct http_route *rt, const char **why)
 				rt->type == HTTP_ROUTE_CMDLINE ||
 				rt->type == HTTP_ROUTE_INDEX))
 		return -EINVAL;
-	*why = "not in all/: only whole-host profiles are (CPU), e.g. "
+	*why = "not in all/: only whole-host profiles are (cpu, trace), e.g. "
 	       "cpu_5s.svg";
 	if (rt->has_target && rt->tgt.kind == TARGET_ALL &&
 	    (rt->type == HTTP_ROUTE_CMDLINE || rt->type == HTTP_ROUTE_INDEX ||
