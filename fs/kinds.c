@@ -146,7 +146,7 @@ static const struct kind_ops rows[PROFFS_KIND__COUNT] = {
 		.name = "trace",
 		.words = { { "trace", PROFFS_FMT_JSON } },
 		.time = KIND_WINDOW,
-		.key = KIND_KEY_HZ,
+		.key = KIND_KEY_HZ | KIND_KEY_PAST,	/* last windows, no base= */
 		.frames = KIND_FRAMES_RUNNING,
 		.host = true,	/* one track group per process (trace.h) */
 		.busy = TRACED_BUSY,

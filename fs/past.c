@@ -18,9 +18,9 @@ int past_check(const struct recorder *rec, const struct proffs_request *req,
 
 	if (!req->last && req->base == PROFFS_BASE_NONE)
 		return 0;
-	if (req->kind == PROFFS_KIND_TRACE) {
-		*why = "trace takes no last window or base= (the recorder "
-		       "keeps per-second counts, not a timeline)";
+	if (req->kind == PROFFS_KIND_TRACE &&
+	    req->base != PROFFS_BASE_NONE) {
+		*why = "trace takes no base= (a difference is not a timeline)";
 		return -EINVAL;
 	}
 	if (!(kinds_row(req->kind)->key & KIND_KEY_PAST)) {
@@ -99,14 +99,14 @@ static bool allow(pid_t pid, const struct proc_creds *c, bool exited,
 }
 
 static int window(struct recorder *rec, pid_t pid, uid_t uid,
-		  uint64_t end_ago_ms, uint64_t window_ms,
+		  uint64_t end_ago_ms, uint64_t window_ms, bool timeline,
 		  struct profile **out)
 {
 	char title[64];
 	struct record_query q = {
 		.pid = pid, .allow = allow, .allow_arg = &uid,
 		.all_title = title, .end_ago_ms = end_ago_ms,
-		.window_ms = window_ms,
+		.window_ms = window_ms, .timeline = timeline,
 	};
 
 	if (uid == (uid_t)-1)
@@ -122,7 +122,8 @@ int past_window(struct recorder *rec, pid_t pid, uid_t uid,
 {
 	if (!rec)
 		return -EINVAL;
-	return window(rec, pid, uid, 0, req->window_ms, out);
+	return window(rec, pid, uid, 0, req->window_ms,
+		      req->kind == PROFFS_KIND_TRACE, out);
 }
 
 int past_diff(struct recorder *rec, pid_t pid, uid_t uid,
@@ -145,7 +146,7 @@ int past_diff(struct recorder *rec, pid_t pid, uid_t uid,
 	} else {
 		len = req->base_ms;
 	}
-	ret = window(rec, pid, uid, end_ago, len, &base);
+	ret = window(rec, pid, uid, end_ago, len, false, &base);
 	if (!ret)
 		ret = profile_copy_dropping_labels(*cur, none, &d);
 	/* The base per second of the window's: a 60 s base against a 5 s

@@ -138,7 +138,7 @@ static void close_all(struct track *t)
 static int put_cpu(struct track *t, const struct tsample *s, int64_t period)
 {
 	struct folded_walk *w = t->w;
-	int64_t start = s->ts - period, at;
+	int64_t start = s->ts - (s->dur > 0 ? s->dur : period), at;
 	size_t keep = 0;
 
 	if (folded_walk_stack(w, profile_sample(w->p, s->i)))
@@ -275,7 +275,8 @@ static int put_thread(struct folded_buf *b, struct folded_walk *w,
 	for (size_t i = n; i-- > 0;) {
 		next_cpu[i] = cpu_start;
 		if (!ts[i].state)
-			cpu_start = ts[i].ts - period;
+			cpu_start = ts[i].ts - (ts[i].dur > 0 ? ts[i].dur
+							      : period);
 	}
 	for (size_t i = 0; i < n && !ret; i++)
 		ret = ts[i].state ?

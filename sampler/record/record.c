@@ -584,10 +584,96 @@ struct span {
 	uint64_t lo, hi;
 };
 
+/* One entry of a bucket, for a timeline: its thread, where it was. */
+struct tentry {
+	uint32_t tid, stack, count, at;
+};
+
+static int by_tid_at(const void *a, const void *b)
+{
+	const struct tentry *l = a, *r = b;
+
+	if (l->tid != r->tid)
+		return l->tid < r->tid ? -1 : 1;
+	return (l->at > r->at) - (l->at < r->at);
+}
+
+/* One thread's stacks of second sec, e[0..n), end to end (record.h). */
+static int timeline_thread(struct rproc *p, struct profile *q,
+			   const struct tentry *e, size_t n, int64_t at,
+			   int64_t period, const int64_t keys[2])
+{
+	int64_t total = 0;
+	int ret = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += e[i].count * period;
+	for (size_t i = 0; !ret && i < n; i++) {
+		const struct rstack *s = &p->stacks[e[i].stack];
+		int64_t dur = e[i].count * period;
+		struct pf_label labels[4] = {
+			{ .key = p->key_thread, .str = s->tid_str },
+			{ .key = p->key_thread_name, .str = s->name_str },
+			{ .key = keys[0] },
+			{ .key = keys[1] },
+		};
+		int64_t values[2] = { e[i].count, dur };
+
+		if (total > 1000000000ll)	/* more than the second */
+			dur = (int64_t)((__int128)dur * 1000000000ll / total);
+		at += dur;
+		labels[2].num = at;
+		labels[3].num = dur;
+		ret = profile_add_sample(q, s->locs, s->nlocs, labels, 4,
+					 values);
+	}
+	return ret;
+}
+
+/* p's samples of the window as a timeline, into q (p->lock held). */
+static int timeline_window(struct recorder *r, struct rproc *p,
+			   const struct span *w, struct profile *q,
+			   uint64_t *nsamples)
+{
+	int64_t period = 1000000000ll / r->o.hz;
+	int64_t keys[2] = { profile_intern(q, "ts"), profile_intern(q, "dur") };
+	struct tentry *e = NULL;
+	int ret = keys[0] < 0 || keys[1] < 0 ? -ENOMEM : 0;
+
+	for (uint64_t sec = w->lo + 1; !ret && sec <= w->hi; sec++) {
+		const struct rbucket *b = &r->buckets[sec % r->nbuckets];
+		size_t n = 0;
+
+		if (b->sec != sec)
+			continue;
+		free(e);
+		e = malloc((b->n ? b->n : 1) * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		for (uint32_t k = 0; k < b->n; k++)
+			if (b->e[k].proc == p)
+				e[n++] = (struct tentry){
+					.tid = p->stacks[b->e[k].stack].tid,
+					.stack = b->e[k].stack,
+					.count = b->e[k].count, .at = k,
+				};
+		qsort(e, n, sizeof(*e), by_tid_at);
+		for (size_t i = 0, j; !ret && i < n; i = j) {
+			for (j = i; j < n && e[j].tid == e[i].tid; j++)
+				*nsamples += e[j].count;
+			ret = timeline_thread(p, q, e + i, j - i,
+					      (int64_t)(sec - w->lo - 1) *
+					      1000000000ll, period, keys);
+		}
+	}
+	free(e);
+	return ret;
+}
+
 /* p's samples of the window, as a profile sharing p's dictionary ids. */
 static int proc_window(struct recorder *r, struct rproc *p,
-		       const struct span *w, struct profile **out,
-		       uint64_t *nsamples)
+		       const struct span *w, bool timeline,
+		       struct profile **out, uint64_t *nsamples)
 {
 	uint32_t *counts;
 	static const char *const none[] = { NULL };
@@ -612,7 +698,9 @@ static int proc_window(struct recorder *r, struct rproc *p,
 				counts[b->e[k].stack] += b->e[k].count;
 	}
 	ret = profile_copy_dropping_labels(p->dict, none, &q);
-	for (uint32_t i = 0; !ret && i < p->nstacks; i++) {
+	if (!ret && timeline)
+		ret = timeline_window(r, p, w, q, nsamples);
+	for (uint32_t i = 0; !ret && !timeline && i < p->nstacks; i++) {
 		const struct rstack *s = &p->stacks[i];
 		struct pf_label labels[2] = {
 			{ .key = p->key_thread, .str = s->tid_str },
@@ -686,7 +774,7 @@ static int all_window(struct recorder *r, const struct record_query *q,
 			    (q->allow && !q->allow(p->pid, &p->creds,
 						   p->exited, q->allow_arg)))
 				continue;
-			ret = proc_window(r, p, w, &one, &n);
+			ret = proc_window(r, p, w, q->timeline, &one, &n);
 			if (ret || !n) {
 				profile_free(one);
 				continue;
@@ -734,7 +822,8 @@ int record_profile(struct recorder *r, const struct record_query *q,
 		proc = find_locked(r, q->pid);
 		if (proc)	/* the sweep may not have seen it go yet */
 			check_exit(proc);
-		ret = proc ? proc_window(r, proc, &w, &p, &n) : -ESRCH;
+		ret = proc ? proc_window(r, proc, &w, q->timeline, &p, &n)
+			   : -ESRCH;
 	} else {
 		ret = all_window(r, q, &w, &p, &n);
 	}

@@ -88,6 +88,15 @@ struct record_query {
 	const char *all_title;	/* the command of a whole-host profile */
 	uint64_t end_ago_ms;	/* the window ends this long before now */
 	uint64_t window_ms;	/* and lasts this long */
+	/*
+	 * A timeline (the trace kind, trace.h): the ring keeps counts per
+	 * second, not times, so each (thread, second, stack) is one sample
+	 * with the numeric labels ts and dur (ns from the window's start):
+	 * a thread's stacks of one second laid end to end from the second's
+	 * start, in the order of their first sample, each count / hz long
+	 * (scaled to fit the second).
+	 */
+	bool timeline;
 };
 
 /*

@@ -108,7 +108,7 @@ def test_last_window_without_the_recorder_is_einval(proffs, target):
     expect_errno(lambda: proffs.read(t.pid, 'cpu_5s?base=next.pb.gz'),
                  errno.EINVAL)
     # json is trace's format alone (with its CPU profile's .pb.gz and
-    # .pb); trace has no past (yet)
+    # .pb); trace's past is the recorder's
     expect_errno(lambda: proffs.read(t.pid, 'cpu_5s.json'), errno.ENOENT)
     expect_errno(lambda: proffs.read(t.pid, 'trace_5s.svg'), errno.ENOENT)
     expect_errno(lambda: proffs.read(t.pid, 'trace_last5s.json'),
@@ -514,3 +514,45 @@ def test_trace_in_all_and_by_name(proffs, target):
     assert 'read' in waits and {e['pid'] for e in ev} == {parked.pid}, \
         (waits, {e['pid'] for e in ev})
     slice_self_time(ev)
+
+
+@pytest.mark.parametrize('proffs_options', [RECORD + ('record_s=30',)],
+                         indirect=True)
+def test_trace_last_window_from_the_recorder(proffs, target):
+    """trace_last3s.json: the recorder keeps counts per second, so one
+    slice per (thread, second, stack), as long as its samples; the slice
+    time per function is the same window's CPU profile's."""
+    burn = target('burn')
+    time.sleep(4.5)
+    names = ['trace_last3s.json', 'trace_last3s.pb.gz']
+    got = util.read_together(proffs, burn.pid, names)
+    path = save(got['trace_last3s.pb.gz'], 'trace-last3s.pb.gz')
+    p = validate_pprof(path)
+    cpu = collections.Counter()
+    for v, _, frames in util.traces(path, sample_index='cpu'):
+        cpu[frames[0]] += v / 1000      # µs
+    save(got['trace_last3s.json'], 'trace-last3s.json')
+    ev = trace_events(got['trace_last3s.json'])
+    kinds = [e['ph'] for e in ev]
+    assert kinds[0] == 'M' and 'M' not in kinds[kinds.index('B'):]
+    assert {e['pid'] for e in ev} == {burn.pid}
+    self_time = slice_self_time(ev)
+    n = sum(s.values[0] for s in p.samples)
+    assert n > 300, n
+    for func in ('hot', 'sibling'):
+        assert abs(self_time[func] - cpu[func]) <= 0.05 * cpu[func], \
+            (func, self_time[func], cpu[func])
+    # the slices of a second stay in it: no slice crosses a second
+    # boundary of the window unless the next second goes on with it
+    leaf_b = [e for e in ev if e['ph'] == 'B' and e['name'] in
+              ('hot', 'sibling')]
+    secs = {int(e['ts'] // 1e6) for e in leaf_b}
+    assert len(secs) >= 3, secs
+    # a whole host's timeline from the recorder, and base= refused
+    data = proffs.read('all', 'trace_last2s.json')
+    ev = trace_events(data)
+    assert burn.pid in {e['pid'] for e in ev if e['ph'] == 'B'}
+    slice_self_time(ev)
+    expect_errno(lambda: proffs.read(burn.pid, 'trace_3s.json?base=prev'),
+                 errno.EINVAL)
+    assert proffs.log_lines(r'EINVAL: trace takes no base=')
