@@ -70,7 +70,7 @@ static inline void proffs_status_src(struct proffs *fs,
 		.registry = fs->registry, .heap = fs->heap,
 		.fuse = &fs->refused,
 		.http = fs->http ? &fs->http_refused : NULL,
-		.dsos = fs->dsos, .ksyms = fs->ksyms,
+		.dsos = fs->dsos, .ksyms = fs->ksyms, .rec = fs->rec,
 		.uptime_s = now_ns() / 1000000000ull - fs->start_s,
 		.log_where = fs->log_where,
 	};

@@ -16,6 +16,7 @@
 #include "sampler/unwind/dso.h"
 #include "sampler/heap/heap.h"
 #include "sampler/unwind/kallsyms.h"
+#include "sampler/record/record.h"
 #include "sampler/log.h"
 #include "fs/name.h"
 #include "fs/registry.h"
@@ -69,6 +70,8 @@ struct snapshot {
 	uint64_t uptime_s;
 	struct dso_cache_stats dsos;
 	size_t ksyms, ksyms_bytes;
+	bool has_rec;
+	struct record_stats rec;
 	unsigned long long cpu_user_us, cpu_system_us, rss_kb;
 };
 
@@ -115,6 +118,9 @@ static int take(const struct status_src *src, struct snapshot **out)
 		dso_cache_stats(src->dsos, &s->dsos);
 	if (src->ksyms)
 		kallsyms_size(src->ksyms, &s->ksyms, &s->ksyms_bytes);
+	s->has_rec = src->rec != NULL;
+	if (src->rec)
+		record_get_stats(src->rec, &s->rec);
 	self_cost(s);
 	*out = s;
 	return 0;
@@ -205,6 +211,16 @@ static void write_text(FILE *f, const struct snapshot *s)
 		s->cpu_user_us, s->cpu_system_us, s->rss_kb, s->dsos.objects,
 		s->dsos.max, (unsigned long long)s->dsos.idle_ms / 1000,
 		(unsigned long long)s->dsos.expired, s->ksyms, s->ksyms_bytes);
+	if (s->has_rec)	/* the flight recorder (record.h) */
+		fprintf(f, "record_bytes: %llu\nrecord_max_bytes: %llu\n"
+			"record_procs: %u\nrecord_samples: %llu\n"
+			"record_dropped_buckets: %llu\n"
+			"record_retired_contexts: %llu\n",
+			(unsigned long long)s->rec.mem_bytes,
+			(unsigned long long)s->rec.mem_max, s->rec.procs,
+			(unsigned long long)s->rec.samples,
+			(unsigned long long)s->rec.dropped_buckets,
+			(unsigned long long)s->rec.retired);
 	for (int e = 0; e < HEAP_ERRNO_MAX; e++)
 		if (s->agents.failed[e])
 			fprintf(f, "agent_failed_%s: %llu\n", errno_label(e),

@@ -28,6 +28,7 @@
 struct dso_cache;
 struct heap_agents;
 struct kallsyms;
+struct recorder;
 struct registry;
 
 /* The errnos counted by name; any other counts as other. EKEYREJECTED
@@ -54,6 +55,7 @@ struct status_src {
 	uint64_t uptime_s;
 	struct dso_cache *dsos;			/* may be NULL */
 	const struct kallsyms *ksyms;		/* may be NULL */
+	struct recorder *rec;			/* NULL: no -o record */
 	const char *log_where;	/* "syslog", a file, "stderr"; or NULL */
 };
 

@@ -258,6 +258,53 @@ void profile_free(struct profile *p)
 	free(p);
 }
 
+/* What one malloc() of n bytes takes from the heap, about (glibc: an
+ * 8-byte header, 16-byte granules, 32 bytes at least). */
+static size_t heap_bytes(size_t n)
+{
+	size_t m = (n + 8 + 15) & ~(size_t)15;
+
+	return m < 32 ? 32 : m;
+}
+
+static size_t vec_bytes(const struct vec *a)
+{
+	return a->cap ? heap_bytes(a->cap * a->elem) : 0;
+}
+
+static size_t index_bytes(const struct index *ix)
+{
+	return ix->cap ? heap_bytes(ix->cap * sizeof(*ix->slots)) : 0;
+}
+
+size_t profile_mem_bytes(const struct profile *p)
+{
+	size_t m = heap_bytes(sizeof(*p));
+
+	m += vec_bytes(&p->strings) + index_bytes(&p->string_ix) +
+	     vec_bytes(&p->types) + vec_bytes(&p->comments) +
+	     vec_bytes(&p->stats) + vec_bytes(&p->mappings) +
+	     vec_bytes(&p->locations) + vec_bytes(&p->functions) +
+	     index_bytes(&p->function_ix) + vec_bytes(&p->samples) +
+	     index_bytes(&p->sample_ix);
+	for (size_t i = 0; i < p->strings.n; i++)
+		m += heap_bytes(strlen(*(char **)vec_at(&p->strings, i)) + 1);
+	for (size_t i = 0; i < p->locations.n; i++) {
+		const struct pf_location *l = vec_at(&p->locations, i);
+
+		if (l->lines)
+			m += heap_bytes(l->nlines * sizeof(*l->lines));
+	}
+	for (size_t i = 0; i < p->samples.n; i++) {
+		const struct pf_sample *s = vec_at(&p->samples, i);
+
+		m += heap_bytes(p->types.n * sizeof(int64_t) +
+				s->nlocs * sizeof(uint64_t) +
+				s->nlabels * sizeof(struct pf_label));
+	}
+	return m;
+}
+
 int64_t profile_intern(struct profile *p, const char *s)
 {
 	struct index *ix = &p->string_ix;

@@ -137,6 +137,10 @@ void profile_free(struct profile *p);
  * Intern a string; returns its index (>= 0) or -ENOMEM. NULL and ""
  * both give 0.
  */
+/* The heap the profile takes, its strings and tables included, as
+ * malloc() rounds it (about: an allocator's headers vary). */
+size_t profile_mem_bytes(const struct profile *p);
+
 int64_t profile_intern(struct profile *p, const char *s);
 
 /* Append a sample type. -EINVAL if there are already PF_MAX_SAMPLE_TYPES

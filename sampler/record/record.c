@@ -18,83 +18,21 @@
 #include "sampler/model/profile.h"
 #include "sampler/model/profile_merge.h"
 #include "sampler/record/record.h"
+#include "sampler/record/record_i.h"
 #include "sampler/unwind/symbolize.h"
 #include "sampler/unwind/unwind.h"
 
 #define MAX_FRAMES 128
 #define POLL_MS 100
-#define DRAIN_WAIT_MS 500	/* a read waits for the rings this long */
-#define PROC_BUCKETS 1024
 #define CREDS_EVERY_S 5		/* a live process's credentials re-read */
 #define BROKEN_KEEP_S 10	/* a process that would not load, retried */
-
-/* A distinct (stack, thread) of one process. */
-struct rstack {
-	uint32_t hash;
-	uint32_t nlocs;
-	uint64_t *locs;		/* ids in the process's dictionary */
-	uint32_t tid;
-	int64_t tid_str, name_str;
-};
-
-/*
- * A process the ring holds samples of, live or exited. Only the
- * recorder's thread writes the hash chains (under recorder.lock) and
- * uses maps, unw and sym; dict and stacks change under lock, which a
- * reader takes inside recorder.lock: so a slow first symbolization of a
- * new process blocks no reader of another.
- */
-struct rproc {
-	pid_t pid;
-	unsigned long long start;	/* tells a reused pid apart */
-	pthread_mutex_t lock;		/* dict, stacks */
-	_Atomic bool exited;
-	bool broken;			/* would not load: samples skipped */
-	struct proc_creds creds;	/* as last seen alive */
-	uint64_t creds_sec;
-	char comm[32];
-	struct profile *dict;		/* tables, no samples */
-	int64_t key_thread, key_thread_name;
-	struct proc_maps *maps;		/* NULL once exited */
-	struct unwinder *unw;
-	struct symbolizer *sym;
-	struct rstack *stacks;
-	uint32_t nstacks, cap;
-	uint32_t *slots;		/* hash -> stack index + 1 */
-	uint32_t nslots;
-	uint64_t refs;			/* bucket entries naming it */
-	uint64_t seen_sec;		/* its last sample */
-	uint64_t exit_ns;		/* CLOCK_REALTIME it was found gone */
-	struct rproc *next;		/* in its hash chain, newest first */
-};
-
-struct rentry {
-	struct rproc *proc;
-	uint32_t stack;
-	uint32_t count;
-};
-
-struct rbucket {
-	uint64_t sec;		/* CLOCK_MONOTONIC second; 0 = empty */
-	uint32_t n, cap;
-	struct rentry *e;
-};
-
-struct recorder {
-	struct record_opts o;
-	struct perf_rec *rec;
-	pthread_t thread;
-	_Atomic bool stop;
-	pthread_mutex_t lock;
-	/* protected by lock: */
-	struct rproc *procs[PROC_BUCKETS];
-	struct rbucket *buckets;	/* span_s + 1, by sec % nbuckets */
-	uint32_t nbuckets;
-	uint64_t now_sec;		/* of the sample being added */
-	struct record_stats st;
-	uint64_t drained_ns;		/* samples taken before: all read */
-	pid_t self;
-};
+/* A live process with no sample for this long lets go of its context
+ * (maps, unwinder, symbolizer, and with them its hold on the dso
+ * cache's objects); its next sample starts a new one (record.h). */
+#define CONTEXT_IDLE_S 10
+/* Over the memory bound: first the contexts of processes not sampled in
+ * this long go, then the oldest buckets. */
+#define CONTEXT_PRESSED_S 2
 
 static uint64_t mono_sec(void)
 {
@@ -132,20 +70,30 @@ static void proc_free(struct rproc *p)
 	free(p);
 }
 
-/* What a process holds, roughly: its dictionary and its stacks. */
+/* What one malloc() of n bytes takes, about (as profile_mem_bytes()). */
+static uint64_t heap_bytes(uint64_t n)
+{
+	uint64_t m = (n + 8 + 15) & ~15ull;
+
+	return m < 32 ? 32 : m;
+}
+
+/* What a process holds: itself, its stacks, its dictionary (strings and
+ * tables, profile_mem_bytes()) and, while it has one, its context. */
 static uint64_t proc_mem(const struct rproc *p)
 {
-	uint64_t m = sizeof(*p) + p->cap * sizeof(*p->stacks) +
-		     p->nslots * sizeof(*p->slots);
+	uint64_t m = heap_bytes(sizeof(*p));
 
+	if (p->cap)
+		m += heap_bytes(p->cap * sizeof(*p->stacks)) +
+		     heap_bytes(p->nslots * sizeof(*p->slots));
 	for (uint32_t i = 0; i < p->nstacks; i++)
-		m += p->stacks[i].nlocs * sizeof(uint64_t);
+		m += heap_bytes((p->stacks[i].nlocs ? p->stacks[i].nlocs : 1)
+				* sizeof(uint64_t));
 	if (p->dict)
-		m += profile_nlocations(p->dict) * 72 +
-		     profile_nfunctions(p->dict) * 80 +
-		     profile_nstrings(p->dict) * 64 +
-		     profile_nmappings(p->dict) * 96;
-	return m;
+		m += profile_mem_bytes(p->dict);
+	return m + maps_mem_bytes(p->maps) + unwinder_mem_bytes(p->unw) +
+	       symbolizer_mem_bytes(p->sym);
 }
 
 static int proc_load(struct recorder *r, struct rproc *p)
@@ -188,7 +136,7 @@ static struct rproc *proc_get(struct recorder *r, pid_t pid)
 
 	/* the recorder's thread alone writes the chains: no lock to read */
 	for (p = *head; p; p = p->next)
-		if (p->pid == pid && !p->exited)
+		if (p->pid == pid && !p->exited && !p->retired)
 			return p->broken ? NULL : p;
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -365,10 +313,13 @@ static struct rbucket *oldest(struct recorder *r)
 
 static uint64_t mem_held(struct recorder *r)
 {
-	uint64_t m = r->nbuckets * sizeof(struct rbucket);
+	uint64_t m = heap_bytes(sizeof(*r)) +
+		     heap_bytes(r->nbuckets * sizeof(struct rbucket));
 
 	for (uint32_t i = 0; i < r->nbuckets; i++)
-		m += r->buckets[i].cap * sizeof(struct rentry);
+		if (r->buckets[i].cap)
+			m += heap_bytes(r->buckets[i].cap *
+					sizeof(struct rentry));
 	for (size_t b = 0; b < PROC_BUCKETS; b++)
 		for (struct rproc *p = r->procs[b]; p; p = p->next)
 			m += proc_mem(p);
@@ -377,7 +328,7 @@ static uint64_t mem_held(struct recorder *r)
 
 /* Whether p exited (or its pid was reused). Its maps go at the next
  * sweep, on the recorder's thread, which alone uses them. */
-static void check_exit(struct rproc *p)
+void record_check_exit(struct rproc *p)
 {
 	unsigned long long start;
 
@@ -386,6 +337,19 @@ static void check_exit(struct rproc *p)
 		return;
 	p->exit_ns = clock_ns(CLOCK_REALTIME);
 	p->exited = true;
+}
+
+/* Live processes not sampled for idle_s let go of their contexts. */
+static void retire_idle(struct recorder *r, uint64_t now, uint64_t idle_s)
+{
+	for (size_t b = 0; b < PROC_BUCKETS; b++)
+		for (struct rproc *p = r->procs[b]; p; p = p->next)
+			if (p->maps && !p->broken &&
+			    now - p->seen_sec >= idle_s) {
+				proc_unload(p);
+				p->retired = true;
+				r->st.retired++;
+			}
 }
 
 /* Processes no bucket names any more go; exits are noticed. */
@@ -398,7 +362,7 @@ static void sweep_procs(struct recorder *r, uint64_t now)
 			bool gone = p->broken ? now - p->seen_sec >
 						BROKEN_KEEP_S : !p->refs;
 
-			check_exit(p);
+			record_check_exit(p);
 			if (p->exited && p->maps)
 				proc_unload(p);
 			if (!p->exited && !p->broken &&
@@ -431,7 +395,12 @@ static void sweep(struct recorder *r)
 		    r->buckets[i].sec + r->o.span_s <= now)
 			bucket_clear(&r->buckets[i]);
 	sweep_procs(r, now);
+	retire_idle(r, now, CONTEXT_IDLE_S);
 	r->st.mem_bytes = mem_held(r);
+	if (r->st.mem_bytes > r->o.mem_bytes) {
+		retire_idle(r, now, CONTEXT_PRESSED_S);
+		r->st.mem_bytes = mem_held(r);
+	}
 	while (r->st.mem_bytes > r->o.mem_bytes && (b = oldest(r)) &&
 	       b->sec != now) {
 		bucket_clear(b);
@@ -547,308 +516,10 @@ unsigned record_span_s(const struct recorder *r)
 	return r->o.span_s;
 }
 
-/* The newest process of pid the ring has samples of; NULL when none. */
-static struct rproc *find_locked(struct recorder *r, pid_t pid)
-{
-	for (struct rproc *p = r->procs[(uint32_t)pid % PROC_BUCKETS]; p;
-	     p = p->next)
-		if (p->pid == pid && !p->broken && p->refs)
-			return p;
-	return NULL;
-}
-
-int record_creds(struct recorder *r, pid_t pid, struct proc_creds *creds,
-		 bool *exited)
-{
-	struct rproc *p;
-
-	pthread_mutex_lock(&r->lock);
-	p = find_locked(r, pid);
-	if (p && creds)
-		*creds = p->creds;
-	if (p && exited)
-		*exited = p->exited;
-	pthread_mutex_unlock(&r->lock);
-	return p ? 0 : -ENOENT;
-}
-
 void record_get_stats(struct recorder *r, struct record_stats *st)
 {
 	pthread_mutex_lock(&r->lock);
 	*st = r->st;
+	st->mem_max = r->o.mem_bytes;
 	pthread_mutex_unlock(&r->lock);
-}
-
-/* Buckets (lo, hi] in seconds make the window. */
-struct span {
-	uint64_t lo, hi;
-};
-
-/* One entry of a bucket, for a timeline: its thread, where it was. */
-struct tentry {
-	uint32_t tid, stack, count, at;
-};
-
-static int by_tid_at(const void *a, const void *b)
-{
-	const struct tentry *l = a, *r = b;
-
-	if (l->tid != r->tid)
-		return l->tid < r->tid ? -1 : 1;
-	return (l->at > r->at) - (l->at < r->at);
-}
-
-/* One thread's stacks of second sec, e[0..n), end to end (record.h). */
-static int timeline_thread(struct rproc *p, struct profile *q,
-			   const struct tentry *e, size_t n, int64_t at,
-			   int64_t period, const int64_t keys[2])
-{
-	int64_t total = 0;
-	int ret = 0;
-
-	for (size_t i = 0; i < n; i++)
-		total += e[i].count * period;
-	for (size_t i = 0; !ret && i < n; i++) {
-		const struct rstack *s = &p->stacks[e[i].stack];
-		int64_t dur = e[i].count * period;
-		struct pf_label labels[4] = {
-			{ .key = p->key_thread, .str = s->tid_str },
-			{ .key = p->key_thread_name, .str = s->name_str },
-			{ .key = keys[0] },
-			{ .key = keys[1] },
-		};
-		int64_t values[2] = { e[i].count, dur };
-
-		if (total > 1000000000ll)	/* more than the second */
-			dur = (int64_t)((__int128)dur * 1000000000ll / total);
-		at += dur;
-		labels[2].num = at;
-		labels[3].num = dur;
-		ret = profile_add_sample(q, s->locs, s->nlocs, labels, 4,
-					 values);
-	}
-	return ret;
-}
-
-/* p's samples of the window as a timeline, into q (p->lock held). */
-static int timeline_window(struct recorder *r, struct rproc *p,
-			   const struct span *w, struct profile *q,
-			   uint64_t *nsamples)
-{
-	int64_t period = 1000000000ll / r->o.hz;
-	int64_t keys[2] = { profile_intern(q, "ts"), profile_intern(q, "dur") };
-	struct tentry *e = NULL;
-	int ret = keys[0] < 0 || keys[1] < 0 ? -ENOMEM : 0;
-
-	for (uint64_t sec = w->lo + 1; !ret && sec <= w->hi; sec++) {
-		const struct rbucket *b = &r->buckets[sec % r->nbuckets];
-		size_t n = 0;
-
-		if (b->sec != sec)
-			continue;
-		free(e);
-		e = malloc((b->n ? b->n : 1) * sizeof(*e));
-		if (!e)
-			return -ENOMEM;
-		for (uint32_t k = 0; k < b->n; k++)
-			if (b->e[k].proc == p)
-				e[n++] = (struct tentry){
-					.tid = p->stacks[b->e[k].stack].tid,
-					.stack = b->e[k].stack,
-					.count = b->e[k].count, .at = k,
-				};
-		qsort(e, n, sizeof(*e), by_tid_at);
-		for (size_t i = 0, j; !ret && i < n; i = j) {
-			for (j = i; j < n && e[j].tid == e[i].tid; j++)
-				*nsamples += e[j].count;
-			ret = timeline_thread(p, q, e + i, j - i,
-					      (int64_t)(sec - w->lo - 1) *
-					      1000000000ll, period, keys);
-		}
-	}
-	free(e);
-	return ret;
-}
-
-/* p's samples of the window, as a profile sharing p's dictionary ids. */
-static int proc_window(struct recorder *r, struct rproc *p,
-		       const struct span *w, bool timeline,
-		       struct profile **out, uint64_t *nsamples)
-{
-	uint32_t *counts;
-	static const char *const none[] = { NULL };
-	int64_t period = 1000000000ll / r->o.hz;
-	struct profile *q = NULL;
-	int ret;
-
-	*nsamples = 0;
-	pthread_mutex_lock(&p->lock);
-	counts = calloc(p->nstacks ? p->nstacks : 1, sizeof(*counts));
-	if (!counts) {
-		pthread_mutex_unlock(&p->lock);
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < r->nbuckets; i++) {
-		const struct rbucket *b = &r->buckets[i];
-
-		if (!b->sec || b->sec <= w->lo || b->sec > w->hi)
-			continue;
-		for (uint32_t k = 0; k < b->n; k++)
-			if (b->e[k].proc == p)
-				counts[b->e[k].stack] += b->e[k].count;
-	}
-	ret = profile_copy_dropping_labels(p->dict, none, &q);
-	if (!ret && timeline)
-		ret = timeline_window(r, p, w, q, nsamples);
-	for (uint32_t i = 0; !ret && !timeline && i < p->nstacks; i++) {
-		const struct rstack *s = &p->stacks[i];
-		struct pf_label labels[2] = {
-			{ .key = p->key_thread, .str = s->tid_str },
-			{ .key = p->key_thread_name, .str = s->name_str },
-		};
-		int64_t values[2] = { counts[i], counts[i] * period };
-
-		if (!counts[i])
-			continue;
-		*nsamples += counts[i];
-		ret = profile_add_sample(q, s->locs, s->nlocs, labels, 2,
-					 values);
-	}
-	pthread_mutex_unlock(&p->lock);
-	free(counts);
-	if (ret) {
-		profile_free(q);
-		return ret;
-	}
-	*out = q;
-	return 0;
-}
-
-static int note(struct profile *p, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static int note(struct profile *p, const char *fmt, ...)
-{
-	char text[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
-	return profile_add_comment(p, text);
-}
-
-/* Every process q->allow() admits, with labels pid and comm. */
-static int all_window(struct recorder *r, const struct record_query *q,
-		      const struct span *w, struct profile **out,
-		      uint64_t *nsamples)
-{
-	struct profile *all = NULL;
-	char pidbuf[16];
-	uint64_t n;
-	int ret;
-
-	*nsamples = 0;
-	ret = profile_new(&all);
-	if (!ret && (profile_add_sample_type(all, "samples", "count") ||
-		     profile_add_sample_type(all, "cpu", "nanoseconds") ||
-		     profile_set_period(all, "cpu", "nanoseconds",
-					1000000000ll / r->o.hz)))
-		ret = -ENOMEM;
-	if (!ret) {
-		struct pf_header *h = profile_header(all);
-
-		h->command = profile_intern(all, q->all_title ? q->all_title
-							      : "all processes");
-		h->kind = profile_intern(all, "cpu");
-		if (h->command < 0 || h->kind < 0)
-			ret = -ENOMEM;
-	}
-	for (size_t b = 0; !ret && b < PROC_BUCKETS; b++)
-		for (struct rproc *p = r->procs[b]; !ret && p; p = p->next) {
-			const char *labels[] = { "pid", pidbuf, "comm",
-						 p->comm, NULL };
-			struct profile *one = NULL;
-
-			if (p->broken || !p->refs ||
-			    (q->allow && !q->allow(p->pid, &p->creds,
-						   p->exited, q->allow_arg)))
-				continue;
-			ret = proc_window(r, p, w, q->timeline, &one, &n);
-			if (ret || !n) {
-				profile_free(one);
-				continue;
-			}
-			snprintf(pidbuf, sizeof(pidbuf), "%d", (int)p->pid);
-			ret = profile_append(all, one, 1, 1, labels);
-			*nsamples += n;
-			profile_free(one);
-		}
-	if (ret) {
-		profile_free(all);
-		return ret;
-	}
-	*out = all;
-	return 0;
-}
-
-int record_profile(struct recorder *r, const struct record_query *q,
-		   struct profile **out)
-{
-	uint64_t now_ns = clock_ns(CLOCK_MONOTONIC);
-	uint64_t end_ms = now_ns / 1000000 - q->end_ago_ms;
-	struct span w = {
-		.hi = end_ms / 1000,
-		.lo = (end_ms - q->window_ms) / 1000,
-	};
-	struct profile *p = NULL;
-	struct rproc *proc = NULL;
-	struct pf_header *h;
-	uint64_t n = 0;
-	int ret;
-
-	if (!q->window_ms || q->window_ms + q->end_ago_ms > end_ms)
-		return -EINVAL;
-	pthread_mutex_lock(&r->lock);
-	/* The rings may hold the last moments still (a busy recorder reads
-	 * them late): wait for a reading that began after now, a little. */
-	for (int i = 0; i < DRAIN_WAIT_MS / 5 && r->drained_ns < now_ns &&
-	     !atomic_load(&r->stop); i++) {
-		pthread_mutex_unlock(&r->lock);
-		usleep(5000);
-		pthread_mutex_lock(&r->lock);
-	}
-	if (q->pid) {
-		proc = find_locked(r, q->pid);
-		if (proc)	/* the sweep may not have seen it go yet */
-			check_exit(proc);
-		ret = proc ? proc_window(r, proc, &w, q->timeline, &p, &n)
-			   : -ESRCH;
-	} else {
-		ret = all_window(r, q, &w, &p, &n);
-	}
-	if (!ret) {
-		h = profile_header(p);
-		h->time_nanos = clock_ns(CLOCK_REALTIME) -
-				(q->end_ago_ms + q->window_ms) * 1000000ll;
-		h->duration_nanos = q->window_ms * 1000000ll;
-		h->pid = q->pid;
-		ret = note(p, "proffs: from the flight recorder (%u Hz per "
-			   "CPU): %llu s to %llu s ago, %llu samples",
-			   r->o.hz,
-			   (unsigned long long)(q->end_ago_ms +
-						q->window_ms) / 1000,
-			   (unsigned long long)q->end_ago_ms / 1000,
-			   (unsigned long long)n);
-	}
-	if (!ret && proc && proc->exited)
-		ret = note(p, "process %d exited; its samples stay until "
-			   "they age out of the recorder", (int)proc->pid);
-	pthread_mutex_unlock(&r->lock);
-	if (ret) {
-		profile_free(p);
-		return ret;
-	}
-	*out = p;
-	return 0;
 }

@@ -19,11 +19,21 @@
  * its maps and files may be gone by then.
  *
  * A bucket is one second of CPU samples: (process, stack, count)
- * triples. Buckets live in a ring of span_s seconds; when the memory the
- * recorder holds (buckets, dictionaries, stacks) passes mem_bytes, the
- * oldest buckets go first, and a process's dictionary goes with the
- * last bucket that names it. The perf rings themselves (2 MiB a CPU)
- * come on top.
+ * triples. Buckets live in a ring of span_s seconds. What the recorder
+ * holds is counted once a second, as malloc() rounds it: the buckets;
+ * each process's dictionary (its strings and tables,
+ * profile_mem_bytes()) and distinct stacks; and each live process's
+ * context (maps, unwinder with its cache of CFI rows and libunwind's
+ * space, symbolizer tables). A context is a cache: a process not
+ * sampled for 10 s lets go of it (and of its hold on the shared dso
+ * cache's objects, which that cache bounds and expires, dso.h), and
+ * its next sample starts a new one, beside the old dictionary; a read
+ * merges the two. When the count passes mem_bytes, the contexts of
+ * processes not sampled in the last 2 s go first, then the oldest
+ * buckets, until it fits (the current second stays); a process's
+ * dictionary goes with the last bucket that names it. Not counted: the
+ * perf rings (2 MiB a CPU), the dso cache (shared with sessions), a
+ * runtime's symbolizer state (JIT maps, CPython's).
  *
  * Reading copies what a window needs under the recorder's lock and
  * builds a new profile, shaped as a cpu profile (samples/count,
@@ -111,7 +121,9 @@ struct record_stats {
 	uint64_t samples;	/* kept since start */
 	uint64_t lost;		/* the kernel dropped (rings full) */
 	uint64_t dropped_buckets;	/* gone for memory, not age */
-	uint64_t mem_bytes;	/* held now */
+	uint64_t mem_bytes;	/* held now, at the last sweep */
+	uint64_t mem_max;	/* the bound (record_mem) */
+	uint64_t retired;	/* contexts let go (idle, or for memory) */
 	unsigned procs;		/* processes in the ring now */
 	uint64_t cpu_ns;	/* the recorder thread's CPU time */
 };

@@ -368,6 +368,22 @@ int maps_set_alias(struct proc_maps *m, const char *seen_path,
 	return 0;
 }
 
+size_t maps_mem_bytes(const struct proc_maps *m)
+{
+	size_t b;
+
+	if (!m)
+		return 0;
+	b = sizeof(*m) + m->n * sizeof(*m->v);
+	for (size_t i = 0; i < m->n; i++)
+		b += m->v[i].path ? strlen(m->v[i].path) + 1 + 16 : 0;
+	if (m->alias_seen)
+		b += strlen(m->alias_seen) + 1 + 16;
+	if (m->alias_open)
+		b += strlen(m->alias_open) + 1 + 16;
+	return b;
+}
+
 void maps_free(struct proc_maps *m)
 {
 	if (!m)

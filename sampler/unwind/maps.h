@@ -75,6 +75,8 @@ pid_t maps_pid(const struct proc_maps *m);
  * changed: lets users drop what they cached about code. */
 unsigned maps_generation(const struct proc_maps *m);
 
+/* The heap m itself takes (its dsos, shared, not included). */
+size_t maps_mem_bytes(const struct proc_maps *m);
 void maps_free(struct proc_maps *m);
 
 #endif

@@ -116,6 +116,14 @@ int symbolizer_new(struct profile *p, struct proc_maps *maps,
 	return 0;
 }
 
+size_t symbolizer_mem_bytes(const struct symbolizer *s)
+{
+	if (!s)
+		return 0;
+	return sizeof(*s) + s->pcs_cap * sizeof(*s->pcs) +
+	       s->map_cap * sizeof(*s->mappings);
+}
+
 void symbolizer_free(struct symbolizer *s)
 {
 	if (!s)

@@ -26,6 +26,9 @@ struct symbolizer;
 
 int symbolizer_new(struct profile *p, struct proc_maps *maps,
 		   struct symbolizer **out);
+/* The heap s takes: its tables of pcs and mappings (a runtime's state,
+ * JIT maps or CPython's, not included). */
+size_t symbolizer_mem_bytes(const struct symbolizer *s);
 void symbolizer_free(struct symbolizer *s);
 
 /* The location id for pc, created on first sight. */

@@ -50,6 +50,9 @@ struct unwind_regs {
 };
 
 int unwinder_new(struct proc_maps *maps, struct unwinder **out);
+/* The heap u takes, about: its cache of CFI rows and libunwind's space
+ * (a livestack's buffers not included). */
+size_t unwinder_mem_bytes(const struct unwinder *u);
 void unwinder_free(struct unwinder *u);
 
 /*
