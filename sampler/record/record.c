@@ -382,8 +382,98 @@ static void sweep_procs(struct recorder *r, uint64_t now)
 	}
 }
 
-/* Once a second: buckets past the span go, then the oldest while over
- * the memory bound, then the processes they named. */
+/* Rebuild p's hash of stacks over slots n (a power of two, twice the
+ * stacks it may hold at least). */
+static void stacks_rehash(struct rproc *p)
+{
+	memset(p->slots, 0, p->nslots * sizeof(*p->slots));
+	for (uint32_t i = 0; i < p->nstacks; i++) {
+		uint32_t h = p->stacks[i].hash & (p->nslots - 1);
+
+		while (p->slots[h])
+			h = (h + 1) & (p->nslots - 1);
+		p->slots[h] = i + 1;
+	}
+}
+
+/* p's stacks that no bucket names any more go; p->remap[old] is the
+ * new index + 1 of the ones that stay. Tables shrink to a quarter
+ * full at least. */
+static void stacks_keep(struct rproc *p)
+{
+	uint32_t n = 0, size = p->nslots;
+
+	for (uint32_t i = 0; i < p->nstacks; i++) {
+		if (!p->remap[i]) {
+			free(p->stacks[i].locs);
+			continue;
+		}
+		p->stacks[n] = p->stacks[i];
+		p->remap[i] = ++n;
+	}
+	p->nstacks = n;
+	while (size > 64 && (uint64_t)n * 8 < size)
+		size /= 2;
+	if (size != p->nslots) {
+		struct rstack *s = realloc(p->stacks, (size / 2) * sizeof(*s));
+		uint32_t *slots = realloc(p->slots, size * sizeof(*slots));
+
+		if (s)
+			p->stacks = s;
+		if (slots)
+			p->slots = slots;
+		if (s && slots) {
+			p->cap = size / 2;
+			p->nslots = size;
+		}
+	}
+	stacks_rehash(p);
+}
+
+/*
+ * The stacks of dropped or aged-out buckets go: a long-lived process
+ * with ever new stacks would hold them all else, and dropping buckets
+ * would free nothing. On the recorder's thread (which alone adds
+ * stacks), under r->lock (readers) and each p->lock.
+ */
+static void compact_stacks(struct recorder *r)
+{
+	for (size_t b = 0; b < PROC_BUCKETS; b++)
+		for (struct rproc *p = r->procs[b]; p; p = p->next)
+			if (p->nstacks)
+				p->remap = calloc(p->nstacks,
+						  sizeof(*p->remap));
+	for (uint32_t i = 0; i < r->nbuckets; i++)
+		for (uint32_t k = 0; k < r->buckets[i].n; k++) {
+			struct rentry *e = &r->buckets[i].e[k];
+
+			if (e->proc->remap)
+				e->proc->remap[e->stack] = 1;
+		}
+	for (size_t b = 0; b < PROC_BUCKETS; b++)
+		for (struct rproc *p = r->procs[b]; p; p = p->next)
+			if (p->remap) {
+				pthread_mutex_lock(&p->lock);
+				stacks_keep(p);
+				pthread_mutex_unlock(&p->lock);
+			}
+	for (uint32_t i = 0; i < r->nbuckets; i++)
+		for (uint32_t k = 0; k < r->buckets[i].n; k++) {
+			struct rentry *e = &r->buckets[i].e[k];
+
+			if (e->proc->remap)
+				e->stack = e->proc->remap[e->stack] - 1;
+		}
+	for (size_t b = 0; b < PROC_BUCKETS; b++)
+		for (struct rproc *p = r->procs[b]; p; p = p->next) {
+			free(p->remap);
+			p->remap = NULL;
+		}
+}
+
+/* Once a second: buckets past the span go. Over the memory bound:
+ * idle contexts, then stacks no bucket names, then the oldest buckets
+ * while it still is (and the processes and stacks they named). */
 static void sweep(struct recorder *r)
 {
 	uint64_t now = mono_sec();
@@ -399,6 +489,7 @@ static void sweep(struct recorder *r)
 	r->st.mem_bytes = mem_held(r);
 	if (r->st.mem_bytes > r->o.mem_bytes) {
 		retire_idle(r, now, CONTEXT_PRESSED_S);
+		compact_stacks(r);
 		r->st.mem_bytes = mem_held(r);
 	}
 	while (r->st.mem_bytes > r->o.mem_bytes && (b = oldest(r)) &&
@@ -406,6 +497,7 @@ static void sweep(struct recorder *r)
 		bucket_clear(b);
 		r->st.dropped_buckets++;
 		sweep_procs(r, now);
+		compact_stacks(r);
 		r->st.mem_bytes = mem_held(r);
 	}
 	pthread_mutex_unlock(&r->lock);

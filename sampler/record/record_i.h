@@ -56,6 +56,7 @@ struct rproc {
 	uint32_t *slots;		/* hash -> stack index + 1 */
 	uint32_t nslots;
 	uint64_t refs;			/* bucket entries naming it */
+	uint32_t *remap;		/* compact_stacks()'s, else NULL */
 	uint64_t seen_sec;		/* its last sample */
 	uint64_t exit_ns;		/* CLOCK_REALTIME it was found gone */
 	struct rproc *next;		/* in its hash chain, newest first */

@@ -556,3 +556,47 @@ def test_trace_last_window_from_the_recorder(proffs, target):
     expect_errno(lambda: proffs.read(burn.pid, 'trace_3s.json?base=prev'),
                  errno.EINVAL)
     assert proffs.log_lines(r'EINVAL: trace takes no base=')
+
+
+def status_of(proffs):
+    text = proffs.read('', 'status').decode()
+    return {k: int(v) for k, v in re.findall(r'^(record_\w+): (\d+)$', text,
+                                             re.M)}
+
+
+@pytest.mark.parametrize('proffs_options',
+                         [('record', 'record_hz=997', 'record_s=60',
+                           'record_mem=6M')], indirect=True)
+def test_record_mem_bounds_the_ring_oldest_first(proffs, target):
+    """A target whose every sample is a new stack fills a 6 MiB recorder
+    within seconds: what status counts (dictionaries, stacks, buckets,
+    contexts) stays under the bound, and the seconds that go are the
+    oldest: what is left is the last seconds, without a hole."""
+    t = target('manystacks')
+    start = time.monotonic()
+    seen = []
+    while time.monotonic() - start < 30:
+        st = status_of(proffs)
+        seen.append(st)
+        assert st['record_max_bytes'] == 6 << 20, st
+        assert st['record_bytes'] <= st['record_max_bytes'], st
+        if st['record_dropped_buckets'] >= 5:
+            break
+        time.sleep(0.5)
+    ran = time.monotonic() - start
+    assert seen[-1]['record_dropped_buckets'] >= 5, (ran, seen[-1])
+    # the ring used what it was given
+    assert max(s['record_bytes'] for s in seen) > 3 << 20, seen[-1]
+    ev = trace_events(proffs.read(t.pid, 'trace_last50s.json'))
+    secs = sorted({int(e['ts'] // 1e6) for e in ev if e['ph'] == 'B'})
+    # the window's last second is the newest (ts from the window's
+    # start, 50 s ago, in whole seconds); the target ran `ran` s
+    assert secs and secs[-1] >= 48, secs
+    first_possible = 50 - int(ran) - 2
+    assert secs[0] > first_possible + 2, (secs, ran)
+    assert secs == list(range(secs[0], secs[-1] + 1)), secs
+    # and seconds, not the ring, go: the stacks only dropped seconds
+    # named are freed with them (else 6 MiB held about one second)
+    assert len(secs) >= 3, (secs, seen[-1])
+    st = status_of(proffs)
+    assert st['record_bytes'] <= st['record_max_bytes'], st
