@@ -101,9 +101,12 @@ static void test_window(void)
 static void test_columns(void)
 {
 	CHECK(kinds_row(PROFFS_KIND_CPU)->host, "cpu in /prof/all");
+	/* trace: a track group per process (trace.h) */
+	CHECK(kinds_row(PROFFS_KIND_TRACE)->host, "trace in /prof/all");
 	for (int k = 0; k < PROFFS_KIND__COUNT; k++)
-		CHECK(k == PROFFS_KIND_CPU || !kinds_row(k)->host,
-		      "%s in /prof/all", name_kind_str(k));
+		CHECK(k == PROFFS_KIND_CPU || k == PROFFS_KIND_TRACE ||
+		      !kinds_row(k)->host, "%s in /prof/all",
+		      name_kind_str(k));
 	CHECK(name_kind_kernel(PROFFS_KIND_CPU) &&
 	      !name_kind_sleeping(PROFFS_KIND_CPU), "cpu frames");
 	CHECK(name_kind_sleeping(PROFFS_KIND_WALL), "wall frames");
@@ -113,12 +116,14 @@ static void test_columns(void)
 	CHECK(kinds_row(PROFFS_KIND_HEAP)->key == KIND_KEY_RATE, "heap key");
 	CHECK(kinds_row(PROFFS_KIND_CPU)->key == (KIND_KEY_HZ | KIND_KEY_PAST),
 	      "cpu key");
-	/* the recorder's past is cpu's alone; trace is a timeline, json */
+	/* the recorder's past is cpu's and trace's (its seconds laid out as
+	 * a timeline, record.h); trace is a timeline, json */
 	for (int k = 0; k < PROFFS_KIND__COUNT; k++)
-		CHECK(k == PROFFS_KIND_CPU ||
+		CHECK(k == PROFFS_KIND_CPU || k == PROFFS_KIND_TRACE ||
 		      !(kinds_row(k)->key & KIND_KEY_PAST), "%s: past",
 		      name_kind_str(k));
-	CHECK(kinds_row(PROFFS_KIND_TRACE)->key == KIND_KEY_HZ, "trace key");
+	CHECK(kinds_row(PROFFS_KIND_TRACE)->key ==
+	      (KIND_KEY_HZ | KIND_KEY_PAST), "trace key");
 	CHECK(output_supported(PROFFS_KIND_TRACE, PROFFS_FMT_JSON) &&
 	      output_supported(PROFFS_KIND_TRACE, PROFFS_FMT_PB_GZ) &&
 	      !output_supported(PROFFS_KIND_TRACE, PROFFS_FMT_SVG) &&

@@ -397,8 +397,8 @@ static void stacks_rehash(struct rproc *p)
 }
 
 /* p's stacks that no bucket names any more go; p->remap[old] is the
- * new index + 1 of the ones that stay. Tables shrink to a quarter
- * full at least. */
+ * new index + 1 of the ones that stay. Tables shrink to hold 2 to 4
+ * times the stacks left (dropping buckets must free memory). */
 static void stacks_keep(struct rproc *p)
 {
 	uint32_t n = 0, size = p->nslots;
@@ -412,7 +412,7 @@ static void stacks_keep(struct rproc *p)
 		p->remap[i] = ++n;
 	}
 	p->nstacks = n;
-	while (size > 64 && (uint64_t)n * 8 < size)
+	while (size > 64 && (uint64_t)n * 4 <= size / 2)
 		size /= 2;
 	if (size != p->nslots) {
 		struct rstack *s = realloc(p->stacks, (size / 2) * sizeof(*s));

@@ -292,7 +292,7 @@ int record_profile(struct recorder *r, const struct record_query *q,
 	struct profile *p = NULL;
 	struct rproc *proc = NULL;
 	struct pf_header *h;
-	uint64_t n = 0;
+	uint64_t n = 0, nstacks = 0;
 	int ret;
 
 	if (!q->window_ms || q->window_ms + q->end_ago_ms > end_ms)
@@ -329,6 +329,21 @@ int record_profile(struct recorder *r, const struct record_query *q,
 			   (unsigned long long)q->end_ago_ms / 1000,
 			   (unsigned long long)n);
 	}
+	/* what the ring holds of it: its distinct stacks, every one named
+	 * by a second it keeps (record.c, compact_stacks()) */
+	for (struct rproc *g = proc ? r->procs[(uint32_t)proc->pid %
+					       PROC_BUCKETS] : NULL;
+	     !ret && g; g = g->next)
+		if (g->pid == proc->pid && g->start == proc->start &&
+		    !g->broken) {
+			pthread_mutex_lock(&g->lock);
+			nstacks += g->nstacks;
+			pthread_mutex_unlock(&g->lock);
+		}
+	if (!ret && proc)
+		ret = note(p, "proffs: the recorder holds %llu distinct "
+			   "stacks of process %d", (unsigned long long)nstacks,
+			   (int)proc->pid);
 	if (!ret && proc && proc->exited)
 		ret = note(p, "process %d exited; its samples stay until "
 			   "they age out of the recorder", (int)proc->pid);

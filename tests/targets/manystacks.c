@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * manystacks - one thread on the CPU whose every sample is a new stack:
- * it descends 16 to 31 calls deep through four functions (way_a..way_d),
+ * it descends 64 to 127 calls deep through four functions (way_a..way_d),
  * each picking the next from a xorshift sequence, spins ~20 µs at the
- * bottom (in bottom), and climbs back. 4^16 paths and more: at any
+ * bottom (in bottom), and climbs back. 4^64 paths and more: at any
  * sampling rate nearly every stack is distinct, what the flight
  * recorder's memory bound (record_mem=) is tested with.
  * Prints "ready" once running.
@@ -63,5 +63,5 @@ int main(void)
 	printf("ready\n");
 	fflush(stdout);
 	for (;;)
-		ways[next() & 3](16 + (next() & 15));
+		ways[next() & 3](64 + (next() & 63));
 }
