@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test-http-parse.c - fs/http_parse.c against tables: request heads
+ * test-http-parse.c - fs/http/http_parse.c against tables: request heads
  * (methods, versions, Connection, Authorization, bodies, folding, the
  * size limit) and request-targets (Go's paths, delta_ and fgprof, the
  * target by prefix or query, the mount's file names, the errors), each
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "fs/http_parse.h"
+#include "fs/http/http_parse.h"
 
 struct head_case {
 	const char *head;

@@ -239,7 +239,7 @@ def test_scraper_default_paths(proffs, target):
     """Every default path of Alloy and Parca answers as the mount's
     grammar has its kind: 200 with a valid pprof profile for a kind the
     mount serves, 404 for one it has not (yet), nothing else. A new kind
-    in fs/name.c is served here with no code of its own."""
+    in fs/core/name.c is served here with no code of its own."""
     t = target('allocs')
     # the agent in first, so allocs answers at once
     assert get(f'{base(proffs)}/{t.pid}/heap_1s.pb.gz')[0] == 200
