@@ -131,6 +131,12 @@ static const struct route_case routes[] = {
 	P("/debug/pprof/delta_heap?pid=12&seconds=9", TARGET_PID, "12",
 	  "heap?seconds=9"),
 	P("/debug/pprof/flame?pid=12", TARGET_PID, "12", "flame"),
+	/* Go answers these at once: a short window, not the default 30 s */
+	P("/debug/pprof/block?pid=12", TARGET_PID, "12", "block?seconds=5"),
+	P("/debug/pprof/mutex?pid=12&seconds=2", TARGET_PID, "12",
+	  "mutex?seconds=2"),
+	P("/debug/pprof/delta_mutex?pid=12", TARGET_PID, "12",
+	  "mutex?seconds=5"),
 	/* the target by prefix or query */
 	P("/unit/nginx.service/debug/pprof/profile", TARGET_UNIT,
 	  "nginx.service", "profile"),

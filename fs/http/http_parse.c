@@ -374,6 +374,21 @@ static const struct {
 	{ "fgprof", "wall" },	/* Alloy's profile.fgprof, /debug/fgprof */
 };
 
+/* Kinds Go answers at once, with counts since the program started: no
+ * such count exists for a program proffs attaches to, so these take a
+ * short window, as the delta_ paths do, and not the mount's default 30 s,
+ * which a scraper's timeout (Parca's is 10 s) would cut off. */
+static const char *const go_at_once[] = { "block", "mutex" };
+
+static bool short_window(const char *kw)
+{
+	for (size_t i = 0; i < sizeof(go_at_once) / sizeof(go_at_once[0]);
+	     i++)
+		if (!strcmp(kw, go_at_once[i]))
+			return true;
+	return false;
+}
+
 static int profile_name(const struct parsed_target *t, const char *kw,
 			char *name, size_t size, const char **why)
 {
@@ -382,6 +397,7 @@ static int profile_name(const struct parsed_target *t, const char *kw,
 
 	if (delta)
 		kw += 6;
+	delta |= short_window(kw);
 	for (size_t i = 0; i < sizeof(go_aliases) / sizeof(go_aliases[0]);
 	     i++)
 		if (!strcmp(kw, go_aliases[i].go))

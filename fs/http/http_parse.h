@@ -6,7 +6,8 @@
  *   GET /debug/pprof/<kind>?pid=N&seconds=S&...  Go's paths: pprof by
  *       default, debug=1|2 as text; delta_<kind> is <kind> over a window
  *       (seconds=, else HTTP_DELTA_SECONDS), as godeltaprof's paths are
- *       deltas; fgprof is wall when that kind exists
+ *       deltas; block and mutex, which Go answers at once with counts
+ *       since the start, take the same short window; fgprof is wall
  *   GET /debug/pprof/                           an index
  *   GET /<pid>/<file name>                      any name of the mount
  *   GET /unit/<unit>/..., /name/<comm>/...,     the target by a stable
@@ -33,7 +34,8 @@
 
 #define HTTP_HEAD_MAX 8192	/* request line and headers */
 #define HTTP_TOKEN_MAX 256	/* an Authorization value we read */
-#define HTTP_DELTA_SECONDS 5	/* delta_<kind> without seconds= */
+#define HTTP_DELTA_SECONDS 5	/* delta_<kind>, block, mutex without
+				 * seconds= */
 
 enum http_method { HTTP_GET, HTTP_HEAD };
 
