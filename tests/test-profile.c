@@ -7,6 +7,7 @@
  * profile unchanged.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -652,6 +653,45 @@ static void test_alloc_failures(void)
 }
 #endif
 
+/* profile_mem_bytes() against the heap glibc says the profile took
+ * (mallinfo2: where a sanitizer or valgrind owns the heap it says 0, and
+ * only the lower bound is checked). The flight recorder's record_mem is
+ * this count (record.h). */
+static void test_mem_bytes(void)
+{
+	struct mallinfo2 before = mallinfo2(), after;
+	struct profile *p = new_profile(2);
+	struct pf_label label = { 0 };
+	size_t counted, real;
+	char name[64];
+	bool ok = true;
+
+	add_locations(p, 2000);
+	for (int i = 0; i < 20000; i++) {
+		snprintf(name, sizeof(name), "a string of some length, %d", i);
+		ok &= profile_intern(p, name) > 0;
+	}
+	label.key = profile_intern(p, "thread");
+	for (int i = 0; i < 5000; i++) {
+		uint64_t stack[3] = { 1 + i % 2000, 1 + i / 2000, 7 };
+		int64_t v[2] = { 1, i };
+
+		label.str = 1 + i % 20000;
+		ok &= !profile_add_sample(p, stack, 3, &label, 1, v);
+	}
+	after = mallinfo2();
+	counted = profile_mem_bytes(p);
+	real = after.uordblks - before.uordblks;
+	CHECK(ok, "building");
+	printf("test_mem_bytes: counted %zu, malloc says %zu\n", counted, real);
+	/* the strings alone: 20000 of 27-31 bytes, rounded to 32 and 48 */
+	CHECK(counted > 20000 * 32, "counted %zu", counted);
+	if (after.uordblks)
+		CHECK(counted >= real * 9 / 10 && counted <= real * 11 / 10,
+		      "counted %zu, malloc says %zu", counted, real);
+	profile_free(p);
+}
+
 int main(void)
 {
 	test_new();
@@ -665,6 +705,7 @@ int main(void)
 	test_many();
 	test_repeat();
 	test_wrap();
+	test_mem_bytes();
 #if INJECT
 	test_alloc_failures();
 #endif
