@@ -115,7 +115,10 @@ int oc_add(struct oc_run *run, const struct oc_thread *th,
 		if (!run->overflowed) {
 			char text[128];
 
-			snprintf(text, sizeof(text), "proffs: more than %u "
+			snprintf(text, sizeof(text), run->o->timeline_t0 ?
+				 "proffs: more than %u off-CPU looks; later "
+				 "ones are left out of the timeline" :
+				 "proffs: more than %u "
 				 "distinct stacks; later new stacks are "
 				 "counted under [max_stacks reached]",
 				 run->o->max_stacks);
@@ -124,6 +127,10 @@ int oc_add(struct oc_run *run, const struct oc_thread *th,
 				return ret;
 			run->overflowed = true;
 		}
+		/* each look of a timeline is its own sample: past the
+		 * bound they would grow without one */
+		if (run->o->timeline_t0)
+			return 0;
 		ret = pseudoloc(run->ps, "", "[max_stacks reached]", &over);
 		if (ret)
 			return ret;

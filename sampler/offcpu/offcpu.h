@@ -80,7 +80,8 @@ struct offcpu_opts {
 	 * only, from /proc, without perf: each look that finds a thread off
 	 * the CPU is its own sample, with the numeric labels ts (the look's
 	 * time, ns after this CLOCK_MONOTONIC time) and dur (ns since the
-	 * thread's last look), its values the look's, not shared out.
+	 * thread's last look), its values the look's, not shared out; past
+	 * max_stacks looks, the later ones are left out.
 	 */
 	uint64_t timeline_t0;
 };
