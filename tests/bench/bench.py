@@ -443,27 +443,33 @@ def load_note(rows):
     return note
 
 
-def arguments(**defaults):
+def arguments(readme=True, **defaults):
     """An ArgumentParser with the options every bench takes: --build,
-    --out, --readme, and one --NAME per keyword (its default, and its
-    type), e.g. seconds=4, rounds=5. The bench adds its own."""
+    --out, --readme (where docs/performance.md has a block for it), and
+    one --NAME per keyword (its default, and its type), e.g. seconds=4,
+    rounds=5. The bench adds its own."""
     ap = argparse.ArgumentParser()
     ap.add_argument('--build', default=os.path.join(REPO, 'build'))
     ap.add_argument('--out', default=os.path.join(REPO, 'tests', 'bench'))
     for name, value in defaults.items():
-        ap.add_argument('--' + name, type=type(value), default=value)
-    ap.add_argument('--readme', action='store_true',
-                    help='also put the results into docs/performance.md')
+        ap.add_argument('--' + name.replace('_', '-'), type=type(value),
+                        default=value)
+    if readme:
+        ap.add_argument('--readme', action='store_true',
+                        help='also put the results into '
+                        'docs/performance.md')
     return ap
 
 
 def publish(args, name, text, file=None):
-    """The results: written to args.out (file, or NAME-results.md), with
-    --readme spliced into docs/performance.md too, and printed."""
-    with open(os.path.join(args.out, file or f'{name}-results.md'),
-              'w') as f:
-        f.write(text)
-    if args.readme:
+    """The results: written to args.out (file, or NAME-results.md; none
+    with --out ''), with --readme spliced into docs/performance.md too,
+    and printed."""
+    if args.out:
+        with open(os.path.join(args.out, file or f'{name}-results.md'),
+                  'w') as f:
+            f.write(text)
+    if getattr(args, 'readme', False):
         splice_readme(name, text)
     print(text)
 
