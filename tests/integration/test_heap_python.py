@@ -165,7 +165,7 @@ def check_ratio(p, what, size):
         f'(main {main}, other {other})'
     # The two twins are most of what the program holds or allocates.
     assert (main + other) >= 0.5 * total, (what, main, other, total)
-    return ratio
+    return ratio, err
 
 
 def test_python_objects_in_heap_and_allocs(tmp_path):
@@ -185,10 +185,13 @@ def test_python_objects_in_heap_and_allocs(tmp_path):
         heap = util.validate_pprof(util.save(data, 'py-heap.pb.gz'))
         for p in (allocs, heap):
             assert not [c for c in p.comments if 'ERROR' in c], p.comments
+            assert [c for c in p.comments if 'pymalloc) is sampled' in c], \
+                p.comments
         # '%06d:one' % i: a 59-byte str, both sides alike.
         r1 = check_ratio(allocs, 'alloc_space/bytes', 59)
         r2 = check_ratio(heap, 'inuse_space/bytes', 59)
-        print(f'ratio allocs {r1:.2f}, heap {r2:.2f}')
+        print(f'ratio allocs {r1[0]:.2f} (within {r1[1]:.0%}), '
+              f'heap {r2[0]:.2f} (within {r2[1]:.0%})')
         after, steps = loop.speed()
         assert steps > 0 and after >= SPEED * before, \
             f'progress after the read: {after:.1f}/cpu s, before ' \
