@@ -179,10 +179,22 @@ def test_python_objects_in_heap_and_allocs(tmp_path):
         assert steps > 0, 'the program made no progress before the read'
         data = d.read(loop.pid, f'allocs?rate={RATE}&seconds=2.pb.gz')
         allocs = util.validate_pprof(util.save(data, 'py-allocs.pb.gz'))
-        # The live set has turned over many times since the agent armed:
-        # every string kept was allocated under its eyes.
-        data = d.read(loop.pid, f'heap?rate={RATE}.pb.gz')
+        # The live set turns over in a fraction of a second: it must have
+        # been sampled at RATE, not at the default one the agent goes back
+        # to between sessions. So a second session holds RATE while the
+        # in-use snapshot is read.
+        held = {}
+
+        def hold():
+            held['data'] = d.read(loop.pid,
+                                  f'allocs?rate={RATE}&seconds=2.pb.gz')
+        holder = threading.Thread(target=hold)
+        holder.start()
+        time.sleep(1.2)
+        data = d.read(loop.pid, 'heap.pb.gz')
         heap = util.validate_pprof(util.save(data, 'py-heap.pb.gz'))
+        holder.join()
+        util.save(held['data'], 'py-allocs-held.pb.gz')
         for p in (allocs, heap):
             assert not [c for c in p.comments if 'ERROR' in c], p.comments
             assert [c for c in p.comments if 'pymalloc) is sampled' in c], \
