@@ -240,9 +240,11 @@ static bool decide(struct ph_budget *t, size_t size, uint64_t *rate)
 	return true;
 }
 
-/* The allocation slow path, out of line: count the call, then decide.
- * A folded thread's budget is parked between calls. */
-__attribute__((noinline)) static bool take(size_t size, uint64_t *rate)
+/* The allocation slow path, out of line: count the call (unless count
+ * is false: pymem.c's), then decide. A folded thread's budget is parked
+ * between calls. */
+__attribute__((noinline)) static bool take_as(size_t size, uint64_t *rate,
+					      bool count)
 {
 	struct ph_budget *t = &ph_tls;
 	bool sampled;
@@ -250,17 +252,19 @@ __attribute__((noinline)) static bool take(size_t size, uint64_t *rate)
 	if (UNLIKELY(!t->self))
 		enlist(t);
 	if (LIKELY(!t->folded)) {
-		t->mallocs++;
+		t->mallocs += count;
 		return decide(t, size, rate);
 	}
-	atomic_fetch_add_explicit(&sh->folded_mallocs, 1,
-				  memory_order_relaxed);
+	if (count)
+		atomic_fetch_add_explicit(&sh->folded_mallocs, 1,
+					  memory_order_relaxed);
 	t->left = t->parked;
 	sampled = decide(t, size, rate);
 	t->parked = t->left;
 	t->left = 0;
 	return sampled;
 }
+#define take(size, rate) take_as((size), (rate), true)
 
 /* A free of p counted outside free's fast path (realloc's old block,
  * operator delete). */
@@ -897,36 +901,29 @@ static bool armed_here(void)
 	       PH_ARMED;
 }
 
-/* take() without counting the call (not a malloc call): the budget,
- * the same Poisson rule. Disarmed, a pure pass-through. */
+/* take() without counting the call (not a malloc call): the same budget
+ * and Poisson rule. Not armed: a new budget (a fresh exponential draw:
+ * sampling after an arm is as unbiased), and no sample. */
 bool agent_py_take(size_t n, uint64_t *rate)
 {
 	struct ph_budget *t = &ph_tls;
-	bool sampled;
 
+	if (!sh || forked)
+		t->left = UINT64_MAX;	/* never armed again */
+	else if (!t->in_hook && !armed_here() && !t->folded)
+		t->left = draw(t);
 	if (!armed_here() || t->in_hook)
 		return false;
-	if (LIKELY(n < t->left)) {
+	if (n < t->left) {
 		t->left -= n;
 		return false;
 	}
-	if (UNLIKELY(!t->self))
-		enlist(t);
-	if (LIKELY(!t->folded))
-		return decide(t, n, rate);
-	t->left = t->parked;
-	sampled = decide(t, n, rate);
-	t->parked = t->left;
-	t->left = 0;
-	return sampled;
+	return take_as(n, rate, false);
 }
 
 uint64_t agent_py_guard_enter(void) { return guard_enter(&ph_tls); }
 void agent_py_guard_exit(uint64_t left) { guard_exit(&ph_tls, left); }
-void agent_py_sample(void *p, size_t n, uint64_t rate)
-{
-	sample(p, n, rate);
-}
+void agent_py_sample(void *p, size_t n, uint64_t r) { sample(p, n, r); }
 
 void agent_py_free(void *p)
 {
