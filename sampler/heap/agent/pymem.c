@@ -88,7 +88,8 @@ static _Atomic uint32_t py_state;	/* enum ph_py */
  * subtraction from the budget the malloc hooks draw on (a block of 1..512
  * bytes), the free's filter byte, then a tail call of the original; the
  * rest is out of line. Measured on a loop building tuples and strings,
- * the first version (a call per allocation, frames) cost it 23%.
+ * the first version (a call per allocation, frames) cost it 23%, this
+ * one 9%.
  */
 
 /* The budget ran out (or the agent is not armed: agent_py_take() then
