@@ -34,10 +34,10 @@
  * PyMem_RawMalloc, i.e. malloc: so the wrapper counts only the former,
  * by the same per-thread Poisson budget as the malloc hooks, and records
  * a sample into the same ring (agent.c: agent_py_*). A block freed
- * through it is reported if it was sampled. (pymalloc's realloc of a
- * block of its own to more than 512 bytes, or of a malloc block, goes on
- * to malloc or realloc: those bytes go through the malloc hooks' budget
- * as well, so such a call is about twice as likely to be sampled.)
+ * through it is reported if it was sampled. (A block pymalloc got from
+ * malloc, reallocated to 512 bytes or less, goes on to realloc: those
+ * bytes count in both budgets, so such a call is about twice as likely
+ * to be sampled.)
  * Calls are not counted in
  * the malloc and free call counts (memstats' Mallocs are malloc calls).
  *
