@@ -23,7 +23,7 @@ PROFFS_TEST_PKGS="python3 python3-pytest linux-perf mount systemd man-db
 	chromium chromium-driver python3-selenium libxml2-utils
 	clang libclang-rt-14-dev lld mold rustc nodejs npm strace valgrind
 	libgoogle-perftools-dev libjemalloc-dev bpftrace tmux
-	redis-server redis-tools nginx-light sqlite3"
+	redis-server redis-tools nginx-light sqlite3 openjdk-17-jdk-headless"
 
 # install_deps PACKAGE...: apt-get update and install what is missing;
 # nothing (and no network) when everything is installed.

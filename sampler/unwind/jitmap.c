@@ -79,19 +79,37 @@ int jitmap_set_path(struct jitmap *j, const char *path)
 	return 0;
 }
 
-void jitmap_free(struct jitmap *j)
+static void forget(struct jitmap *j)
 {
 	struct name_block *b, *next;
 
-	if (!j)
-		return;
 	if (j->fd >= 0)
 		close(j->fd);
+	j->fd = -1;
 	for (b = j->blocks; b; b = next) {
 		next = b->next;
 		free(b);
 	}
+	j->blocks = NULL;
 	free(j->v);
+	j->v = NULL;
+	j->n = j->cap = 0;
+	j->read_bytes = 0;
+	j->line_len = 0;
+	j->skipping = false;
+}
+
+void jitmap_reopen(struct jitmap *j)
+{
+	forget(j);
+	j->last_try_ns = 0;
+}
+
+void jitmap_free(struct jitmap *j)
+{
+	if (!j)
+		return;
+	forget(j);
 	free(j);
 }
 
