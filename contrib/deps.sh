@@ -16,7 +16,8 @@ PROFFS_BUILD_PKGS="meson ninja-build pkg-config gcc g++ libc6-dev binutils
 # a client of another user or namespace, iproute2 makes the namespaces;
 # tmux is the terminal proffs top is tested in).
 # The toolchains the tests build their programs with (docs/toolchains.md):
-# clang, lld and mold, rustc, golang-go (above), nodejs.
+# clang, lld and mold, rustc, golang-go (above), nodejs, and javac of
+# openjdk-17-jdk-headless (the JVM of test_java.py).
 # shellcheck disable=SC2034
 PROFFS_TEST_PKGS="python3 python3-pytest linux-perf mount systemd man-db
 	prometheus curl iproute2

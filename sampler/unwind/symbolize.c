@@ -311,6 +311,10 @@ static int java_merge(struct symbolizer *s, pid_t tid, const uint64_t *pcs,
 
 	if (*nlocs != n)
 		return 0;
+	/* no dump, or no Java thread: nothing to look at */
+	javart_frames(s->java, tid, NULL, 0, &nj, &name);
+	if (!name)
+		return 0;
 	while (cut < n) {
 		e = maps_find(s->maps, pcs[cut]);
 		if (!e || !e->dso)
@@ -347,11 +351,10 @@ int symbolizer_dump(struct symbolizer *s)
 const char *symbolizer_thread_name(struct symbolizer *s, pid_t tid)
 {
 	const char *name = NULL;
-	uint64_t loc;
 	int n;
 
 	if (s && s->java)
-		javart_frames(s->java, tid, &loc, 0, &n, &name);
+		javart_frames(s->java, tid, NULL, 0, &n, &name);
 	return name;
 }
 
