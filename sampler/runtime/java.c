@@ -55,21 +55,23 @@ static bool is_jvm(struct proc_maps *maps)
 	return false;
 }
 
-int javart_open(struct proc_maps *maps, struct profile *p,
-		struct javart **out)
+int javart_new(pid_t pid, struct profile *p, struct javart **out)
 {
-	struct javart *j;
+	struct javart *j = calloc(1, sizeof(*j));
 
-	*out = NULL;
-	if (!is_jvm(maps))
-		return 0;
-	j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
-	j->pid = maps_pid(maps);
+	j->pid = pid;
 	j->p = p;
 	*out = j;
 	return 0;
+}
+
+int javart_open(struct proc_maps *maps, struct profile *p,
+		struct javart **out)
+{
+	*out = NULL;
+	return is_jvm(maps) ? javart_new(maps_pid(maps), p, out) : 0;
 }
 
 static void dump_clear(struct javart *j)

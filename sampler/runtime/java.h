@@ -41,6 +41,9 @@ int javart_open(struct proc_maps *maps, struct profile *p,
 		struct javart **out);
 void javart_free(struct javart *j);
 
+/* For tests: one for pid, whatever it maps. 0 or -ENOMEM. */
+int javart_new(pid_t pid, struct profile *p, struct javart **out);
+
 /* The caller may ptrace the process and asked for it: attach. */
 void javart_allow_attach(struct javart *j);
 
