@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* javastack.c - a HotSpot JVM's frames walked by their return addresses. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sampler/proc.h"
+#include "sampler/runtime/javastack.h"
+#include "sampler/unwind/maps.h"
+
+#define RA_SLOTS 4096		/* remembered return addresses */
+
+struct javastack {
+	struct proc_maps *maps;
+	pid_t pid;
+	uint64_t ra_key[RA_SLOTS];	/* 0 = empty */
+	bool ra_ok[RA_SLOTS];
+};
+
+static bool is_libjvm(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	return base && !strcmp(base + 1, "libjvm.so");
+}
+
+int javastack_new(struct proc_maps *maps, struct javastack **out)
+{
+	const struct map_entry *e;
+	bool jvm = false;
+
+	*out = NULL;
+	for (size_t i = 0; !jvm && (e = maps_peek(maps, i)); i++)
+		jvm = is_libjvm(e->path);
+	if (!jvm)
+		return 0;
+	*out = calloc(1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	(*out)->maps = maps;
+	(*out)->pid = maps_pid(maps);
+	return 0;
+}
+
+void javastack_free(struct javastack *js)
+{
+	free(js);
+}
+
+bool javastack_code(struct javastack *js, uint64_t pc)
+{
+	const struct map_entry *e = maps_find(js->maps, pc);
+
+	return e && e->exec && !e->path[0];
+}
+
+/* The bytes before ra end a call: rel32, through a register, or through
+ * memory (RIP-relative, or a register plus an 8- or 32-bit offset: the
+ * vtable and itable calls). */
+static bool after_call(const uint8_t b[8])
+{
+	return b[3] == 0xe8 ||				/* call rel32 */
+	       (b[6] == 0xff && (b[7] & 0xf8) == 0xd0) ||	/* *%reg */
+	       (b[5] == 0xff && (b[6] & 0xf8) == 0x50) ||	/* *d8(%reg) */
+	       (b[2] == 0xff && (b[3] == 0x15 ||		/* *d32(%rip) */
+				 (b[3] & 0xf8) == 0x90));	/* *d32(%reg) */
+}
+
+/* Whether w returns into the JVM's code right after a call. */
+static bool return_address(struct javastack *js, uint64_t w)
+{
+	size_t k = (w * 0x9e3779b97f4a7c15ull) >> 52;	/* 12 bits */
+	const struct map_entry *e;
+	uint8_t b[8];
+	bool ok;
+
+	if (w < 4096)
+		return false;
+	if (js->ra_key[k] == w)
+		return js->ra_ok[k];
+	e = maps_find(js->maps, w);
+	ok = e && e->exec && (!e->path[0] || is_libjvm(e->path)) &&
+	     w - 8 >= e->start &&
+	     !proc_mem_read(js->pid, w - 8, b, sizeof(b)) && after_call(b);
+	js->ra_key[k] = w;
+	js->ra_ok[k] = ok;
+	return ok;
+}
+
+bool javastack_step(struct javastack *js, javastack_word_fn word, void *arg,
+		    uint64_t sp, uint64_t bp, uint64_t *ra,
+		    uint64_t *caller_sp, uint64_t *caller_bp, bool *bp_known)
+{
+	uint64_t w;
+
+	for (uint64_t a = sp; a < sp + JAVASTACK_SCAN_BYTES; a += 8) {
+		if (!word(arg, a, &w))
+			return false;
+		if (!return_address(js, w))
+			continue;
+		*ra = w;
+		*caller_sp = a + 8;
+		/* RBP was pushed below the return address, unless the frame
+		 * is not built yet (or torn down): then it is still RBP */
+		*bp_known = true;
+		*caller_bp = bp;
+		if (a > sp && !word(arg, a - 8, caller_bp))
+			*bp_known = false;
+		return true;
+	}
+	return false;
+}
