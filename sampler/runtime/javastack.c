@@ -6,6 +6,7 @@
 
 #include "sampler/proc.h"
 #include "sampler/runtime/javastack.h"
+#include "sampler/unwind/jitmap.h"
 #include "sampler/unwind/maps.h"
 
 #define RA_SLOTS 4096		/* remembered return addresses */
@@ -13,6 +14,8 @@
 struct javastack {
 	struct proc_maps *maps;
 	pid_t pid;
+	struct jitmap *map;	/* the JVM's perf map: what code is */
+	uint64_t interp_start, interp_end;	/* the interpreter, once seen */
 	uint64_t ra_key[RA_SLOTS];	/* 0 = empty */
 	bool ra_ok[RA_SLOTS];
 };
@@ -44,6 +47,8 @@ int javastack_new(struct proc_maps *maps, struct javastack **out)
 
 void javastack_free(struct javastack *js)
 {
+	if (js)
+		jitmap_free(js->map);
 	free(js);
 }
 
@@ -52,6 +57,38 @@ bool javastack_code(struct javastack *js, uint64_t pc)
 	const struct map_entry *e = maps_find(js->maps, pc);
 
 	return e && e->exec && !e->path[0];
+}
+
+/*
+ * The perf map's name of the code at pc (java.h has the JVM write the
+ * map), or NULL. The interpreter's range is remembered once seen: its
+ * calls push a return entry of the bytecode, then jump, so its return
+ * addresses follow no call.
+ */
+static const char *code_name(struct javastack *js, uint64_t pc)
+{
+	uint64_t start, end;
+	const char *name;
+
+	if (js->interp_end && pc >= js->interp_start && pc < js->interp_end)
+		return "Interpreter";
+	if (!js->map && jitmap_new(js->pid, &js->map))
+		return NULL;
+	if (jitmap_lookup_range(js->map, pc, &name, &start, &end))
+		return NULL;
+	if (!strcmp(name, "Interpreter")) {
+		js->interp_start = start;
+		js->interp_end = end;
+		return "Interpreter";
+	}
+	return name;
+}
+
+static bool interpreter(struct javastack *js, uint64_t w)
+{
+	const char *name = code_name(js, w);
+
+	return name && !strcmp(name, "Interpreter");
 }
 
 /* The bytes before ra end a call: rel32, through a register, or through
@@ -81,18 +118,40 @@ static bool return_address(struct javastack *js, uint64_t w)
 	e = maps_find(js->maps, w);
 	ok = e && e->exec && (!e->path[0] || is_libjvm(e->path)) &&
 	     w - 8 >= e->start &&
-	     !proc_mem_read(js->pid, w - 8, b, sizeof(b)) && after_call(b);
-	js->ra_key[k] = w;
-	js->ra_ok[k] = ok;
+	     ((!e->path[0] && interpreter(js, w)) ||
+	      (!proc_mem_read(js->pid, w - 8, b, sizeof(b)) && after_call(b)));
+	/* not remembered while the interpreter is not known yet */
+	if (ok || js->interp_end || (e && e->path[0])) {
+		js->ra_key[k] = w;
+		js->ra_ok[k] = ok;
+	}
 	return ok;
 }
 
+/* Frames built by "enter" that keep RBP pointing at it: the
+ * interpreter's, and the call stub's (where JavaCalls enters Java). */
+static bool fp_frame(struct javastack *js, uint64_t pc)
+{
+	const char *name = code_name(js, pc);
+
+	return name && (!strcmp(name, "Interpreter") ||
+			!strncmp(name, "StubRoutines", 12));
+}
+
 bool javastack_step(struct javastack *js, javastack_word_fn word, void *arg,
-		    uint64_t sp, uint64_t bp, uint64_t *ra,
+		    uint64_t pc, uint64_t sp, uint64_t bp, uint64_t *ra,
 		    uint64_t *caller_sp, uint64_t *caller_bp, bool *bp_known)
 {
 	uint64_t w;
 
+	if (fp_frame(js, pc)) {
+		if (bp <= sp || bp & 7 || !word(arg, bp + 8, ra) ||
+		    !word(arg, bp, caller_bp))
+			return false;
+		*caller_sp = bp + 16;
+		*bp_known = true;
+		return true;
+	}
 	for (uint64_t a = sp; a < sp + JAVASTACK_SCAN_BYTES; a += 8) {
 		if (!word(arg, a, &w))
 			return false;

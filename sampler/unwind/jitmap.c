@@ -308,12 +308,22 @@ static const struct jit_sym *find(struct jitmap *j, uint64_t addr)
 
 int jitmap_lookup(struct jitmap *j, uint64_t addr, const char **name)
 {
+	uint64_t start, end;
+
+	return jitmap_lookup_range(j, addr, name, &start, &end);
+}
+
+int jitmap_lookup_range(struct jitmap *j, uint64_t addr, const char **name,
+			uint64_t *start, uint64_t *end)
+{
 	const struct jit_sym *s = find(j, addr);
 	uint64_t now;
 	int ret;
 
 	if (s) {
 		*name = s->name;
+		*start = s->start;
+		*end = s->end;
 		return 0;
 	}
 	now = now_ns();
@@ -328,5 +338,7 @@ int jitmap_lookup(struct jitmap *j, uint64_t addr, const char **name)
 	if (!s)
 		return -ENOENT;
 	*name = s->name;
+	*start = s->start;
+	*end = s->end;
 	return 0;
 }

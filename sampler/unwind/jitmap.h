@@ -41,6 +41,10 @@ int jitmap_new(pid_t pid, struct jitmap **out);
  */
 int jitmap_lookup(struct jitmap *j, uint64_t addr, const char **name);
 
+/* The same, with the code's range [*start, *end). */
+int jitmap_lookup_range(struct jitmap *j, uint64_t addr, const char **name,
+			uint64_t *start, uint64_t *end);
+
 /*
  * The runtime rewrote its file from the start (a JVM's Compiler.perfmap
  * truncates it): forget what was read, and read it again at the next

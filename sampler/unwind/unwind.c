@@ -708,7 +708,8 @@ static bool java_step(struct unwinder *u, struct unwind_ctx *ctx,
 
 	if (!u->java || !(f->known & BIT(CFI_REG_RSP)) ||
 	    !javastack_code(u->java, lookup) ||
-	    !javastack_step(u->java, java_word, ctx, f->r[CFI_REG_RSP],
+	    !javastack_step(u->java, java_word, ctx, lookup,
+			    f->r[CFI_REG_RSP],
 			    f->r[CFI_REG_RBP], &ra, &sp, &bp, &bp_known))
 		return false;
 	if (!(f->known & BIT(CFI_REG_RBP)) && sp == f->r[CFI_REG_RSP] + 8)

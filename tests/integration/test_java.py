@@ -110,6 +110,23 @@ def test_cpu_shares_by_java_method(proffs, target):
     assert abs(theirs - 0.75) < 0.05, theirs
     assert abs(ours - theirs) <= max(0.03, 3 * math.sqrt(
         theirs * (1 - theirs) / n)), (ours, theirs, count, p.comments)
+    # the main thread's stacks go through its Java frames (compiled,
+    # interpreted, the call stub) to the thread's start
+    main_tid = {s.labels['thread'] for s in p.samples
+                if 'long Known.heavy()' in s.frames}
+    assert len(main_tid) == 1, main_tid
+    main = [s for s in p.samples if s.labels['thread'] in main_tid]
+    total = sum(s.values[0] for s in main)
+    whole = sum(s.values[0] for s in main
+                if s.frames[-3:] == ['ThreadJavaMain', 'start_thread',
+                                     'clone3'] and 'JavaMain' in s.frames)
+    assert whole >= 0.9 * total, (whole, total, [
+        s.frames for s in main if 'JavaMain' not in s.frames][:5])
+    through = [s for s in main if s.frames[0] == 'long Known.heavy()']
+    assert through and all(
+        s.frames[1:4] == ['Interpreter', 'StubRoutines (1)',
+                          'JavaCalls::call_helper']
+        for s in through if 'JavaMain' in s.frames), through[0].frames
     # what attaching leaves: the listener's socket and the map
     assert os.path.exists(f'/proc/{target.pid}/root/tmp/perf-'
                           f'{target.pid}.map')
