@@ -12,6 +12,7 @@
 #include "sampler/proc.h"
 #include "sampler/runtime/jattach.h"
 #include "sampler/runtime/java.h"
+#include "sampler/runtime/javamethod.h"
 #include "sampler/unwind/maps.h"
 
 #define FRAME_HASH 1024
@@ -40,6 +41,7 @@ struct javart {
 	struct jframe *frames;
 	size_t nframes, cap_frames;
 	int heads[FRAME_HASH];	/* frames with a location, by text */
+	struct javamethod *methods;	/* NULL without maps (tests) */
 };
 
 static bool is_jvm(struct proc_maps *maps)
@@ -70,8 +72,25 @@ int javart_new(pid_t pid, struct profile *p, struct javart **out)
 int javart_open(struct proc_maps *maps, struct profile *p,
 		struct javart **out)
 {
+	int ret;
+
 	*out = NULL;
-	return is_jvm(maps) ? javart_new(maps_pid(maps), p, out) : 0;
+	if (!is_jvm(maps))
+		return 0;
+	ret = javart_new(maps_pid(maps), p, out);
+	if (!ret && javamethod_new(maps, &(*out)->methods)) {
+		javart_free(*out);
+		*out = NULL;
+		ret = -ENOMEM;
+	}
+	return ret;
+}
+
+int javart_method(struct javart *j, uint64_t addr, char *buf, size_t size)
+{
+	if (!j || !j->methods)
+		return -ENOENT;
+	return javamethod_name(j->methods, addr, buf, size);
 }
 
 static void dump_clear(struct javart *j)
@@ -90,6 +109,7 @@ void javart_free(struct javart *j)
 	if (!j)
 		return;
 	dump_clear(j);
+	javamethod_free(j->methods);
 	free(j);
 }
 

@@ -27,6 +27,7 @@
 #define PROFFS_JAVA_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -54,6 +55,13 @@ void javart_allow_attach(struct javart *j);
  * else jattach()'s error. j may be NULL (-EAGAIN).
  */
 int javart_perfmap(struct javart *j);
+
+/*
+ * The name of the Method at addr (an interpreted frame's, javastack.h)
+ * into buf: "pkg.Class.method". -ENOENT (no layout), -EFAULT (no Method
+ * there). j may be NULL (-ENOENT).
+ */
+int javart_method(struct javart *j, uint64_t addr, char *buf, size_t size);
 
 /* Whether javart_perfmap() would try now. j may be NULL. */
 bool javart_perfmap_due(const struct javart *j);

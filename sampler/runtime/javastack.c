@@ -130,24 +130,44 @@ static bool return_address(struct javastack *js, uint64_t w)
 
 /* Frames built by "enter" that keep RBP pointing at it: the
  * interpreter's, and the call stub's (where JavaCalls enters Java). */
-static bool fp_frame(struct javastack *js, uint64_t pc)
+static bool fp_frame(struct javastack *js, uint64_t pc, bool *interp)
 {
 	const char *name = code_name(js, pc);
 
-	return name && (!strcmp(name, "Interpreter") ||
-			!strncmp(name, "StubRoutines", 12));
+	*interp = name && !strcmp(name, "Interpreter");
+	return name && (*interp || !strncmp(name, "StubRoutines", 12));
+}
+
+/* The interpreter keeps its Method at RBP - 3 words (x86-64's
+ * interpreter_frame_method_offset); a word that is no pointer into
+ * memory that is not code is not taken. */
+static uint64_t frame_method(struct javastack *js, javastack_word_fn word,
+			     void *arg, uint64_t bp)
+{
+	const struct map_entry *e;
+	uint64_t m;
+
+	if (!word(arg, bp - 24, &m) || !m || m & 7)
+		return 0;
+	e = maps_find(js->maps, m);
+	return e && !e->exec ? m : 0;
 }
 
 bool javastack_step(struct javastack *js, javastack_word_fn word, void *arg,
 		    uint64_t pc, uint64_t sp, uint64_t bp, uint64_t *ra,
-		    uint64_t *caller_sp, uint64_t *caller_bp, bool *bp_known)
+		    uint64_t *caller_sp, uint64_t *caller_bp, bool *bp_known,
+		    uint64_t *method)
 {
+	bool interp;
 	uint64_t w;
 
-	if (fp_frame(js, pc)) {
+	*method = 0;
+	if (fp_frame(js, pc, &interp)) {
 		if (bp <= sp || bp & 7 || !word(arg, bp + 8, ra) ||
 		    !word(arg, bp, caller_bp))
 			return false;
+		if (interp)
+			*method = frame_method(js, word, arg, bp);
 		*caller_sp = bp + 16;
 		*bp_known = true;
 		return true;

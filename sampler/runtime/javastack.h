@@ -45,12 +45,16 @@ bool javastack_code(struct javastack *js, uint64_t pc);
 typedef bool (*javastack_word_fn)(void *arg, uint64_t addr, uint64_t *v);
 
 /*
- * The caller of the frame at pc whose sp is sp and whose RBP is bp: its return
- * address *ra, its sp *caller_sp and its RBP *caller_bp (*bp_known false
- * when it could not be read). false when no return address is found.
+ * The caller of the frame at pc whose sp is sp and whose RBP is bp: its
+ * return address *ra, its sp *caller_sp and its RBP *caller_bp
+ * (*bp_known false when it could not be read). *method is the Method
+ * an interpreted frame runs (javamethod.h names it; it lives in memory
+ * that is not executable, so it cannot be taken for a pc), else 0.
+ * false when no return address is found.
  */
 bool javastack_step(struct javastack *js, javastack_word_fn word, void *arg,
 		    uint64_t pc, uint64_t sp, uint64_t bp, uint64_t *ra,
-		    uint64_t *caller_sp, uint64_t *caller_bp, bool *bp_known);
+		    uint64_t *caller_sp, uint64_t *caller_bp, bool *bp_known,
+		    uint64_t *method);
 
 #endif

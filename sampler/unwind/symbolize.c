@@ -208,13 +208,20 @@ static int make_lines(struct symbolizer *s, struct map_entry *e,
 		      uint64_t pc, struct pf_line *lines, uint32_t *n)
 {
 	struct dso_frame frames[MAX_INLINE];
-	char fallback[256];
+	char fallback[256], method[512];
 	int nf = 0, ret;
 
 	if (e && e->dso)
 		dso_symbolize(e->dso, pc - e->bias, frames, MAX_INLINE, &nf);
-	else
+	else if (e && !e->exec && s->java &&
+		 !javart_method(s->java, pc, method, sizeof(method))) {
+		/* an interpreted frame's Method (javastack.h) */
+		frames[0] = (struct dso_frame){ .function = method,
+						.system_name = method };
+		nf = 1;
+	} else {
 		jit_frame(s, e, pc, frames, &nf);
+	}
 	for (int i = 0; i < nf; i++) {
 		ret = profile_add_function(s->p, frames[i].function,
 					   frames[i].system_name,

@@ -699,19 +699,23 @@ static bool java_word(void *arg, uint64_t addr, uint64_t *v)
 }
 
 /* Frames in a JVM's code cache: by their return addresses
- * (javastack.h). false: not such a frame, or no caller found. */
+ * (javastack.h); an interpreted frame's *pc becomes its Method. false:
+ * not such a frame, or no caller found. */
 static bool java_step(struct unwinder *u, struct unwind_ctx *ctx,
-		      struct frame *f, uint64_t lookup)
+		      struct frame *f, uint64_t lookup, uint64_t *pc)
 {
-	uint64_t ra, sp, bp;
+	uint64_t ra, sp, bp, method;
 	bool bp_known;
 
 	if (!u->java || !(f->known & BIT(CFI_REG_RSP)) ||
 	    !javastack_code(u->java, lookup) ||
 	    !javastack_step(u->java, java_word, ctx, lookup,
-			    f->r[CFI_REG_RSP],
-			    f->r[CFI_REG_RBP], &ra, &sp, &bp, &bp_known))
+			    f->r[CFI_REG_RSP], f->r[CFI_REG_RBP], &ra, &sp,
+			    &bp, &bp_known, &method))
 		return false;
+	/* an interpreted frame: its Method stands for its pc */
+	if (method)
+		*pc = method;
 	if (!(f->known & BIT(CFI_REG_RBP)) && sp == f->r[CFI_REG_RSP] + 8)
 		bp_known = false;
 	f->r[CFI_REG_RSP] = sp;
@@ -754,7 +758,8 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 		}
 		if (row_top(v, &ctx->complete))
 			break;
-		if (v && v->status && java_step(u, ctx, &f, lookup)) {
+		if (v && v->status &&
+		    java_step(u, ctx, &f, lookup, &pcs[cnt - 1])) {
 			step = 1;
 		} else if (!v || v->status || v->row.signal) {
 			return -EAGAIN;
