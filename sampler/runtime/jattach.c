@@ -97,8 +97,8 @@ static int start_listener(pid_t pid, pid_t nspid, const char *sock)
 	ret = catches_sigquit(pid);
 	if (ret) {
 		if (ret == -EPERM)
-			pr_info("jattach: %d does not catch SIGQUIT (-Xrs?): "
-				"not attached", (int)pid);
+			pr_info("jattach: %d does not catch SIGQUIT and has no "
+				"attach listener: not attached", (int)pid);
 		return ret;
 	}
 	ret = make_trigger(pid, nspid, trigger, sizeof(trigger));

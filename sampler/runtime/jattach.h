@@ -10,8 +10,9 @@
  * an empty trigger file .attach_pid<N> in its working directory (else in
  * its /tmp) and a SIGQUIT make it start one (a thread, "Attach Listener",
  * that stays for the life of the JVM). SIGQUIT is sent only to a process
- * that catches it (SigCgt), since its default action ends the process: a
- * JVM started with -Xrs is left alone. The trigger file is removed again.
+ * that catches it (SigCgt), since its default action ends the process (a
+ * JVM started with -Xrs does not catch it, and starts its listener at
+ * startup instead). The trigger file is removed again.
  *
  * A request is "1\0" CMD "\0" then three arguments, each NUL-terminated;
  * the reply is a decimal result code on its own line, then the command's

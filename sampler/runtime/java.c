@@ -33,7 +33,7 @@ struct javart {
 	pid_t pid;
 	struct profile *p;
 	bool attach;
-	bool broken;		/* a command the JVM refused: not again */
+	bool broken;		/* an attach that failed: not again */
 	uint64_t last_perfmap_ns;
 	char *dump;		/* the last thread dump's text */
 	struct jthread *threads;
@@ -136,9 +136,13 @@ static int command(struct javart *j, const char *cmd, const char *arg,
 	int ret;
 
 	ret = jattach(j->pid, cmd, args, &reply, &rlen);
-	if (ret == -EREMOTEIO || ret == -EPROTO || ret == -EPERM) {
-		pr_info("java: %d: %s %s refused: %.200s", (int)j->pid, cmd,
-			arg ? arg : "", reply ? reply : "");
+	/* Not again in this session: a JVM that will not start its
+	 * listener (-XX:+DisableAttachMechanism) prints a thread dump on
+	 * its standard output at every SIGQUIT. */
+	if (ret && ret != -ENOMEM) {
+		pr_info("java: %d: %s %s failed: %s%s%.200s", (int)j->pid,
+			cmd, arg ? arg : "", strerror(-ret),
+			reply ? ": " : "", reply ? reply : "");
 		j->broken = true;
 	}
 	if (ret) {

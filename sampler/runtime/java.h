@@ -51,8 +51,9 @@ void javart_allow_attach(struct javart *j);
 /*
  * Have the JVM (re)write its perf map now: 0 when it did (the map is to
  * be read again from its start); -EAGAIN when attaching is not allowed,
- * failed for good before, or was done less than JAVA_PERFMAP_MS ago;
- * else jattach()'s error. j may be NULL (-EAGAIN).
+ * failed before (once per session: a failure is not retried), or was
+ * done less than JAVA_PERFMAP_MS ago; else jattach()'s error. j may be
+ * NULL (-EAGAIN). Blocks while the JVM answers (jattach.h's limits).
  */
 int javart_perfmap(struct javart *j);
 
