@@ -334,6 +334,11 @@ static int java_merge(struct symbolizer *s, pid_t tid, const uint64_t *pcs,
 	return ret;
 }
 
+static int native_location(void *arg, uint64_t pc, uint64_t *loc_id)
+{
+	return symbolizer_location(arg, pc, loc_id);
+}
+
 int symbolizer_stack(struct symbolizer *s, pid_t tid, const uint64_t *pcs,
 		     int n, uint64_t *locs, int max, int *nlocs,
 		     const char **gil)
@@ -341,7 +346,9 @@ int symbolizer_stack(struct symbolizer *s, pid_t tid, const uint64_t *pcs,
 	enum pyrt_gil g;
 	int ret;
 
-	ret = pyrt_locations(s->py, s, tid, pcs, n, locs, max, nlocs, &g);
+	ret = pyrt_locations(s->py, &(struct pyrt_native){
+				.location = native_location, .arg = s },
+			     tid, pcs, n, locs, max, nlocs, &g);
 	if (gil)
 		*gil = g == PYRT_GIL_HELD ? "held" :
 		       g == PYRT_GIL_NOT_HELD ? "not held" : NULL;
