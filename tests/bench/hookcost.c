@@ -6,11 +6,12 @@
  * seconds (a shared VM) slows every shape alike: the figure behind
  * docs/performance.md's "Where the agent's cost is".
  *
- *   hookcost [ROUNDS [SLICE_MS]]      (40, 20)
+ *   hookcost [ROUNDS [SLICE_MS [pointer]]]      (40, 20)
  *
  * The loop is the mallocs target's (tests/targets/mallocs.c): 64 blocks
  * of 16-256 bytes, one byte written in each, freed in reverse order,
- * calling malloc and free through a pointer as a PLT does. Each shape is
+ * calling malloc and free as a program does, through a PLT-like stub
+ * (`jmp *GOT`), or with "pointer" by an indirect call. Each shape is
  * a pair of hooks copied into a page within 2 GiB of libc, ending in a
  * direct jump to libc's malloc or free as fast_direct() makes the agent's.
  * The budget never runs out and the filter is all zeros, so no shape
@@ -81,6 +82,14 @@ SHAPE(onlymalloc,
       TLS "	movq %rdi, %rax\n	shlq $24, %rax\n	addq $0xffffff, %rax\n"
       "	subq %rax, %fs:(%rdx)\n	jbe 1f\n",
       "	movq %rdi, %rax\n	shrq $40, %rax\n	cmpl $0x3f, %eax\n	je 1f\n");
+
+/* What a caller's PLT does: a jump through its GOT entry. */
+void *hc_got_m, *hc_got_f;
+__asm__(".text\n.p2align 4\n"
+	"hc_plt_m: jmp *hc_got_m(%rip)\n.p2align 4\n"
+	"hc_plt_f: jmp *hc_got_f(%rip)\n");
+void *hc_plt_m(size_t n);
+void hc_plt_f(void *p);
 
 #define DECL(name) extern uint8_t name##_m[], name##_m_end[], name##_f[],  \
 		   name##_f_end[]
@@ -154,6 +163,8 @@ static double cpu_now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+static int by_pointer;	/* call through a pointer, not a PLT */
+
 /* Blocks per CPU second for slice seconds of the loop through s. */
 static double run(struct shape *s, double slice)
 {
@@ -164,14 +175,21 @@ static double run(struct shape *s, double slice)
 	unsigned seed = 0;
 	double t0 = cpu_now(), t;
 
+	hc_got_m = (void *)s->malloc;
+	hc_got_f = (void *)s->free;
 	do {
 		for (int k = 0; k < 64; k++, seed += 3) {
 			for (int i = 0; i < 64; i++) {
-				p[i] = m(16 + ((seed + i * 7u) & 15) * 16);
+				size_t n = 16 + ((seed + i * 7u) & 15) * 16;
+
+				p[i] = by_pointer ? m(n) : hc_plt_m(n);
 				*(volatile char *)p[i] = 1;
 			}
 			for (int i = 63; i >= 0; i--)
-				f(p[i]);
+				if (by_pointer)
+					f(p[i]);
+				else
+					hc_plt_f(p[i]);
 		}
 		blocks += 64 * 64;
 		t = cpu_now() - t0;
@@ -190,6 +208,8 @@ int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 40;
 	double slice = (argc > 2 ? atoi(argv[2]) : 20) / 1000.0;
+
+	by_pointer = argc > 3 && !strcmp(argv[3], "pointer");
 	void *real_m = dlsym(RTLD_NEXT, "malloc");
 	void *real_f = dlsym(RTLD_NEXT, "free");
 	uint8_t *page = near_page(real_m, 1 << 16), *at = page;
