@@ -18,7 +18,8 @@
  * ever leaves its fast path: sampling is not in these figures. Each round
  * runs every shape for SLICE_MS of thread CPU time, in turn; printed is
  * the median over rounds of each shape's speed over the unhooked loop's
- * in the same round, and its quartiles.
+ * in the same round, and its quartiles. HOOKCOST_SHIFT=N places the
+ * copies N bytes into their page (their alignment and lines).
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -213,6 +214,10 @@ int main(int argc, char **argv)
 	void *real_m = dlsym(RTLD_NEXT, "malloc");
 	void *real_f = dlsym(RTLD_NEXT, "free");
 	uint8_t *page = near_page(real_m, 1 << 16), *at = page;
+	const char *shift = getenv("HOOKCOST_SHIFT");	/* bytes into the page */
+
+	if (page && shift)
+		at += strtoul(shift, NULL, 0) % 4096;
 
 	if (rounds < 1 || rounds > 1000 || slice <= 0 || !real_m || !real_f ||
 	    !page) {
