@@ -130,14 +130,22 @@ static bool in_copy(struct unwind_ctx *ctx, uint64_t addr)
 }
 
 /* A frame unwound with live words is kept only if its return address
- * continues the frame below it (livestack.h). */
+ * continues the frame below it (livestack.h). A return address in a
+ * mapping that holds no code is a wrong or stale word, never a frame: a
+ * ucontext read past a signal frame after the signal stack was reused
+ * gave prometheus a "frame" in Go's heap. (One in no mapping may be JIT
+ * code newer than the maps: kept.) */
 static bool continues(struct unwind_ctx *ctx, uint64_t callee_pc,
 		      uint64_t ra)
 {
 	bool live = ctx->live_read;
+	const struct map_entry *e;
 
 	ctx->live_read = false;
-	return !live || livestack_check(ctx->u->live, callee_pc, ra);
+	if (live && !livestack_check(ctx->u->live, callee_pc, ra))
+		return false;
+	e = maps_find(ctx->u->maps, ra);
+	return !e || e->exec;
 }
 
 #if UNW_VERSION_MAJOR == 1 && UNW_VERSION_MINOR >= 6 && UNW_VERSION_MINOR <= 8
