@@ -586,8 +586,8 @@ class Postgres(Service):
 
 
 class Loop(Service):
-    """python3 or node on an allocating loop that checks its own work and
-    prints a counter: its progress counted per second of its own CPU time,
+    """python3 or node on an allocating loop that checks its own work
+    (printing BAD when it finds it wrong) and prints a counter: its progress counted per second of its own CPU time,
     so that a busy machine does not fail it and a livelock (all CPU, no
     progress) does. load() measures the speed before the read; check()
     wants at least KEEP of it."""
@@ -610,11 +610,14 @@ class Loop(Service):
             raise Bad('dead', f'{argv} did not start: {line!r}: '
                       f'{self.log_text()[-300:]}')
         self.count = 0
+        self.bad = False
         threading.Thread(target=self._read, daemon=True).start()
         self.base = None
 
     def _read(self):
         for line in self.proc.stdout:
+            if line.strip() == b'BAD':  # the loop found its work wrong
+                self.bad = True
             try:
                 self.count = int(line)
             except ValueError:
@@ -632,6 +635,9 @@ class Loop(Service):
         n0, c0 = self.count, self.cpu()
         time.sleep(self.SPAN)
         self.alive(when)
+        if self.bad:
+            raise Bad('wrong', f'{when}: the program found its own work '
+                      'wrong (it printed BAD)')
         n1, c1 = self.count, self.cpu()
         return (n1 - n0) / max(c1 - c0, 1.0 / self.TICK), n1 - n0
 
