@@ -28,12 +28,7 @@ WINDOW = 5
 
 
 def marked_line(tag):
-    """The line of Known.java marked "// line: tag"."""
-    with open(SRC) as f:
-        for n, text in enumerate(f, 1):
-            if text.rstrip().endswith(f'// line: {tag}'):
-                return n
-    raise AssertionError(f'no "// line: {tag}" in {SRC}')
+    return util.marked_line(SRC, f'// line: {tag}')
 
 
 @pytest.fixture(scope='module')

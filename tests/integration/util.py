@@ -635,6 +635,16 @@ def check_fills(frames, palette):
 
 # -- /proc -----------------------------------------------------------------
 
+def marked_line(path, marker):
+    """The number of the line of a target's source that ends with the
+    comment marker (e.g. '# line: sleep'), where a test expects a frame."""
+    with open(path) as f:
+        for n, text in enumerate(f, 1):
+            if text.rstrip().endswith(marker):
+                return n
+    raise AssertionError(f'no "{marker}" in {path}')
+
+
 def threads(pid):
     """(tid, state letter, TracerPid) of each thread of pid, from its
     /proc status; a thread that ends while it is read is passed over
