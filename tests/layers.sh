@@ -13,6 +13,9 @@
 #   render/:         includes of sampler/ only the model and the small
 #                    utilities (log, clock, grow); no perf header, no fs/
 #   size:            no .c file over 1,000 lines
+#   cycles:          no module includes a module above it: the includes
+#                    between modules (x.c, x.h and x_i.h are module x)
+#                    form no cycle
 #
 # Usage: tests/layers.sh [SOURCE_ROOT]
 set -u
@@ -56,6 +59,59 @@ report "render/ includes a perf header" \
 report "a .c file over 1,000 lines" \
 	"$(src fs sampler render | grep '\.c$' | xargs wc -l |
 	   awk '$2 != "total" && $1 > 1000')"
+
+report "modules that include each other (a cycle)" \
+	"$(/usr/bin/python3 - <<'PY'
+import os, re
+edges = {}
+
+
+def module(path):
+    m = os.path.splitext(path)[0]
+    return m[:-2] if m.endswith('_i') else m
+
+
+for top in ('fs', 'sampler', 'render'):
+    for d, _, names in os.walk(top):
+        for n in names:
+            if not n.endswith(('.c', '.h')):
+                continue
+            p = os.path.join(d, n)
+            with open(p) as f:
+                incs = re.findall(r'^#include "([^"]+)"', f.read(), re.M)
+            for inc in incs:
+                if os.path.exists(inc) and module(inc) != module(p):
+                    edges.setdefault(module(p), set()).add(module(inc))
+# Tarjan's strongly connected components: each of more than one
+# module is a cycle
+index, low, stack, on, n = {}, {}, [], set(), [0]
+
+
+def visit(v):
+    index[v] = low[v] = n[0]
+    n[0] += 1
+    stack.append(v)
+    on.add(v)
+    for w in edges.get(v, ()):
+        if w not in index:
+            visit(w)
+            low[v] = min(low[v], low[w])
+        elif w in on:
+            low[v] = min(low[v], index[w])
+    if low[v] == index[v]:
+        comp = []
+        while not comp or comp[-1] != v:
+            comp.append(stack.pop())
+            on.discard(comp[-1])
+        if len(comp) > 1:
+            print(' <-> '.join(sorted(comp)))
+
+
+for v in sorted(edges):
+    if v not in index:
+        visit(v)
+PY
+)"
 
 [ $bad = 0 ] && echo "layers: every rule holds"
 exit $bad

@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "fs/core/kinds.h"
+#include "fs/core/dispatch.h"
 #include "fs/core/name.h"
 #include "fs/core/output.h"
 
@@ -38,7 +39,7 @@ static void test_rows(void)
 			      r.format == row->words[w].format,
 			      "%s does not parse to its row",
 			      row->words[w].word);
-			CHECK(output_supported(k, row->words[w].format),
+			CHECK(dispatch_supported(k, row->words[w].format),
 			      "%s: its default format is not served",
 			      row->words[w].word);
 		}
@@ -124,18 +125,18 @@ static void test_columns(void)
 		      name_kind_str(k));
 	CHECK(kinds_row(PROFFS_KIND_TRACE)->key ==
 	      (KIND_KEY_HZ | KIND_KEY_PAST), "trace key");
-	CHECK(output_supported(PROFFS_KIND_TRACE, PROFFS_FMT_JSON) &&
-	      output_supported(PROFFS_KIND_TRACE, PROFFS_FMT_PB_GZ) &&
-	      !output_supported(PROFFS_KIND_TRACE, PROFFS_FMT_SVG) &&
-	      !output_supported(PROFFS_KIND_CPU, PROFFS_FMT_JSON),
+	CHECK(dispatch_supported(PROFFS_KIND_TRACE, PROFFS_FMT_JSON) &&
+	      dispatch_supported(PROFFS_KIND_TRACE, PROFFS_FMT_PB_GZ) &&
+	      !dispatch_supported(PROFFS_KIND_TRACE, PROFFS_FMT_SVG) &&
+	      !dispatch_supported(PROFFS_KIND_CPU, PROFFS_FMT_JSON),
 	      "json is trace's");
-	CHECK(!output_supported(PROFFS_KIND_MEMSTATS, PROFFS_FMT_PB_GZ),
+	CHECK(!dispatch_supported(PROFFS_KIND_MEMSTATS, PROFFS_FMT_PB_GZ),
 	      "memstats.pb.gz");
-	CHECK(output_supported(PROFFS_KIND_MEMSTATS, PROFFS_FMT_TXT),
+	CHECK(dispatch_supported(PROFFS_KIND_MEMSTATS, PROFFS_FMT_TXT),
 	      "memstats.txt");
-	CHECK(!output_supported(PROFFS_KIND__COUNT, PROFFS_FMT_TXT),
+	CHECK(!dispatch_supported(PROFFS_KIND__COUNT, PROFFS_FMT_TXT),
 	      "kind past the last");
-	CHECK(!output_supported(PROFFS_KIND_CPU, PROFFS_FMT__COUNT),
+	CHECK(!dispatch_supported(PROFFS_KIND_CPU, PROFFS_FMT__COUNT),
 	      "format past the last");
 }
 

@@ -33,6 +33,18 @@ int proffs_check_limits(const struct proffs *fs,
 		*why = "hz above max_hz";
 		return -EINVAL;
 	}
+	/* which kinds have a past is the rows' to say; whether the
+	 * recorder can give it, past_check()'s */
+	if (req->base != PROFFS_BASE_NONE && req->kind == PROFFS_KIND_TRACE) {
+		*why = "trace takes no base= (a difference is not a timeline)";
+		return -EINVAL;
+	}
+	if ((req->last || req->base != PROFFS_BASE_NONE) &&
+	    !(kinds_row(req->kind)->key & KIND_KEY_PAST)) {
+		*why = "last windows and base= are for cpu profiles (the "
+		       "recorder samples CPU)";
+		return -EINVAL;
+	}
 	return past_check(fs->rec, req, why);
 }
 

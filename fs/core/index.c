@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fs/core/index.h"
+#include "fs/core/dispatch.h"
 #include "fs/core/name.h"
 #include "fs/core/output.h"
 #include "sampler/proc.h"
@@ -62,7 +63,7 @@ static bool served(const char *name)
 	if (!strcmp(name, "cmdline"))
 		return true;
 	return name_parse(name, &req) == 0 &&
-	       output_supported(req.kind, req.format);
+	       dispatch_supported(req.kind, req.format);
 }
 
 int index_html(pid_t pid, char **buf, size_t *len)

@@ -3,7 +3,7 @@
  * index.h - /prof/<pid>/index.html: the command line and links to the
  * common profiles, for a browser pointed at file:///prof/<pid>/.
  *
- * Only names the daemon serves are linked (output_supported()).
+ * Only names the daemon serves are linked (dispatch_supported()).
  * On success *buf is malloc()ed and owned by the caller. -ENOENT when the
  * process is gone, -ENOMEM.
  */

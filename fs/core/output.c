@@ -9,7 +9,7 @@
 #include "render/flame.h"
 #include "render/folded.h"
 #include "render/heap_text.h"
-#include "fs/core/kinds.h"
+#include "fs/core/kind_ops.h"
 #include "fs/core/output.h"
 #include "render/pprof.h"
 #include "sampler/model/profile.h"
@@ -18,11 +18,10 @@
 #include "render/trace.h"
 
 /* pprof, with the labels the kind merges away merged (kinds.h). */
-static int encode_pb(const struct profile *p,
-		     const struct proffs_request *req, bool gzip,
-		     uint8_t **buf, size_t *len)
+static int encode_pb(const struct profile *p, const struct kind_ops *k,
+		     bool gzip, uint8_t **buf, size_t *len)
 {
-	const char *const *labels = kinds_row(req->kind)->merge_labels;
+	const char *const *labels = k->merge_labels;
 	struct profile *merged;
 	int ret;
 
@@ -37,15 +36,17 @@ static int encode_pb(const struct profile *p,
 }
 
 int output_pb_gz(const struct profile *p, const struct proffs_request *req,
-		 uint8_t **buf, size_t *len)
+		 const struct kind_ops *k, uint8_t **buf, size_t *len)
 {
-	return encode_pb(p, req, true, buf, len);
+	(void)req;
+	return encode_pb(p, k, true, buf, len);
 }
 
 int output_pb(const struct profile *p, const struct proffs_request *req,
-	      uint8_t **buf, size_t *len)
+	      const struct kind_ops *k, uint8_t **buf, size_t *len)
 {
-	return encode_pb(p, req, false, buf, len);
+	(void)req;
+	return encode_pb(p, k, false, buf, len);
 }
 
 /* The sample type a request names (sample=), or -1 for the default;
@@ -62,10 +63,11 @@ static int sample_index(const struct profile *p,
 }
 
 int output_txt(const struct profile *p, const struct proffs_request *req,
-	       uint8_t **buf, size_t *len)
+	       const struct kind_ops *k, uint8_t **buf, size_t *len)
 {
 	int si = sample_index(p, req);
 
+	(void)k;
 	if (si < -1)
 		return si;
 	if (req->base != PROFFS_BASE_NONE)	/* deltas */
@@ -75,18 +77,19 @@ int output_txt(const struct profile *p, const struct proffs_request *req,
 
 /* heap.txt and allocs.txt: the top table; ?debug=1 Go's legacy text. */
 int output_heap_txt(const struct profile *p, const struct proffs_request *req,
-		    uint8_t **buf, size_t *len)
+		    const struct kind_ops *k, uint8_t **buf, size_t *len)
 {
 	if (req->debug >= 1)
 		return heap_text_render(p, (char **)buf, len);
-	return output_txt(p, req, buf, len);
+	return output_txt(p, req, k, buf, len);
 }
 
 int output_folded(const struct profile *p, const struct proffs_request *req,
-		  uint8_t **buf, size_t *len)
+		  const struct kind_ops *k, uint8_t **buf, size_t *len)
 {
 	int si = sample_index(p, req);
 
+	(void)k;
 	if (si < -1)
 		return si;
 	return folded_render(p, si, (char **)buf, len);
@@ -120,7 +123,7 @@ static void flame_titles(const struct profile *p, int si, char *title,
 }
 
 int output_svg(const struct profile *p, const struct proffs_request *req,
-	       uint8_t **buf, size_t *len)
+	       const struct kind_ops *k, uint8_t **buf, size_t *len)
 {
 	char title[512], sub[256];
 	struct flame_opts o = { .sample_index = sample_index(p, req) };
@@ -133,7 +136,7 @@ int output_svg(const struct profile *p, const struct proffs_request *req,
 		     sizeof(sub));
 	o.title = title;
 	o.subtitle = sub;
-	o.palette = kinds_row(req->kind)->palette;
+	o.palette = k->palette;
 	o.diff = req->base != PROFFS_BASE_NONE;
 	return flame_render(p, &o, (char **)buf, len);
 }
@@ -141,42 +144,31 @@ int output_svg(const struct profile *p, const struct proffs_request *req,
 /* goroutine.txt: Go's debug=1 (grouped, the default) or debug=2 (every
  * thread). */
 int output_threads_txt(const struct profile *p,
-		       const struct proffs_request *req, uint8_t **buf,
+		       const struct proffs_request *req,
+		       const struct kind_ops *k, uint8_t **buf,
 		       size_t *len)
 {
+	(void)k;
 	return threads_text_render(p, req->debug ? req->debug : 1,
 				   (char **)buf, len);
 }
 
 /* memstats.txt: Go's runtime.MemStats block alone. */
 int output_memstats_txt(const struct profile *p,
-			const struct proffs_request *req, uint8_t **buf,
+			const struct proffs_request *req,
+			const struct kind_ops *k, uint8_t **buf,
 			size_t *len)
 {
+	(void)k;
 	(void)req;
 	return heap_text_memstats(p, (char **)buf, len);
 }
 
 /* trace.json: Chrome trace events, one track per thread. */
-int output_trace_json(const struct profile *p,
-		      const struct proffs_request *req, uint8_t **buf,
-		      size_t *len)
+int output_trace_json(const struct profile *p, const struct proffs_request *req,
+		      const struct kind_ops *k, uint8_t **buf, size_t *len)
 {
+	(void)k;
 	(void)req;
 	return trace_render(p, (char **)buf, len);
-}
-
-bool output_supported(enum proffs_kind kind, enum proffs_format fmt)
-{
-	const struct kind_ops *k = kinds_row(kind);
-
-	return k && (unsigned)fmt < PROFFS_FMT__COUNT && k->render[fmt];
-}
-
-int output_render(const struct profile *p, const struct proffs_request *req,
-		  uint8_t **buf, size_t *len)
-{
-	if (!output_supported(req->kind, req->format))
-		return -ENOENT;
-	return kinds_row(req->kind)->render[req->format](p, req, buf, len);
 }

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * output.h - which (kind, format) pairs the daemon serves, and turning a
- * finished profile into the bytes of one file format.
+ * output.h - a finished profile turned into the bytes of one file format.
  *
  * A kind's row (kinds.h) names its renderer for each format it is served
- * in: a name whose kind has no renderer for its format is ENOENT at
- * lookup. The renderers below are the ones rows can name.
+ * in, and dispatch.c calls it with the row: a name whose kind has no
+ * renderer for its format is ENOENT at lookup. The renderers below are
+ * the ones rows can name.
  *
  * Ownership: on success *buf is malloc()ed and owned by the caller.
  * Errors: negative errno from the renderer.
@@ -17,16 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fs/core/name.h"
+#include "fs/core/kind_ops.h"
 
 struct profile;
-
-/* True when the daemon can produce this kind in this format. */
-bool output_supported(enum proffs_kind kind, enum proffs_format fmt);
-
-/* Render p as req asks (req->format, req->sample, req->debug). */
-int output_render(const struct profile *p, const struct proffs_request *req,
-		  uint8_t **buf, size_t *len);
 
 /*
  * The renderers (kind_render_fn): 0 and *buf, or a negative errno
@@ -44,26 +37,26 @@ int output_render(const struct profile *p, const struct proffs_request *req,
  * (svg) and the table of deltas (txt).
  */
 int output_pb_gz(const struct profile *p, const struct proffs_request *req,
-		 uint8_t **buf, size_t *len);
+		 const struct kind_ops *k, uint8_t **buf, size_t *len);
 int output_pb(const struct profile *p, const struct proffs_request *req,
-	      uint8_t **buf, size_t *len);
+	      const struct kind_ops *k, uint8_t **buf, size_t *len);
 int output_svg(const struct profile *p, const struct proffs_request *req,
-	       uint8_t **buf, size_t *len);
+	       const struct kind_ops *k, uint8_t **buf, size_t *len);
 int output_txt(const struct profile *p, const struct proffs_request *req,
-	       uint8_t **buf, size_t *len);
-int output_heap_txt(const struct profile *p,
-		    const struct proffs_request *req, uint8_t **buf,
-		    size_t *len);
+	       const struct kind_ops *k, uint8_t **buf, size_t *len);
+int output_heap_txt(const struct profile *p, const struct proffs_request *req,
+		    const struct kind_ops *k, uint8_t **buf, size_t *len);
 int output_folded(const struct profile *p, const struct proffs_request *req,
-		  uint8_t **buf, size_t *len);
+		  const struct kind_ops *k, uint8_t **buf, size_t *len);
 int output_threads_txt(const struct profile *p,
-		       const struct proffs_request *req, uint8_t **buf,
+		       const struct proffs_request *req,
+		       const struct kind_ops *k, uint8_t **buf,
 		       size_t *len);
 int output_memstats_txt(const struct profile *p,
-			const struct proffs_request *req, uint8_t **buf,
+			const struct proffs_request *req,
+			const struct kind_ops *k, uint8_t **buf,
 			size_t *len);
-int output_trace_json(const struct profile *p,
-		      const struct proffs_request *req, uint8_t **buf,
-		      size_t *len);
+int output_trace_json(const struct profile *p, const struct proffs_request *req,
+		      const struct kind_ops *k, uint8_t **buf, size_t *len);
 
 #endif

@@ -4,7 +4,6 @@
 #include <stdio.h>
 
 #include "fs/core/access.h"
-#include "fs/core/kinds.h"
 #include "sampler/log.h"
 #include "fs/core/past.h"
 #include "sampler/model/profile.h"
@@ -18,16 +17,6 @@ int past_check(const struct recorder *rec, const struct proffs_request *req,
 
 	if (!req->last && req->base == PROFFS_BASE_NONE)
 		return 0;
-	if (req->kind == PROFFS_KIND_TRACE &&
-	    req->base != PROFFS_BASE_NONE) {
-		*why = "trace takes no base= (a difference is not a timeline)";
-		return -EINVAL;
-	}
-	if (!(kinds_row(req->kind)->key & KIND_KEY_PAST)) {
-		*why = "last windows and base= are for cpu profiles (the "
-		       "recorder samples CPU)";
-		return -EINVAL;
-	}
 	if (!rec) {
 		*why = "no flight recorder: the daemon runs without "
 		       "-o record";

@@ -22,14 +22,15 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "fs/core/name.h"
+#include "fs/core/request.h"
 
 struct profile;
 struct recorder;
 
 /*
- * Whether the daemon takes the `last` window and base= of req with the
- * recorder rec (NULL without -o record): 0, or -EINVAL and *why.
+ * Whether the recorder rec (NULL without -o record) can give the `last`
+ * window and base= of req, a kind that has a past (check.c asks the
+ * rows): 0, or -EINVAL and *why.
  */
 int past_check(const struct recorder *rec, const struct proffs_request *req,
 	       const char **why);

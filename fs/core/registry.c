@@ -18,6 +18,8 @@
 
 #include "sampler/clock.h"
 #include "fs/core/errors.h"
+#include "fs/core/name.h"
+#include "fs/core/dispatch.h"
 #include "fs/core/kinds.h"
 #include "sampler/log.h"
 #include "fs/core/output.h"
@@ -261,7 +263,7 @@ static struct rendered *render_one(struct session *s,
 	if (!o)
 		return NULL;
 	o->req = *req;
-	o->err = output_render(s->prof, req, &o->buf, &o->len);
+	o->err = dispatch_render(s->prof, req, &o->buf, &o->len);
 	if (o->err == -EINVAL)	/* the request's fault: sample= unknown */
 		pr_notice("session %u: cannot render %s%s%s: EINVAL: no such "
 			  "sample type", s->id, name_format_str(req->format),
@@ -469,7 +471,7 @@ static void *session_main(void *arg)
 		.rec = r->o.rec ? *r->o.rec : NULL,
 	};
 
-	ret = run_session(&rc, &prof, &out);
+	ret = dispatch_run(&rc, &prof, &out);
 	finish(s, ret, prof, &out);
 	pthread_mutex_lock(&r->lock);
 	session_put_locked(s);

@@ -26,7 +26,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "fs/core/name.h"
+#include "fs/core/request.h"
 #include "sampler/offcpu/offcpu.h"
 
 struct dso_cache;

@@ -12,7 +12,6 @@
 #include "sampler/clock.h"
 #include "sampler/cpu/cpu.h"
 #include "sampler/heap/heap.h"
-#include "fs/core/kinds.h"
 #include "sampler/log.h"
 #include "sampler/offcpu/offcpu.h"
 #include "fs/core/past.h"
@@ -249,53 +248,5 @@ int run_memstats(const struct run_ctx *c, struct profile **out,
 	snprintf(r->detail, sizeof(r->detail), "samples=%llu%s",
 		 (unsigned long long)st.samples,
 		 st.armed_now ? " armed_now" : "");
-	return ret;
-}
-
-static void log_outcome(const struct run_ctx *c, const struct run_result *r,
-			int ret, uint64_t ms)
-{
-	const char *kind = name_kind_str(c->req->kind);
-
-	if (!ret && r->harm[0])
-		pr_err("session %u done: pid=%d kind=%s window_ms=%llu %s "
-		       "elapsed_ms=%llu result=harmed: %s", c->id, (int)c->pid,
-		       kind, (unsigned long long)r->window_ms, r->detail,
-		       (unsigned long long)ms, r->harm);
-	else if (!ret)
-		pr_info("session %u done: pid=%d kind=%s window_ms=%llu %s "
-			"elapsed_ms=%llu result=ok", c->id, (int)c->pid, kind,
-			(unsigned long long)r->window_ms, r->detail,
-			(unsigned long long)ms);
-	else if (ret == -ECANCELED)
-		pr_info("session %u stopped: pid=%d kind=%s elapsed_ms=%llu "
-			"result=stopped: no readers left", c->id, (int)c->pid,
-			kind, (unsigned long long)ms);
-	else if (ret == -ENOMEM || ret == -EIO)	/* ours */
-		pr_warn("session %u failed: pid=%d kind=%s elapsed_ms=%llu "
-			"result=%s: %s", c->id, (int)c->pid, kind,
-			(unsigned long long)ms, strerrorname_np(-ret),
-			strerror(-ret));
-	else	/* the target's state: traced, gone, not allowed */
-		pr_notice("session %u failed: pid=%d kind=%s elapsed_ms=%llu "
-			  "result=%s: %s", c->id, (int)c->pid, kind,
-			  (unsigned long long)ms, strerrorname_np(-ret),
-			  ret == -EBUSY ? kinds_row(c->req->kind)->busy :
-			  strerror(-ret));
-}
-
-int run_session(const struct run_ctx *c, struct profile **out,
-		struct run_outcome *outcome)
-{
-	const struct kind_ops *k = kinds_row(c->req->kind);
-	struct run_result r = { .detail = "", .harm = "" };
-	uint64_t t0 = now_ms();
-	int ret;
-
-	r.window_ms = kinds_window_ms(c->req);
-	ret = k && k->run ? k->run(c, out, &r) : -ENOENT;
-	*outcome = (struct run_outcome){ .samples = r.samples, .lost = r.lost,
-					 .elapsed_ms = now_ms() - t0 };
-	log_outcome(c, &r, ret, outcome->elapsed_ms);
 	return ret;
 }

@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "fs/core/name.h"
+#include "fs/core/request.h"
 #include "sampler/offcpu/offcpu.h"
 
 struct dso_cache;
@@ -48,9 +48,6 @@ struct run_outcome {
 	uint64_t elapsed_ms;	/* start to end, window included */
 };
 
-int run_session(const struct run_ctx *c, struct profile **out,
-		struct run_outcome *outcome);
-
 /* What a kind reports of itself on the session's line. */
 struct run_result {
 	char detail[384];	/* "samples=... lost=..." */
@@ -62,7 +59,7 @@ struct run_result {
 /*
  * The kinds' run functions (kind_ops.run, kinds.h): each fills its
  * sampler's options from c, takes the profile and writes r->detail.
- * Called by run_session() alone, r->window_ms already set.
+ * Called by dispatch_run() alone, r->window_ms already set.
  */
 int run_cpu(const struct run_ctx *c, struct profile **out,
 	    struct run_result *r);

@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "fs/core/name.h"
+#include "fs/core/request.h"
 #include "fs/core/target.h"
 
 #define NODES_ROOT 1

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "fs/core/access.h"
+#include "fs/core/dispatch.h"
 #include "fs/core/errors.h"
 #include "sampler/heap/heap.h"
 #include "fs/core/index.h"
@@ -161,7 +162,7 @@ static int classify(const char *name, struct node_info *n, char *why,
 				 "cpu_5s.svg");
 			return -ENOENT;
 		}
-		if (ret == -ENOENT || !output_supported(n->req.kind,
+		if (ret == -ENOENT || !dispatch_supported(n->req.kind,
 							n->req.format))
 			return -ENOENT;
 		n->type = NODE_PROFILE;
@@ -179,7 +180,7 @@ static int classify(const char *name, struct node_info *n, char *why,
 	ret = name_parse_why(name, &n->req, why, whylen);
 	if (ret == -ENOENT)
 		return ret;
-	if (!output_supported(n->req.kind, n->req.format)) {
+	if (!dispatch_supported(n->req.kind, n->req.format)) {
 		snprintf(why, whylen, "not a file proffs serves: %s profiles "
 			 "do not come as .%s%s", name_kind_str(n->req.kind),
 			 name_format_str(n->req.format),

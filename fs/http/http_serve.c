@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "fs/core/access.h"
+#include "fs/core/dispatch.h"
 #include "fs/core/errors.h"
 #include "fs/http/http_i.h"
 #include "fs/core/index.h"
@@ -181,7 +182,7 @@ static void pprof_links(FILE *f, const struct target *t)
 		struct proffs_request req;
 
 		if (name_parse(kw, &req) ||
-		    !output_supported(req.kind, req.format) ||
+		    !dispatch_supported(req.kind, req.format) ||
 		    (t->kind == TARGET_ALL && !kinds_row(req.kind)->host))
 			continue;
 		if (t->kind == TARGET_ALL) {
@@ -369,7 +370,7 @@ static int profile(struct http_ctx *x, const struct http_route *rt)
 		t.uid = x->who.uid == 0 ? REG_ANY_UID : x->who.uid;
 	else if ((ret = target_pid(x, rt, &t.pid, &why)))
 		return refuse(x, ret, why);
-	if (!output_supported(rt->req.kind, rt->req.format)) {
+	if (!dispatch_supported(rt->req.kind, rt->req.format)) {
 		/* As the mount: no such file (ops.c's classify). */
 		snprintf(sentence, sizeof(sentence), "not a file proffs "
 			 "serves: %s profiles do not come as .%s%s",

@@ -43,6 +43,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sampler/heap/heap_request.h"
+
 struct dso_cache;
 struct profile;
 struct heap_agents;
@@ -85,29 +87,6 @@ struct heap_agent_counts {
 
 /* A snapshot of the counts; thread-safe. */
 void heap_agents_counts(struct heap_agents *a, struct heap_agent_counts *c);
-
-struct heap_opts {
-	pid_t pid;
-	bool allocs;		/* allocs kind: alloc_space by default */
-	bool has_window;
-	uint64_t window_ms;
-	uint64_t rate;		/* mean bytes between samples; 1 = all */
-	const _Atomic bool *stop;	/* may be NULL */
-};
-
-struct heap_stats {
-	bool armed_now;		/* this request loaded or armed the agent */
-	bool uprobe;		/* measured by the uprobe fallback */
-	bool tripped;		/* its breaker ended the window early */
-	bool harmed;		/* the agent harmed the process (heap_watch.h) */
-	char harm[240];		/* how */
-	uint64_t samples;	/* allocation samples in the profile's span */
-	uint64_t frees;
-	uint64_t lost;		/* records the agent dropped, ever */
-	unsigned inject_rounds;
-	uint64_t hold_ns;	/* how long the threads were held */
-	uint64_t elapsed_ns;
-};
 
 int heap_profile(struct heap_agents *a, const struct heap_opts *o,
 		 struct profile **out, struct heap_stats *st);

@@ -22,9 +22,10 @@
 
 #include <stdint.h>
 
-#include "sampler/heap/heap.h"
+#include "sampler/heap/heap_request.h"
 
 struct dso_cache;
+struct profile;
 
 int heap_fallback_profile(struct dso_cache *cache, uint32_t max_stacks,
 			  const struct heap_opts *o, const char *why,

@@ -13,7 +13,6 @@
 #include "sampler/model/profile.h"
 #include "sampler/runtime/pyline.h"
 #include "sampler/runtime/python_i.h"
-#include "sampler/unwind/symbolize.h"
 
 static inline size_t hash64(uint64_t x)
 {
@@ -466,14 +465,14 @@ static bool is_eval(const struct pyrt *r, uint64_t pc)
 }
 
 /* Native locations only. */
-static int native(struct symbolizer *sym, const uint64_t *pcs, int n,
+static int native(const struct pyrt_native *nat, const uint64_t *pcs, int n,
 		  uint64_t *locs, int max, int *nlocs)
 {
 	int ret;
 
 	*nlocs = 0;
 	for (int i = 0; i < n && i < max; i++) {
-		ret = symbolizer_location(sym, pcs[i], &locs[i]);
+		ret = nat->location(nat->arg, pcs[i], &locs[i]);
 		if (ret)
 			return ret;
 		(*nlocs)++;
@@ -482,14 +481,15 @@ static int native(struct symbolizer *sym, const uint64_t *pcs, int n,
 }
 
 /* The native frames with the Python ones for each evaluation frame. */
-static int merge(struct pyrt *r, struct symbolizer *sym, const uint64_t *pcs,
-		 int n, int nframes, uint64_t *locs, int max, int *nlocs)
+static int merge(struct pyrt *r, const struct pyrt_native *nat,
+		 const uint64_t *pcs, int n, int nframes, uint64_t *locs,
+		 int max, int *nlocs)
 {
 	int k = 0, f = 0, ret;
 
 	for (int i = 0; i < n && k < max; i++) {
 		if (!is_eval(r, pcs[i])) {
-			ret = symbolizer_location(sym, pcs[i], &locs[k++]);
+			ret = nat->location(nat->arg, pcs[i], &locs[k++]);
 			if (ret)
 				return ret;
 			continue;
@@ -584,7 +584,7 @@ int pyrt_snapshot(struct pyrt *r, pid_t tid)
 	return 0;
 }
 
-int pyrt_locations(struct pyrt *r, struct symbolizer *sym, pid_t tid,
+int pyrt_locations(struct pyrt *r, const struct pyrt_native *nat, pid_t tid,
 		   const uint64_t *pcs, int n, uint64_t *locs, int max,
 		   int *nlocs, enum pyrt_gil *gil)
 {
@@ -598,7 +598,7 @@ int pyrt_locations(struct pyrt *r, struct symbolizer *sym, pid_t tid,
 		for (int i = 0; i < n; i++)
 			neval += is_eval(r, pcs[i]);
 	if (!neval)
-		return native(sym, pcs, n, locs, max, nlocs);
+		return native(nat, pcs, n, locs, max, nlocs);
 	s = snap_of(r, tid);
 	if (s) {
 		ret = s->ret;
@@ -620,14 +620,14 @@ int pyrt_locations(struct pyrt *r, struct symbolizer *sym, pid_t tid,
 			r->no_thread++;
 		else
 			r->unreadable++;
-		return native(sym, pcs, n, locs, max, nlocs);
+		return native(nat, pcs, n, locs, max, nlocs);
 	}
 	if (nentry != neval) {
 		r->mismatch++;
-		return native(sym, pcs, n, locs, max, nlocs);
+		return native(nat, pcs, n, locs, max, nlocs);
 	}
 	if (gil)
 		*gil = g;
 	r->merged++;
-	return merge(r, sym, pcs, n, nframes, locs, max, nlocs);
+	return merge(r, nat, pcs, n, nframes, locs, max, nlocs);
 }

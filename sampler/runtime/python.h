@@ -20,8 +20,8 @@
  *
  * Code objects are cached by address, checked against the object at
  * every use (an address may be reused by a new object). One per
- * symbolizer, so per session and process; not thread-safe. The maps,
- * profile and symbolizer are borrowed.
+ * symbolizer, so per session and process; not thread-safe. The maps and
+ * profile are borrowed.
  */
 #ifndef PROFFS_PYTHON_H
 #define PROFFS_PYTHON_H
@@ -33,7 +33,6 @@
 struct proc_maps;
 struct profile;
 struct pyrt;
-struct symbolizer;
 
 /* What pyrt_locations() says of the thread's interpreter lock. */
 enum pyrt_gil {
@@ -51,14 +50,21 @@ enum pyrt_gil {
 int pyrt_open(struct proc_maps *maps, struct profile *p, struct pyrt **out);
 void pyrt_free(struct pyrt *r);
 
+/* Where a native pc's location comes from (the symbolizer, which calls
+ * pyrt_locations(): a callback, so that this module stays below it). */
+struct pyrt_native {
+	int (*location)(void *arg, uint64_t pc, uint64_t *loc_id);
+	void *arg;
+};
+
 /*
  * The locations of thread tid's stack pcs[0..n) (leaf first, as
  * unwind_stack() gives them) into locs, at most max, *nlocs of them:
- * sym's location per pc, with the Python frames in place of each
+ * nat's location per pc, with the Python frames in place of each
  * evaluation-loop frame when they can be read and agree with the stack.
  * *gil says whether tid held the GIL (may be NULL). 0 or -ENOMEM.
  */
-int pyrt_locations(struct pyrt *r, struct symbolizer *sym, pid_t tid,
+int pyrt_locations(struct pyrt *r, const struct pyrt_native *nat, pid_t tid,
 		   const uint64_t *pcs, int n, uint64_t *locs, int max,
 		   int *nlocs, enum pyrt_gil *gil);
 

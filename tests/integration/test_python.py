@@ -28,12 +28,7 @@ WINDOW = 6
 
 
 def marked_line(tag):
-    """The line of pyburn.py marked "# line: tag"."""
-    with open(SCRIPT) as f:
-        for n, text in enumerate(f, 1):
-            if text.rstrip().endswith(f'# line: {tag}'):
-                return n
-    raise AssertionError(f'no "# line: {tag}" in {SCRIPT}')
+    return util.marked_line(SCRIPT, f'# line: {tag}')
 
 
 @pytest.fixture

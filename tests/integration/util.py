@@ -635,6 +635,16 @@ def check_fills(frames, palette):
 
 # -- /proc -----------------------------------------------------------------
 
+def marked_line(path, marker):
+    """The number of the line of a target's source that ends with the
+    comment marker (e.g. '# line: sleep'), where a test expects a frame."""
+    with open(path) as f:
+        for n, text in enumerate(f, 1):
+            if text.rstrip().endswith(marker):
+                return n
+    raise AssertionError(f'no "{marker}" in {path}')
+
+
 def threads(pid):
     """(tid, state letter, TracerPid) of each thread of pid, from its
     /proc status; a thread that ends while it is read is passed over
@@ -728,6 +738,35 @@ def expect_errno(fn, code):
         fn()
     assert e.value.errno == code, \
         f'expected {errno.errorcode[code]}, got {e.value!r}'
+
+
+@contextlib.contextmanager
+def strace_attached(pid):
+    """strace -p pid (without -f: the main thread only), once the kernel
+    shows it attached (on a busy machine it had not always attached after
+    0.5 s); yields strace's Popen, ended at the end of the block."""
+    st = subprocess.Popen(['strace', '-p', str(pid), '-o', '/dev/null'],
+                          stderr=subprocess.DEVNULL)
+    try:
+        end = time.monotonic() + 20
+        while not traced_by(pid, st.pid):
+            assert time.monotonic() < end, 'strace never attached'
+            time.sleep(0.05)
+        yield st
+    finally:
+        st.terminate()
+        try:
+            st.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            st.kill()
+            st.wait()
+
+
+def traced_by(pid, tracer):
+    """pid's main thread is traced by tracer."""
+    with open(f'/proc/{pid}/status') as f:
+        line = [l for l in f if l.startswith('TracerPid:')][0]
+    return int(line.split()[1]) == tracer
 
 
 NOBODY = 65534
