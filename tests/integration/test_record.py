@@ -602,13 +602,16 @@ def test_record_mem_bounds_the_ring_oldest_first(proffs, target):
     # named are freed with them (else the ring shrank to one second)
     assert len(secs) >= 3, (secs, seen[-1])
     # the stacks it holds of the target are those of the seconds it
-    # keeps: no more than their samples (every sample a new stack)
+    # keeps: no more than their samples (every sample a new stack), but
+    # for the few of samples taken as the read came (a stack is made
+    # before its sample goes into its second), or refused as too late
+    # for the ring
     path = save(proffs.read(t.pid, 'cpu_last50s.pb.gz'),
                 'record-mem-last50s.pb.gz')
     p = validate_pprof(path)
     kept = sum(s.values[0] for s in p.samples)
     held = int(re.search(r'holds (\d+) distinct stacks',
                          pprof('-comments', path)).group(1))
-    assert 0 < held <= kept, (held, kept)
+    assert 0 < held <= kept * 1.01 + 10, (held, kept)
     st = status_of(proffs)
     assert st['record_bytes'] <= st['record_max_bytes'], st
