@@ -9,8 +9,9 @@
  * lists and macros are a fifth of that and symbolizing never reads them.
  * dso_debug_inflate() copies the file into a memfd in which the sections
  * symbolizing reads (.debug_info, _abbrev, _line, _str, _rnglists, ...)
- * are stored inflated (raw inflate: zlib's Adler-32 is not computed; the
- * inflated size must be the one the header states) and the others are
+ * are stored inflated (raw inflate, by libdeflate when the build has it,
+ * else zlib: the Adler-32 is not computed; the inflated size must be the
+ * one the header states) and the others are
  * marked SHT_NOBITS, which libdw skips; libdwfl opens that memfd as the
  * debug file. Every other byte is the file's own.
  *
@@ -30,6 +31,9 @@
 #include <unistd.h>
 
 #include <zlib.h>
+#ifdef HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
 
 #include "sampler/unwind/dso_i.h"
 
@@ -84,17 +88,41 @@ static bool zlib_section(const unsigned char *map, size_t size,
 	       !((*ch)->ch_addralign & ((*ch)->ch_addralign - 1));
 }
 
+/* A zlib stream's header: deflate, no preset dictionary. */
+static bool zlib_header_ok(const unsigned char *in)
+{
+	return (in[0] & 0x0f) == Z_DEFLATED && !(in[1] & 0x20) &&
+	       !(((in[0] << 8) | in[1]) % 31);
+}
+
+#ifdef HAVE_LIBDEFLATE
 /* Raw inflate of a zlib stream (header skipped, checksum not computed)
- * into exactly len bytes. */
+ * into exactly len bytes: libdeflate, about 3 times zlib's speed. */
+static int inflate_exact(const unsigned char *in, size_t inlen,
+			 unsigned char *out, size_t len)
+{
+	struct libdeflate_decompressor *z;
+	enum libdeflate_result r;
+
+	if (!zlib_header_ok(in))
+		return -EINVAL;
+	z = libdeflate_alloc_decompressor();
+	if (!z)
+		return -ENOMEM;
+	r = libdeflate_deflate_decompress(z, in + 2, inlen - 2, out, len,
+					  NULL);
+	libdeflate_free_decompressor(z);
+	return r == LIBDEFLATE_SUCCESS ? 0 : -EINVAL;
+}
+#else
+/* The same with zlib. */
 static int inflate_exact(const unsigned char *in, size_t inlen,
 			 unsigned char *out, size_t len)
 {
 	z_stream z = { 0 };
 	int ret;
 
-	/* CMF/FLG: deflate, no preset dictionary */
-	if ((in[0] & 0x0f) != Z_DEFLATED || (in[1] & 0x20) ||
-	    ((in[0] << 8) | in[1]) % 31)
+	if (!zlib_header_ok(in))
 		return -EINVAL;
 	if (inflateInit2(&z, -MAX_WBITS) != Z_OK)
 		return -ENOMEM;
@@ -106,6 +134,7 @@ static int inflate_exact(const unsigned char *in, size_t inlen,
 	inflateEnd(&z);
 	return ret == Z_STREAM_END && z.total_out == len ? 0 : -EINVAL;
 }
+#endif
 
 static size_t align_up(size_t v, size_t a)
 {
@@ -192,7 +221,8 @@ static int build(const unsigned char *map, size_t size, int *out_fd)
 		ret = -errno;
 		goto out;
 	}
-	img = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	img = mmap(NULL, total, PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_POPULATE, fd, 0);
 	if (img == MAP_FAILED) {
 		ret = -errno;
 		goto out;
