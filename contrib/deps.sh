@@ -14,7 +14,8 @@ PROFFS_BUILD_PKGS="meson ninja-build pkg-config gcc g++ libc6-dev binutils
 # in golang-go; perf is the reference profiler; setpriv, findmnt and
 # mount are in util-linux and mount; prometheus scrapes /metrics, curl is
 # a client of another user or namespace, iproute2 makes the namespaces;
-# tmux is the terminal proffs top is tested in).
+# tmux is the terminal proffs top is tested in; redis-server, nginx-light,
+# sqlite3 and postgresql are the servers the stress suite loads into).
 # The toolchains the tests build their programs with (docs/toolchains.md):
 # clang, lld and mold, rustc, golang-go (above), nodejs.
 # shellcheck disable=SC2034
@@ -23,7 +24,7 @@ PROFFS_TEST_PKGS="python3 python3-pytest linux-perf mount systemd man-db
 	chromium chromium-driver python3-selenium libxml2-utils
 	clang libclang-rt-14-dev lld mold rustc nodejs npm strace valgrind
 	libgoogle-perftools-dev libjemalloc-dev bpftrace tmux
-	redis-server redis-tools nginx-light sqlite3"
+	redis-server redis-tools nginx-light sqlite3 postgresql"
 
 # install_deps PACKAGE...: apt-get update and install what is missing;
 # nothing (and no network) when everything is installed.

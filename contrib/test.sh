@@ -31,6 +31,17 @@ build_proffs "$build" || summary_fail "proffs: build failed"
 rm -rf "$out"
 mkdir -p "$out"
 
+# leg NAME: the previous leg ends and NAME starts; $out/timing.txt gets
+# each leg's seconds, which the summary prints (docs/testing.md).
+leg_name= leg_start=0
+leg()
+{
+	local now=$SECONDS
+
+	[ -z "$leg_name" ] || echo "$leg_name $((now - leg_start))" >> "$out/timing.txt"
+	leg_name=$1
+	leg_start=$now
+}
 
 # run_suite BUILD TAG [PYTEST ARGS...]: unit tests, then integration
 # tests, of one build; results land in $out/TAG-unit.json and
@@ -85,11 +96,13 @@ done
 stop_hogs() { [ ${#hogs[@]} -eq 0 ] || kill "${hogs[@]}" 2>/dev/null || true; hogs=(); }
 trap stop_hogs EXIT
 [ ${#hogs[@]} -eq 0 ] || echo "== load: ${#hogs[@]} CPU hogs running"
+leg plain
 run_suite "$build" plain
 stop_hogs
 
 # The unit tests once more under valgrind memcheck: errors or definite
 # leaks fail them.
+leg valgrind
 echo "== valgrind: unit tests"
 rm -f "$build/meson-logs/testlog-valgrind.json"
 meson test -C "$build" --suite unit --no-rebuild --timeout-multiplier=10 \
@@ -101,6 +114,7 @@ cp "$build/meson-logs/testlog-valgrind.json" "$out/valgrind-unit.json" \
 
 # libFuzzer on the name parser, the ELF/DWARF reader and the pprof
 # decoder, a bounded time each; one result per harness.
+leg fuzz
 echo "== fuzzing"
 : > "$out/fuzz.txt"
 for f in tests/fuzz/fuzz-*.c; do
@@ -116,6 +130,7 @@ done
 # The same suite on an AddressSanitizer + UndefinedBehaviorSanitizer build
 # of the daemon and libraries (targets stay plain): a leak at exit makes the
 # daemon exit non-zero, which fails the test that unmounted it.
+leg asan
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 build_proffs "$build-asan" -Db_sanitize=address,undefined -Db_lundef=false ||
@@ -123,6 +138,7 @@ build_proffs "$build-asan" -Db_sanitize=address,undefined -Db_lundef=false ||
 run_suite "$build-asan" asan "${asan_skip[@]}"
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
+leg end
 stop_hogs
 trap - EXIT
 echo "== summary"
@@ -175,6 +191,12 @@ for tag in ('plain', 'valgrind', 'asan'):
     except (OSError, ET.ParseError) as e:
         failed.append(f'{tag}: integration tests did not report: {e}')
 
+try:
+    with open(os.path.join(out, 'timing.txt')) as f:
+        print('legs: ' + ', '.join(f'{n} {int(s) // 60} min {int(s) % 60} s'
+                                   for n, s in (l.split() for l in f)))
+except (OSError, ValueError):
+    pass
 for name in skipped:
     print(f'SKIPPED{" (counts as failed: CI=true)" if ci else ""}: {name}')
 for name in failed:

@@ -6,7 +6,7 @@
  * subsystem ("unwind: ", "perf: ", "fs: ") and carry no trailing newline.
  * The sink is stderr until proffs_log_set_sink() replaces it (the daemon
  * switches to syslog when it daemonizes). The sink and level are the only
- * process-wide state of the libraries; fs/main.c sets them once at start.
+ * process-wide state of the libraries; fs/fuse/main.c sets them once at start.
  */
 #ifndef PROFFS_LOG_H
 #define PROFFS_LOG_H

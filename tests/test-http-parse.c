@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test-http-parse.c - fs/http_parse.c against tables: request heads
+ * test-http-parse.c - fs/http/http_parse.c against tables: request heads
  * (methods, versions, Connection, Authorization, bodies, folding, the
  * size limit) and request-targets (Go's paths, delta_ and fgprof, the
  * target by prefix or query, the mount's file names, the errors), each
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "fs/http_parse.h"
+#include "fs/http/http_parse.h"
 
 struct head_case {
 	const char *head;
@@ -131,6 +131,12 @@ static const struct route_case routes[] = {
 	P("/debug/pprof/delta_heap?pid=12&seconds=9", TARGET_PID, "12",
 	  "heap?seconds=9"),
 	P("/debug/pprof/flame?pid=12", TARGET_PID, "12", "flame"),
+	/* Go answers these at once: a short window, not the default 30 s */
+	P("/debug/pprof/block?pid=12", TARGET_PID, "12", "block?seconds=5"),
+	P("/debug/pprof/mutex?pid=12&seconds=2", TARGET_PID, "12",
+	  "mutex?seconds=2"),
+	P("/debug/pprof/delta_mutex?pid=12", TARGET_PID, "12",
+	  "mutex?seconds=5"),
 	/* the target by prefix or query */
 	P("/unit/nginx.service/debug/pprof/profile", TARGET_UNIT,
 	  "nginx.service", "profile"),

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test-kinds.c - the rows of fs/kinds.c, linked with the run functions
+ * test-kinds.c - the rows of fs/core/kinds.c, linked with the run functions
  * and renderers they name: every kind has a complete row, its words parse
  * back to it in their default format, which it is served in, and the
  * window and session-key rules hold as the spec states them (SPEC §1-§2).
@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "fs/kinds.h"
-#include "fs/name.h"
-#include "fs/output.h"
+#include "fs/core/kinds.h"
+#include "fs/core/name.h"
+#include "fs/core/output.h"
 
 static void test_rows(void)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test-name.c - fs/name.c against a table of names: every kind, format,
+ * test-name.c - fs/core/name.c against a table of names: every kind, format,
  * parameter and default, each name that is no file of proffs (ENOENT:
  * its kind or format is not the grammar's), each bad duration or query
  * of one that is (EINVAL), the sentence that says why, and the 255-byte
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "fs/name.h"
+#include "fs/core/name.h"
 
 #define CPU PROFFS_KIND_CPU
 #define HEAP PROFFS_KIND_HEAP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * fuzz-http.c - libFuzzer harness for fs/http_parse.c: the input is what
+ * fuzz-http.c - libFuzzer harness for fs/http/http_parse.c: the input is what
  * a client sends, a request head (and anything after it). Checks that
  * http_head_len() stays within the input; that http_parse_head() and
  * http_route() return only their documented errors, each with a reason;
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs/http_parse.h"
+#include "fs/http/http_parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * fuzz-name.c - libFuzzer harness for fs/name.c: the input is a file name.
+ * fuzz-name.c - libFuzzer harness for fs/core/name.c: the input is a file name.
  * Checks that name_parse returns only 0, -ENOENT or -EINVAL; that
  * name_parse_why says why exactly when it fails, in any room; that a parsed
  * request is in range; that on -EINVAL kind and format are still valid;
@@ -8,7 +8,7 @@
  * itself. Not built by meson:
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -I fs -I sampler \
- *     tests/fuzz/fuzz-name.c fs/name.c -o fuzz-name
+ *     tests/fuzz/fuzz-name.c fs/core/name.c -o fuzz-name
  *   ./fuzz-name -max_len=300 -dict=tests/fuzz/fuzz-name.dict \
  *     tests/fuzz/corpus-name
  *
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs/name.h"
+#include "fs/core/name.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -39,14 +39,14 @@ harness_args()
 {
 	case "$1" in
 	name)
-		srcs="fs/name.c fs/kinds.c"
+		srcs="fs/core/name.c fs/core/kinds.c"
 		incs="$sinc -DKINDS_NO_OPS"
 		libs=""
 		max_len=300 ;;
 	http)
 		# target.c's resolving half reads /proc: linked, never called
-		srcs="fs/http_parse.c fs/name.c fs/kinds.c fs/target.c
-		      fs/access.c sampler/proc.c"
+		srcs="fs/http/http_parse.c fs/core/name.c fs/core/kinds.c fs/core/target.c
+		      fs/core/access.c sampler/proc.c"
 		incs="$sinc -DKINDS_NO_OPS"
 		libs=""
 		max_len=2048 ;;

@@ -59,16 +59,17 @@ def test_subset_every_pattern(proffs):
 def test_subset_distro_servers(proffs):
     """Loads into Debian's own servers under a real load (issue 25):
     redis-server with its default configuration (jemalloc and its
-    background thread), nginx's worker, sqlite3's shell. Each answers
-    right (redis PING, GET, INCR and a benchmark; nginx bodies byte for
-    byte; sqlite3 counts and sums) after the read and after the daemon
-    let the agent go (heap_idle=1, then the agent's lease); none was
-    refused."""
-    servers = ['redis', 'nginx', 'sqlite3']
+    background thread), nginx's worker, a postgres backend under pgbench,
+    sqlite3's shell. Each answers right (redis PING, GET, INCR and a
+    benchmark; nginx bodies byte for byte; postgres a known query,
+    pgbench with no failed transaction and its balances adding up;
+    sqlite3 counts and sums) after the read and after the daemon let the
+    agent go (heap_idle=1, then the agent's lease); none was refused."""
+    servers = ['redis', 'nginx', 'postgres', 'sqlite3']
     assert stress.available(util.BUILD, servers) == servers, \
         'not installed (contrib/deps.sh)'
-    total = run_loads(proffs, 6, servers, seed=25)
-    assert total['ok'] == 6
+    total = run_loads(proffs, 8, servers, seed=25)
+    assert total['ok'] == 8
 
 
 def test_calloc_allocs_profile_is_right(proffs, tmp_path):

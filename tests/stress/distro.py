@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """distro.py - the stress suite's loads into the programs a Debian server
 runs, as apt installs them (issue 25): redis-server with its default
-configuration (jemalloc, its background thread), nginx, sqlite3, python3
-and node. Each load starts a fresh one, drives it with a real load,
+configuration (jemalloc, its background thread), nginx, postgres (a
+backend under pgbench), sqlite3, python3 and node. Each load starts a fresh one, drives it with a real load,
 reads heap_1s?rate=1.pb.gz of the process doing the work, and checks it
 keeps answering correctly, and keeps progressing: right after the read,
 and again once the daemon has let the agent go (the mount's heap_idle
@@ -12,6 +12,7 @@ exits), and that it exits cleanly when asked.
 Verdicts beyond stress.py's: wrong (a wrong answer or a failed request),
 stalled (no progress), dead (it exited or died before it was asked to).
 """
+import glob
 import http.client
 import itertools
 import os
@@ -27,7 +28,7 @@ import time
 
 REDIS_CONF = '/etc/redis/redis.conf'
 NGINX_CONF = '/etc/nginx/nginx.conf'
-PATTERNS = ['redis', 'nginx', 'sqlite3', 'python3', 'node']
+PATTERNS = ['redis', 'nginx', 'postgres', 'sqlite3', 'python3', 'node']
 BAD = ('wrong', 'stalled', 'dead')
 DISARM_WAIT_S = 15   # heap_idle (1 s) + the lease (3 s), on a busy machine
 LEASE_S = 3.5
@@ -79,11 +80,22 @@ def available():
                                       'redis-benchmark')),
         'nginx': os.path.exists(NGINX_CONF) and
         os.access('/usr/sbin/nginx', os.X_OK),
+        'postgres': bool(pg_bin()),
         'sqlite3': bool(shutil.which('sqlite3')),
         'python3': os.access('/usr/bin/python3', os.X_OK),
         'node': os.access('/usr/bin/node', os.X_OK),
     }
     return [p for p in PATTERNS if have[p]]
+
+
+def pg_bin():
+    """The newest PostgreSQL's bin directory with a server and pgbench,
+    or None."""
+    for d in sorted(glob.glob('/usr/lib/postgresql/*/bin'), reverse=True):
+        if all(os.access(f'{d}/{p}', os.X_OK)
+               for p in ('initdb', 'postgres', 'pgbench', 'psql')):
+            return d
+    return None
 
 
 def free_port():
@@ -371,6 +383,123 @@ class Sqlite(Service):
             raise Bad('hang', 'sqlite3 did not exit at the end of input')
 
 
+class Postgres(Service):
+    """A cluster of its own, run as nobody (postgres refuses root), with
+    pgbench's tables. The process read is the backend of a psql session
+    that runs a query with a known answer over and over (sorting md5s:
+    palloc and malloc at work), beside two pgbench clients. Checks: the
+    query's answer, the backend still the same process, a pgbench run
+    with no failed transaction, and pgbench's invariant (the sums of the
+    accounts', tellers' and branches' balances all equal the history's)."""
+    stop_sig = signal.SIGINT       # fast shutdown
+    NOBODY = 65534
+    QUERY = ('SELECT count(*), sum(length(m)) FROM (SELECT md5(g::text) m '
+             'FROM generate_series(1, 5000) g ORDER BY m) s;')
+    ANSWER = '5000|160000'
+    INVARIANT = ('SELECT (SELECT coalesce(sum(delta), 0) FROM '
+                 'pgbench_history) = ALL (ARRAY[(SELECT sum(abalance) FROM '
+                 'pgbench_accounts), (SELECT sum(tbalance) FROM '
+                 'pgbench_tellers), (SELECT sum(bbalance) FROM '
+                 'pgbench_branches)]);')
+
+    def __init__(self, rng, held):
+        super().__init__(rng, held)
+        self.bin = pg_bin()
+        os.chown(self.dir, self.NOBODY, self.NOBODY)
+        data = self.dir + '/data'
+        subprocess.run([self.bin + '/initdb', '-D', data, '-A', 'trust',
+                        '-U', 'postgres', '--no-sync', '-E', 'UTF8'],
+                       user=self.NOBODY, group=self.NOBODY, check=True,
+                       capture_output=True, timeout=120, cwd=self.dir)
+        self.port = free_port()
+        self.log = open(self.dir + '/postgres.log', 'w+')
+        self.proc = subprocess.Popen(
+            [self.bin + '/postgres', '-D', data, '-k', self.dir,
+             '-p', str(self.port), '-c', 'listen_addresses=',
+             '-c', 'fsync=off', '-c', 'max_connections=20'],
+            user=self.NOBODY, group=self.NOBODY, cwd=self.dir,
+            stdout=self.log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL)
+        self.conn = ['-h', self.dir, '-p', str(self.port), '-U', 'postgres',
+                     'postgres']
+        wait_until(lambda: subprocess.run(
+            [self.bin + '/pg_isready', '-q'] + self.conn[:6],
+            timeout=10).returncode == 0, 30, 'postgres did not start')
+        self.bench(['-i', '-s', '1', '-q'])
+        self.lock = threading.Lock()
+        self.sql = subprocess.Popen(
+            [self.bin + '/psql', '-X', '-A', '-t', '-q'] + self.conn,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, bufsize=1)
+        self.pid = int(self.ask('SELECT pg_backend_pid();'))
+
+    def bench(self, args, timeout=120):
+        r = subprocess.run([self.bin + '/pgbench'] + args + self.conn,
+                           capture_output=True, text=True, timeout=timeout)
+        out = r.stdout + r.stderr
+        failed = re.search(r'number of failed transactions: (\d+)', out)
+        if r.returncode or (failed and failed.group(1) != '0'):
+            raise RuntimeError(f'pgbench {" ".join(args)}: {out[-300:]}')
+        return out
+
+    def ask(self, sql):
+        with self.lock:
+            self.sql.stdin.write(sql + '\n')
+            self.sql.stdin.flush()
+            return self.sql.stdout.readline().strip()
+
+    def work(self):
+        got = self.ask(self.QUERY)
+        if got != self.ANSWER:
+            raise RuntimeError(f'the query said {got!r}, not '
+                               f'{self.ANSWER!r}')
+
+    def load(self):
+        def run():
+            while not self.halt.is_set():
+                self.work()
+
+        def clients():
+            b = subprocess.Popen([self.bin + '/pgbench', '-n', '-c', '2',
+                                  '-T', '3600'] + self.conn,
+                                 stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+            self.halt.wait()
+            b.terminate()
+            out, _ = b.communicate(timeout=30)
+            if re.search(r'error|abort', out, re.I):
+                raise RuntimeError(out.strip()[-200:])
+        self.driver(run)
+        self.driver(clients)
+
+    def check(self, when):
+        self.alive(when)
+        try:
+            self.work()
+            if self.ask('SELECT pg_backend_pid();') != str(self.pid):
+                raise RuntimeError('the session\'s backend was replaced')
+            self.bench(['-n', '-c', '2', '-t', '50'])
+            if self.ask(self.INVARIANT) != 't':
+                raise RuntimeError('pgbench\'s balances do not add up')
+        except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+            raise Bad('wrong', f'{when}: {e}')
+        self.log.seek(0)
+        if re.search(r'terminated by signal|PANIC|server process .* '
+                     r'exited', self.log.read()):
+            raise Bad('crash', f'postgres log {when}: a backend died')
+
+    def stop(self):
+        self.sql.stdin.close()
+        self.sql.wait(timeout=30)
+        return super().stop()
+
+    def cleanup(self):
+        if getattr(self, 'sql', None) and self.sql.poll() is None:
+            self.sql.kill()
+            self.sql.wait()
+        super().cleanup()
+
+
 class Loop(Service):
     """python3 or node on an allocating loop that checks its own work and
     prints a counter: progress per second of its CPU time."""
@@ -434,6 +563,8 @@ def start(pattern, rng, held):
         return Redis(rng, held)
     if pattern == 'nginx':
         return Nginx(rng, held)
+    if pattern == 'postgres':
+        return Postgres(rng, held)
     if pattern == 'sqlite3':
         return Sqlite(rng, held)
     if pattern == 'python3':
