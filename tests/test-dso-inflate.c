@@ -5,7 +5,8 @@
  * test time: dso_debug_inflate() hands libdw its sections inflated, byte
  * for byte the uncompressed file's, the location lists left out as
  * SHT_NOBITS; an uncompressed file is left alone; a corrupt stream is
- * refused (the file is then used as it is) without a crash; and a dso
+ * refused (the file is then used as it is) without a crash, and so are
+ * headers claiming over 1 GiB in all; and a dso
  * whose debug file is compressed symbolizes (function, inlined frame,
  * file, line) exactly as with the uncompressed one.
  */
@@ -177,6 +178,32 @@ static void test_corrupt(void)
 	close(fd);
 }
 
+/* Headers that claim more than 1 GiB inflated in all: refused before
+ * anything is allocated. */
+static void test_bounds(void)
+{
+	static const char *const names[] = { ".debug_info", ".debug_line" };
+	GElf_Shdr sh;
+	size_t len;
+	int fd, out, ret;
+
+	run_sh("cp %s %s", path("z.debug"), path("big.debug"));
+	for (size_t i = 0; i < 2; i++) {
+		fd = open(path("z.debug"), O_RDONLY | O_CLOEXEC);
+		free(section(fd, names[i], &sh, &len));
+		close(fd);
+		CHECK(len, "%s", names[i]);
+		/* ch_size, after ch_type and ch_reserved: 0x30000000 */
+		run_sh("printf '\\000\\000\\000\\060\\000\\000\\000\\000' | "
+		    "dd of=%s bs=1 seek=%llu conv=notrunc status=none",
+		    path("big.debug"), (unsigned long long)sh.sh_offset + 8);
+	}
+	fd = open(path("big.debug"), O_RDONLY | O_CLOEXEC);
+	ret = dso_debug_inflate(fd, &out);
+	CHECK(ret == -EFBIG && out == -1, "big: %d %d", ret, out);
+	close(fd);
+}
+
 /* Frames at inl_mark: every field, as one line for comparing. */
 static void frames(const char *root, uint64_t mark, char *out, size_t len)
 {
@@ -219,6 +246,7 @@ int main(void)
 	build_fixtures();
 	test_inflate();
 	test_corrupt();
+	test_bounds();
 	test_symbolize();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);

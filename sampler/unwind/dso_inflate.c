@@ -37,9 +37,10 @@
 
 #include "sampler/unwind/dso_i.h"
 
-/* Inflated sections are at most this large each (a sane debug file's
- * .debug_info is tens of MB). */
-#define MAX_INFLATED	(1ull << 31)
+/* Inflated sections are at most this large, each and all together (a
+ * sane debug file's .debug_info is tens of MB; a crafted one in a
+ * container's sysroot may claim anything). */
+#define MAX_INFLATED	(1ull << 30)
 
 /* Sections symbolizing never reads: not inflated, marked SHT_NOBITS. */
 static const char *const skipped[] = {
@@ -202,10 +203,16 @@ static int build(const unsigned char *map, size_t size, int *out_fd)
 		    !(name = sec_name(map, size, strtab, &sh[i])) ||
 		    strncmp(name, ".debug_", 7))
 			continue;
+		/* the headers must not sit in a stream left out */
+		if (sh[i].sh_offset < eh->e_shoff + n * sizeof(*sh) &&
+		    eh->e_shoff < sh[i].sh_offset + sh[i].sh_size)
+			return -EINVAL;
 		todo = 1;
 		if (!is_skipped(name))
 			total = align_up(total, ch->ch_addralign ?: 1) +
 				ch->ch_size;
+		if (total > MAX_INFLATED)
+			return -EFBIG;
 	}
 	if (!todo)
 		return -ENOENT;
@@ -221,8 +228,7 @@ static int build(const unsigned char *map, size_t size, int *out_fd)
 		ret = -errno;
 		goto out;
 	}
-	img = mmap(NULL, total, PROT_READ | PROT_WRITE,
-		   MAP_SHARED | MAP_POPULATE, fd, 0);
+	img = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (img == MAP_FAILED) {
 		ret = -errno;
 		goto out;
