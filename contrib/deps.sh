@@ -17,14 +17,16 @@ PROFFS_BUILD_PKGS="meson ninja-build pkg-config gcc g++ libc6-dev binutils
 # tmux is the terminal proffs top is tested in; redis-server, nginx-light,
 # sqlite3 and postgresql are the servers the stress suite loads into).
 # The toolchains the tests build their programs with (docs/toolchains.md):
-# clang, lld and mold, rustc, golang-go (above), nodejs.
+# clang, lld and mold, rustc, golang-go (above), nodejs, and javac of
+# openjdk-17-jdk-headless (the JVM of test_java.py).
 # shellcheck disable=SC2034
 PROFFS_TEST_PKGS="python3 python3-pytest linux-perf mount systemd man-db
 	prometheus curl iproute2
 	chromium chromium-driver python3-selenium libxml2-utils
 	clang libclang-rt-14-dev lld mold rustc nodejs npm strace valgrind
 	libgoogle-perftools-dev libjemalloc-dev bpftrace tmux
-	redis-server redis-tools nginx-light sqlite3 postgresql"
+	redis-server redis-tools nginx-light sqlite3 postgresql
+	openjdk-17-jdk-headless"
 
 # install_deps PACKAGE...: apt-get update and install what is missing;
 # nothing (and no network) when everything is installed.

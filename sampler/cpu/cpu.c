@@ -148,7 +148,8 @@ static int proc_ctx_load(struct cpu_run *run, struct proc_ctx *c)
 	int ret;
 
 	ret = stackctx_open(&c->sc, c->pid, run->o->cache, run->p,
-			    STACKCTX_LIVE);
+			    STACKCTX_LIVE |
+			    (run->o->pid ? STACKCTX_ATTACH : 0));
 	if (ret || run->o->pid)
 		return ret;
 	snprintf(buf, sizeof(buf), "%d", (int)c->pid);

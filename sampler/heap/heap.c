@@ -807,6 +807,7 @@ static int measure(struct agent *ag, const struct heap_opts *o,
 			.elapsed_ns = now_ns() - t0,
 			.slots = atomic_load(&ag->sh->slots),
 			.objects = atomic_load(&ag->sh->objects),
+			.py = atomic_load(&ag->sh->py),
 			.harm = ag->harm[0] ? ag->harm : NULL,
 		};
 		ret = heap_add_comments(*out, &ci);

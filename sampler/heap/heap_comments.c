@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 
+#include "sampler/heap/agent/heap_ring.h"
 #include "sampler/heap/heap_comments.h"
 #include "sampler/log.h"
 #include "sampler/model/profile.h"
@@ -36,6 +37,30 @@ static int add_empty_comment(struct profile *p,
 	return profile_add_comment(p, text);
 }
 
+/* What became of CPython's own allocator (agent/pymem.c), in a CPython
+ * process; NULL elsewhere. */
+static const char *py_note(uint32_t py)
+{
+	switch (py) {
+	case PH_PY_WRAPPED:
+		return "proffs: CPython's own allocator (pymalloc) is sampled "
+		       "too; stacks carry native frames only";
+	case PH_PY_QUEUED:
+		return "proffs: CPython's pymalloc is not sampled yet: its "
+		       "main thread has not run Python code since the agent "
+		       "asked it to wrap its allocator";
+	case PH_PY_FOUND:
+		return "proffs: CPython's pymalloc is not sampled: the "
+		       "interpreter was not running when the agent armed";
+	case PH_PY_NOT_PYMALLOC:
+		return "proffs: CPython allocates through another allocator "
+		       "than pymalloc here (PYTHONMALLOC, debug hooks or "
+		       "tracemalloc): only what reaches malloc is sampled";
+	default:
+		return NULL;
+	}
+}
+
 int heap_add_comments(struct profile *p, const struct heap_comment_info *c)
 {
 	char text[320];
@@ -60,6 +85,8 @@ int heap_add_comments(struct profile *p, const struct heap_comment_info *c)
 			 100.0 * c->lost / (c->lost + c->samples));
 		ret = profile_add_comment(p, text);
 	}
+	if (!ret && py_note(c->py))
+		ret = profile_add_comment(p, py_note(c->py));
 	if (!ret)
 		ret = window_note_exit(c->window, p, c->elapsed_ns);
 	if (!ret)

@@ -22,6 +22,7 @@ struct heap_comment_info {
 	const struct window *window;	/* the one measured (its exit note) */
 	uint64_t elapsed_ns;
 	uint32_t slots, objects;	/* GOT entries hooked, and where */
+	uint32_t py;		/* CPython's pymalloc: enum ph_py */
 	const char *harm;	/* how the agent harmed it, or NULL */
 };
 

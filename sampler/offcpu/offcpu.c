@@ -584,7 +584,7 @@ static int setup(struct oc_run *run)
 	ret = setup_profile(run);
 	if (!ret)
 		ret = stackctx_open(&run->sc, run->o->pid, run->o->cache,
-				    run->p, 0);
+				    run->p, STACKCTX_ATTACH);
 	if (!ret)
 		ret = waitclass_new(run->sc.maps, &run->wc);
 	if (!ret)

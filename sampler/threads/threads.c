@@ -434,6 +434,7 @@ static int add_thread(struct profile *p, struct symbolizer *sym,
 	struct pf_label labels[4];
 	char tid[16], sysname[32];
 	const char *vals[4] = { tid, t->name, state_name(t->state), sysname };
+	const char *rt_name;
 	struct pf_line line = { 0 };
 	int64_t one = 1;
 	int ret, nk = 0, n = 0;
@@ -459,6 +460,9 @@ static int add_thread(struct profile *p, struct symbolizer *sym,
 		n = 1;
 	}
 	n += nk;
+	rt_name = symbolizer_thread_name(sym, t->tid);
+	if (rt_name)
+		vals[1] = rt_name;
 	snprintf(tid, sizeof(tid), "%d", (int)t->tid);
 	syscall_name_fmt(t->sysno, sysname, sizeof(sysname));
 	for (int i = 0; i < 4; i++) {
@@ -584,7 +588,7 @@ int threads_profile(const struct threads_opts *o, struct profile **out,
 	ret = setup_profile(&p, o->pid);
 	if (ret)
 		goto out;
-	ret = stackctx_open(&d.sc, o->pid, o->cache, p, 0);
+	ret = stackctx_open(&d.sc, o->pid, o->cache, p, STACKCTX_ATTACH);
 	if (ret)
 		goto out_profile;
 	d.stack = malloc(STACK_MAX);
@@ -592,6 +596,9 @@ int threads_profile(const struct threads_opts *o, struct profile **out,
 	ret = d.stack ? load_tasks(&d) : -ENOMEM;
 	if (!ret)
 		ret = run_tracer(&d);
+	/* a JVM's own view, once every thread runs again */
+	if (!ret)
+		ret = symbolizer_dump(d.sc.sym);
 	if (!ret && !st->threads && !proc_alive(o->pid))
 		ret = -ESRCH;
 	if (!ret)

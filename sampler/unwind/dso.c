@@ -41,6 +41,7 @@
 #include "sampler/unwind/demangle.h"
 #include "sampler/unwind/dso.h"
 #include "sampler/unwind/dso_i.h"
+#include "sampler/unwind/elfscn.h"
 #include "sampler/unwind/gopclntab.h"
 #include "sampler/log.h"
 
@@ -110,19 +111,9 @@ static int dso_parse_build_id(struct dso *d, Elf *elf)
 
 bool dso_elf_has_section(Elf *elf, const char *want)
 {
-	Elf_Scn *scn = NULL;
-	const char *name;
-	size_t shstrndx;
 	GElf_Shdr shdr;
 
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return false;
-	while ((scn = elf_nextscn(elf, scn)))
-		if (gelf_getshdr(scn, &shdr) &&
-		    (name = elf_strptr(elf, shstrndx, shdr.sh_name)) &&
-		    !strcmp(name, want))
-			return true;
-	return false;
+	return elf_section_named(elf, want, &shdr);
 }
 
 /* Rejects what the kernel would not load and what a cut-off copy looks

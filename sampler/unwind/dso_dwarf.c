@@ -27,6 +27,7 @@
 #include "sampler/unwind/demangle.h"
 #include "sampler/unwind/dso.h"
 #include "sampler/unwind/dso_i.h"
+#include "sampler/unwind/elfscn.h"
 #include "sampler/unwind/gopclntab.h"
 #include "sampler/log.h"
 
@@ -469,23 +470,13 @@ void dso_caps(struct dso *d, struct dso_caps *caps)
 /* A zero-padded copy of elf's .debug_frame, decompressed; NULL if none. */
 static uint8_t *elf_debug_frame(Elf *elf, size_t *size)
 {
-	Elf_Scn *scn = NULL;
-	const char *name;
-	size_t shstrndx;
 	GElf_Shdr shdr;
+	Elf_Scn *scn = elf_section_named(elf, ".debug_frame", &shdr);
 	Elf_Data *data;
 	uint8_t *copy;
 
-	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS)
-			continue;
-		name = elf_strptr(elf, shstrndx, shdr.sh_name);
-		if (name && !strcmp(name, ".debug_frame"))
-			break;
-	}
-	if (!scn || ((shdr.sh_flags & SHF_COMPRESSED) &&
+	if (!scn || shdr.sh_type != SHT_PROGBITS ||
+	    ((shdr.sh_flags & SHF_COMPRESSED) &&
 		     elf_compress(scn, 0, 0) < 0))
 		return NULL;
 	data = elf_getdata(scn, NULL);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sampler/unwind/elfscn.h"
 #include "sampler/unwind/gopclntab.h"
 #include "sampler/log.h"
 
@@ -418,26 +419,11 @@ static const uint8_t *elf_section(Elf *elf, const uint8_t *map,
 				  size_t map_size, const char *name,
 				  GElf_Shdr *shdr)
 {
-	Elf_Scn *scn = NULL;
-	const char *s;
-	size_t shstrndx;
-	GElf_Shdr sh;
-
-	if (elf_getshdrstrndx(elf, &shstrndx))
+	if (!elf_section_named(elf, name, shdr) ||
+	    shdr->sh_type != SHT_PROGBITS || shdr->sh_offset > map_size ||
+	    shdr->sh_size > map_size - shdr->sh_offset)
 		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &sh) ||
-		    !(s = elf_strptr(elf, shstrndx, sh.sh_name)) ||
-		    strcmp(s, name))
-			continue;
-		*shdr = sh;
-		if (shdr->sh_type != SHT_PROGBITS ||
-		    shdr->sh_offset > map_size ||
-		    shdr->sh_size > map_size - shdr->sh_offset)
-			return NULL;
-		return map + shdr->sh_offset;
-	}
-	return NULL;
+	return map + shdr->sh_offset;
 }
 
 /* The Go version .go.buildinfo records inline (1.18 and later: a

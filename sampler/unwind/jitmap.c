@@ -79,19 +79,37 @@ int jitmap_set_path(struct jitmap *j, const char *path)
 	return 0;
 }
 
-void jitmap_free(struct jitmap *j)
+static void forget(struct jitmap *j)
 {
 	struct name_block *b, *next;
 
-	if (!j)
-		return;
 	if (j->fd >= 0)
 		close(j->fd);
+	j->fd = -1;
 	for (b = j->blocks; b; b = next) {
 		next = b->next;
 		free(b);
 	}
+	j->blocks = NULL;
 	free(j->v);
+	j->v = NULL;
+	j->n = j->cap = 0;
+	j->read_bytes = 0;
+	j->line_len = 0;
+	j->skipping = false;
+}
+
+void jitmap_reopen(struct jitmap *j)
+{
+	forget(j);
+	j->last_try_ns = 0;
+}
+
+void jitmap_free(struct jitmap *j)
+{
+	if (!j)
+		return;
+	forget(j);
 	free(j);
 }
 
@@ -290,12 +308,22 @@ static const struct jit_sym *find(struct jitmap *j, uint64_t addr)
 
 int jitmap_lookup(struct jitmap *j, uint64_t addr, const char **name)
 {
+	uint64_t start, end;
+
+	return jitmap_lookup_range(j, addr, name, &start, &end);
+}
+
+int jitmap_lookup_range(struct jitmap *j, uint64_t addr, const char **name,
+			uint64_t *start, uint64_t *end)
+{
 	const struct jit_sym *s = find(j, addr);
 	uint64_t now;
 	int ret;
 
 	if (s) {
 		*name = s->name;
+		*start = s->start;
+		*end = s->end;
 		return 0;
 	}
 	now = now_ns();
@@ -310,5 +338,7 @@ int jitmap_lookup(struct jitmap *j, uint64_t addr, const char **name)
 	if (!s)
 		return -ENOENT;
 	*name = s->name;
+	*start = s->start;
+	*end = s->end;
 	return 0;
 }

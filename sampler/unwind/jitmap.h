@@ -41,6 +41,17 @@ int jitmap_new(pid_t pid, struct jitmap **out);
  */
 int jitmap_lookup(struct jitmap *j, uint64_t addr, const char **name);
 
+/* The same, with the code's range [*start, *end). */
+int jitmap_lookup_range(struct jitmap *j, uint64_t addr, const char **name,
+			uint64_t *start, uint64_t *end);
+
+/*
+ * The runtime rewrote its file from the start (a JVM's Compiler.perfmap
+ * truncates it): forget what was read, and read it again at the next
+ * lookup, without waiting JITMAP_RELOAD_MS. Names given before are void.
+ */
+void jitmap_reopen(struct jitmap *j);
+
 /* For tests: read the map from path instead (same rules of ownership). */
 int jitmap_set_path(struct jitmap *j, const char *path);
 

@@ -18,6 +18,8 @@ int stackctx_open_maps(struct stack_ctx *c, struct proc_maps *maps,
 		ret = unwinder_read_live(c->unw, maps_pid(maps));
 	if (!ret && p)
 		ret = symbolizer_new(p, maps, &c->sym);
+	if (!ret && c->sym && (flags & STACKCTX_ATTACH))
+		symbolizer_allow_attach(c->sym);
 	if (ret)
 		stackctx_close(c);
 	return ret;

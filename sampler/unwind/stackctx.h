@@ -35,6 +35,9 @@ struct stack_ctx {
 /* Also read the process's stack past the samples' copies: for samplers
  * whose copies the kernel cuts (unwinder_read_live()). */
 #define STACKCTX_LIVE 1u
+/* A caller asked for this one process and may ptrace it (access.h): a
+ * runtime may be attached to (symbolizer_allow_attach()). */
+#define STACKCTX_ATTACH 2u
 
 /*
  * Read pid's maps (through cache), then make the unwinder and, when p is

@@ -10,6 +10,7 @@
 #include "sampler/unwind/jitmap.h"
 #include "sampler/unwind/maps.h"
 #include "sampler/model/profile.h"
+#include "sampler/runtime/java.h"
 #include "sampler/runtime/python.h"
 #include "sampler/unwind/symbolize.h"
 
@@ -18,6 +19,7 @@
 struct pc_slot {
 	uint64_t pc;		/* 0 = empty */
 	uint64_t loc_id;
+	uint64_t unnamed_jit;	/* a JVM's code with no name yet */
 };
 
 struct map_slot {
@@ -37,6 +39,8 @@ struct symbolizer {
 	size_t map_cap, map_n;
 	struct jitmap *jit;	/* created on the first pc in JIT code */
 	struct pyrt *py;	/* NULL: the process runs no CPython */
+	struct javart *java;	/* NULL: the process is no JVM */
+	bool unnamed_jit;	/* the last new location's pc, in a JVM */
 };
 
 static inline size_t hash64(uint64_t x)
@@ -108,7 +112,7 @@ int symbolizer_new(struct profile *p, struct proc_maps *maps,
 	main_map = maps_main(maps);
 	if (main_map)
 		add_mapping(s, main_map, &id);
-	if (pyrt_open(maps, p, &s->py)) {
+	if (pyrt_open(maps, p, &s->py) || javart_open(maps, p, &s->java)) {
 		symbolizer_free(s);
 		*out = NULL;
 		return -ENOMEM;
@@ -122,6 +126,7 @@ void symbolizer_free(struct symbolizer *s)
 		return;
 	jitmap_free(s->jit);
 	pyrt_free(s->py);
+	javart_free(s->java);
 	free(s->pcs);
 	free(s->mappings);
 	free(s);
@@ -174,17 +179,24 @@ static int add_mapping(struct symbolizer *s, struct map_entry *e,
 }
 
 /* Executable memory in no ELF file is a JIT compiler's: its runtime may
- * name it in a perf map. */
+ * name it in a perf map. A JVM is asked to write its map again when a pc
+ * has no name (java.h), at most every JAVA_PERFMAP_MS. */
 static void jit_frame(struct symbolizer *s, const struct map_entry *e,
 		      uint64_t pc, struct dso_frame *f, int *nf)
 {
-	const char *name;
+	const char *name = NULL;
 
 	if (!e || !e->exec || e->dso)
 		return;
 	if (!s->jit && jitmap_new(maps_pid(s->maps), &s->jit))
 		return;
-	if (!jitmap_lookup(s->jit, pc, &name)) {
+	if (jitmap_lookup(s->jit, pc, &name) && !javart_perfmap(s->java)) {
+		jitmap_reopen(s->jit);
+		if (jitmap_lookup(s->jit, pc, &name))
+			name = NULL;
+	}
+	s->unnamed_jit = s->java && !name;
+	if (name) {
 		*f = (struct dso_frame){ .function = name,
 					 .system_name = name };
 		*nf = 1;
@@ -196,13 +208,20 @@ static int make_lines(struct symbolizer *s, struct map_entry *e,
 		      uint64_t pc, struct pf_line *lines, uint32_t *n)
 {
 	struct dso_frame frames[MAX_INLINE];
-	char fallback[256];
+	char fallback[256], method[512];
 	int nf = 0, ret;
 
 	if (e && e->dso)
 		dso_symbolize(e->dso, pc - e->bias, frames, MAX_INLINE, &nf);
-	else
+	else if (e && !e->exec && s->java &&
+		 !javart_method(s->java, pc, method, sizeof(method))) {
+		/* an interpreted frame's Method (javastack.h) */
+		frames[0] = (struct dso_frame){ .function = method,
+						.system_name = method };
+		nf = 1;
+	} else {
 		jit_frame(s, e, pc, frames, &nf);
+	}
 	for (int i = 0; i < nf; i++) {
 		ret = profile_add_function(s->p, frames[i].function,
 					   frames[i].system_name,
@@ -251,6 +270,7 @@ static int new_location(struct symbolizer *s, uint64_t pc, uint64_t *loc_id)
 		if (ret)
 			return ret;
 	}
+	s->unnamed_jit = false;
 	ret = make_lines(s, e, pc, lines, &n);
 	if (ret)
 		return ret;
@@ -266,18 +286,52 @@ int symbolizer_location(struct symbolizer *s, uint64_t pc, uint64_t *loc_id)
 
 	slot = (struct pc_slot *)slot_find(s->pcs, s->pcs_cap, sizeof(*slot),
 					   key, &found);
-	if (found) {
+	/* a JVM's code not named yet may be named now */
+	if (found && !(slot->unnamed_jit && javart_perfmap_due(s->java))) {
 		*loc_id = slot->loc_id;
 		return 0;
 	}
 	ret = new_location(s, pc, loc_id);
 	if (ret)
 		return ret;
-	slot->pc = key;
 	slot->loc_id = *loc_id;
+	slot->unnamed_jit = s->unnamed_jit;
+	if (found)
+		return 0;
+	slot->pc = key;
 	s->pcs_n++;
 	return slot_grow((void **)&s->pcs, &s->pcs_cap, s->pcs_n,
 			 sizeof(*slot));
+}
+
+/*
+ * A JVM's thread with Java frames in the last thread dump: its native
+ * frames up to the first one in code of no ELF file (the JIT's or the
+ * interpreter's, where unwinding by CFI ends), then its Java frames.
+ */
+static int java_merge(struct symbolizer *s, pid_t tid, const uint64_t *pcs,
+		      int n, uint64_t *locs, int max, int *nlocs)
+{
+	const struct map_entry *e;
+	const char *name;
+	int cut = 0, nj, ret;
+
+	if (*nlocs != n)
+		return 0;
+	/* no dump, or no Java thread: nothing to look at */
+	javart_frames(s->java, tid, NULL, 0, &nj, &name);
+	if (!name)
+		return 0;
+	while (cut < n) {
+		e = maps_find(s->maps, pcs[cut]);
+		if (!e || !e->dso)
+			break;
+		cut++;
+	}
+	ret = javart_frames(s->java, tid, &locs[cut], max - cut, &nj, &name);
+	if (!ret && nj)
+		*nlocs = cut + nj;
+	return ret;
 }
 
 int symbolizer_stack(struct symbolizer *s, pid_t tid, const uint64_t *pcs,
@@ -291,7 +345,30 @@ int symbolizer_stack(struct symbolizer *s, pid_t tid, const uint64_t *pcs,
 	if (gil)
 		*gil = g == PYRT_GIL_HELD ? "held" :
 		       g == PYRT_GIL_NOT_HELD ? "not held" : NULL;
+	if (!ret && s->java && !s->py)
+		ret = java_merge(s, tid, pcs, n, locs, max, nlocs);
 	return ret;
+}
+
+int symbolizer_dump(struct symbolizer *s)
+{
+	return s ? javart_dump(s->java) : 0;
+}
+
+const char *symbolizer_thread_name(struct symbolizer *s, pid_t tid)
+{
+	const char *name = NULL;
+	int n;
+
+	if (s && s->java)
+		javart_frames(s->java, tid, NULL, 0, &n, &name);
+	return name;
+}
+
+void symbolizer_allow_attach(struct symbolizer *s)
+{
+	if (s)
+		javart_allow_attach(s->java);
 }
 
 int symbolizer_hold(struct symbolizer *s, pid_t tid)

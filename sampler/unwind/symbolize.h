@@ -51,6 +51,23 @@ int symbolizer_stack(struct symbolizer *s, pid_t tid, const uint64_t *pcs,
  */
 int symbolizer_hold(struct symbolizer *s, pid_t tid);
 
+/*
+ * A thread dump is being taken (the threads were just read): ask the
+ * runtime for its own view of its threads, a JVM's thread dump (java.h),
+ * which symbolizer_stack() then merges: a Java thread's native frames up
+ * to the first in JIT or interpreter code, then its Java frames. 0 (no
+ * dump is no error) or -ENOMEM.
+ */
+int symbolizer_dump(struct symbolizer *s);
+
+/* The runtime's name of thread tid (a Java thread's), or NULL. Owned by
+ * the symbolizer, valid until the next symbolizer_dump(). */
+const char *symbolizer_thread_name(struct symbolizer *s, pid_t tid);
+
+/* The caller asked for this one process and may ptrace it: a runtime may
+ * be attached to, to ask for its names (a JVM: java.h). */
+void symbolizer_allow_attach(struct symbolizer *s);
+
 /* Profile comments on runtime frames that could not be read (an
  * unknown Python version, stacks left native). 0 or -ENOMEM. */
 int symbolizer_note(struct symbolizer *s);

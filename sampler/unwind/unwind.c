@@ -32,6 +32,7 @@
 #include "sampler/unwind/dso.h"
 #include "sampler/unwind/gopclntab.h"
 #include "sampler/unwind/gostack.h"
+#include "sampler/runtime/javastack.h"
 #include "sampler/unwind/livestack.h"
 #include "sampler/log.h"
 #include "sampler/unwind/maps.h"
@@ -77,6 +78,7 @@ struct unwinder {
 	const uint64_t *fp_ips;	/* the kernel's frame-pointer walk of the
 				 * next sample (unwinder_set_fp_chain()) */
 	size_t fp_n;
+	struct javastack *java;	/* NULL: the process is no JVM */
 	size_t last_used;	/* of the last unwind_stack() */
 	bool last_short;
 	bool last_complete;
@@ -130,14 +132,22 @@ static bool in_copy(struct unwind_ctx *ctx, uint64_t addr)
 }
 
 /* A frame unwound with live words is kept only if its return address
- * continues the frame below it (livestack.h). */
+ * continues the frame below it (livestack.h). A return address in a
+ * mapping that holds no code is a wrong or stale word, never a frame: a
+ * ucontext read past a signal frame after the signal stack was reused
+ * gave prometheus a "frame" in Go's heap. (One in no mapping may be JIT
+ * code newer than the maps: kept.) */
 static bool continues(struct unwind_ctx *ctx, uint64_t callee_pc,
 		      uint64_t ra)
 {
 	bool live = ctx->live_read;
+	const struct map_entry *e;
 
 	ctx->live_read = false;
-	return !live || livestack_check(ctx->u->live, callee_pc, ra);
+	if (live && !livestack_check(ctx->u->live, callee_pc, ra))
+		return false;
+	e = maps_find(ctx->u->maps, ra);
+	return !e || e->exec;
 }
 
 #if UNW_VERSION_MAJOR == 1 && UNW_VERSION_MINOR >= 6 && UNW_VERSION_MINOR <= 8
@@ -691,6 +701,40 @@ static bool go_switch_chain(struct unwinder *u, struct unwind_ctx *ctx,
 	return added > 0;
 }
 
+static bool java_word(void *arg, uint64_t addr, uint64_t *v)
+{
+	return stack_word(arg, addr, v);
+}
+
+/* Frames in a JVM's code cache: by their return addresses
+ * (javastack.h); an interpreted frame's *pc becomes its Method. false:
+ * not such a frame, or no caller found. */
+static bool java_step(struct unwinder *u, struct unwind_ctx *ctx,
+		      struct frame *f, uint64_t lookup, uint64_t *pc)
+{
+	uint64_t ra, sp, bp, method;
+	bool bp_known;
+
+	if (!u->java || !(f->known & BIT(CFI_REG_RSP)) ||
+	    !javastack_code(u->java, lookup) ||
+	    !javastack_step(u->java, java_word, ctx, lookup,
+			    f->r[CFI_REG_RSP], f->r[CFI_REG_RBP], &ra, &sp,
+			    &bp, &bp_known, &method))
+		return false;
+	/* an interpreted frame: its Method stands for its pc */
+	if (method)
+		*pc = method;
+	if (!(f->known & BIT(CFI_REG_RBP)) && sp == f->r[CFI_REG_RSP] + 8)
+		bp_known = false;
+	f->r[CFI_REG_RSP] = sp;
+	f->r[CFI_REG_RBP] = bp;
+	f->r[CFI_REG_RA] = ra;
+	f->known = BIT(CFI_REG_RSP) | BIT(CFI_REG_RA) |
+		   (bp_known ? BIT(CFI_REG_RBP) : 0);
+	f->undef = 0;
+	return true;
+}
+
 /* Stack switches followed in one unwind at most (a signal's stack, the
  * system stack, the goroutine's). */
 #define GO_SWITCHES 3
@@ -722,9 +766,14 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 		}
 		if (row_top(v, &ctx->complete))
 			break;
-		if (!v || v->status || v->row.signal)
+		if (v && v->status &&
+		    java_step(u, ctx, &f, lookup, &pcs[cnt - 1])) {
+			step = 1;
+		} else if (!v || v->status || v->row.signal) {
 			return -EAGAIN;
-		step = apply_row(&v->row, ctx, &f);
+		} else {
+			step = apply_row(&v->row, ctx, &f);
+		}
 		if (step <= 0 || !f.r[CFI_REG_RA]) {
 			ctx->complete = step >= 0;
 			break;
@@ -804,6 +853,10 @@ int unwinder_new(struct proc_maps *maps, struct unwinder **out)
 	}
 	/* CFI does not change while a mapping stays: cache it per ip. */
 	unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
+	if (javastack_new(maps, &u->java)) {
+		unwinder_free(u);
+		return -ENOMEM;
+	}
 	u->maps_generation = maps_generation(maps);
 	u->rows_cap = ROWS_MIN;
 	u->row_pcs = calloc(u->rows_cap, sizeof(*u->row_pcs));
@@ -833,6 +886,7 @@ void unwinder_free(struct unwinder *u)
 		livestack_free(u->live);
 	}
 	unw_destroy_addr_space(u->as);
+	javastack_free(u->java);
 	free(u->row_pcs);
 	free(u->rows);
 	free(u);

@@ -443,6 +443,37 @@ def load_note(rows):
     return note
 
 
+def arguments(readme=True, **defaults):
+    """An ArgumentParser with the options every bench takes: --build,
+    --out, --readme (where docs/performance.md has a block for it), and
+    one --NAME per keyword (its default, and its type), e.g. seconds=4,
+    rounds=5. The bench adds its own."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--build', default=os.path.join(REPO, 'build'))
+    ap.add_argument('--out', default=os.path.join(REPO, 'tests', 'bench'))
+    for name, value in defaults.items():
+        ap.add_argument('--' + name.replace('_', '-'), type=type(value),
+                        default=value)
+    if readme:
+        ap.add_argument('--readme', action='store_true',
+                        help='also put the results into '
+                        'docs/performance.md')
+    return ap
+
+
+def publish(args, name, text, file=None):
+    """The results: written to args.out (file, or NAME-results.md; none
+    with --out ''), with --readme spliced into docs/performance.md too,
+    and printed."""
+    if args.out:
+        with open(os.path.join(args.out, file or f'{name}-results.md'),
+                  'w') as f:
+            f.write(text)
+    if getattr(args, 'readme', False):
+        splice_readme(name, text)
+    print(text)
+
+
 def splice_readme(name, text):
     """Put text between docs/performance.md's <!-- bench:name --> and
     <!-- /bench:name --> lines, so the command regenerates the published
@@ -495,11 +526,7 @@ def report(rows, mem, args):
               'reports none: cc1); the noise column is a second unprofiled '
               'window after the profiled ones, against the first.']
     text = '\n'.join(lines) + '\n'
-    with open(os.path.join(args.out, 'results.md'), 'w') as f:
-        f.write(text)
-    if args.readme:
-        splice_readme('cpu', text)
-    print(text)
+    publish(args, 'cpu', text, 'results.md')
     plot(rows, os.path.join(args.out, 'results.png'))
 
 
@@ -531,13 +558,8 @@ def plot(rows, path):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--build', default=os.path.join(REPO, 'build'))
-    ap.add_argument('--out', default=os.path.join(REPO, 'tests', 'bench'))
-    ap.add_argument('--window', type=int, default=10)
+    ap = arguments(window=10)
     ap.add_argument('--quick', action='store_true')
-    ap.add_argument('--readme', action='store_true',
-                    help='also put the results into docs/performance.md')
     args = ap.parse_args()
     rows, mem = run(args)
     report(rows, mem, args)

@@ -19,7 +19,6 @@ when the best of the runs is above MAX_RATIO (the CI guard,
 tests/integration/test_bench_guard.py).
 """
 
-import argparse
 import glob
 import os
 import statistics
@@ -102,13 +101,7 @@ def table(rows, label):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--build', default=os.path.join(bench.REPO, 'build'))
-    ap.add_argument('--out', default=os.path.join(bench.REPO, 'tests',
-                                                  'bench'))
-    ap.add_argument('--runs', type=int, default=3)
-    ap.add_argument('--window', type=int, default=5)
-    ap.add_argument('--hz', type=int, default=999)
+    ap = bench.arguments(runs=3, window=5, hz=999)
     ap.add_argument('--first-of-boot', action='store_true')
     ap.add_argument('--both', action='store_true',
                     help='fresh daemons with and without the boot\'s '
@@ -116,7 +109,6 @@ def main():
     ap.add_argument('--quiet-wait', type=float, default=10,
                     help='seconds to wait for a quiet second before each '
                     'window (0: none)')
-    ap.add_argument('--readme', action='store_true')
     ap.add_argument('--check', type=float)
     args = ap.parse_args()
     kinds = [True, False] if args.both else [args.first_of_boot]
@@ -143,12 +135,7 @@ def main():
               f'<= {GOAL_RATIO}, daemon CPU <= {GOAL_MS} ms. Machine: '
               f'{os.cpu_count()} CPUs, kernel {os.uname().release}.']
     text = '\n'.join(lines) + '\n'
-    print(text)
-    if args.out:
-        with open(os.path.join(args.out, 'cold-results.md'), 'w') as f:
-            f.write(text)
-    if args.readme:
-        bench.splice_readme('cold', text)
+    bench.publish(args, 'cold', text)
     if args.check is not None and min(best) > args.check:
         print(f'cold read ratio {min(best):.3f} > {args.check}: '
               'regression', file=sys.stderr)

@@ -27,7 +27,6 @@ well two targets agree when nothing differs: the noise left in every
 other ratio.
 """
 
-import argparse
 import os
 import re
 import shutil
@@ -277,21 +276,11 @@ def report(results, args):
                           f'included: {hit:.1f} µs')
         lines[-1] += '.'
     text = '\n'.join(lines) + '\n'
-    with open(os.path.join(args.out, 'heap-results.md'), 'w') as f:
-        f.write(text)
-    if args.readme:
-        bench.splice_readme('heap', text)
-    print(text)
+    bench.publish(args, 'heap', text)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--build', default=os.path.join(REPO, 'build'))
-    ap.add_argument('--out', default=os.path.join(REPO, 'tests', 'bench'))
-    ap.add_argument('--seconds', type=int, default=4)
-    ap.add_argument('--rounds', type=int, default=5)
-    ap.add_argument('--readme', action='store_true',
-                    help='also put the results into docs/performance.md')
+    ap = bench.arguments(seconds=4, rounds=5)
     ap.add_argument('--only', nargs='+', default=[],
                     help='only the conditions whose name has a word')
     ap.add_argument('--workload', default='',

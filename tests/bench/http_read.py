@@ -15,7 +15,6 @@ the HTTP server included) and how long after the window's end the bytes
 were in the reader's hands, each beside perf's, as ratios.
 """
 
-import argparse
 import os
 import re
 import statistics
@@ -115,18 +114,11 @@ def report(rows, args):
               f'{med(rows["http"], lambda m: m["ready_ms"]):.0f} ms against '
               f'{med(rows["mount"], lambda m: m["ready_ms"]):.0f} ms.']
     text = '\n'.join(lines) + '\n'
-    with open(os.path.join(args.out, 'http-results.md'), 'w') as f:
-        f.write(text)
-    print(text)
+    bench.publish(args, 'http', text)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--build', default=os.path.join(bench.REPO, 'build'))
-    ap.add_argument('--out', default=os.path.join(bench.REPO, 'tests',
-                                                  'bench'))
-    ap.add_argument('--window', type=int, default=5)
-    ap.add_argument('--runs', type=int, default=3)
+    ap = bench.arguments(readme=False, window=5, runs=3)
     args = ap.parse_args()
     report(run(args), args)
 

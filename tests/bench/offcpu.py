@@ -22,7 +22,6 @@ sched, what the kernel's record and stack copy at each switch out and
 the switching of the events with the threads cost it.
 """
 
-import argparse
 import os
 import re
 import statistics
@@ -183,21 +182,11 @@ def report(results, args):
         for row, _, _, _ in READS + [('cpu', 'cpu', 'cpu', '')]:
             lines.append(f'    {sl.get(row, "")[:300]}')
     text = '\n'.join(lines) + '\n'
-    with open(os.path.join(args.out, 'offcpu-results.md'), 'w') as f:
-        f.write(text)
-    if args.readme:
-        bench.splice_readme('offcpu', text)
-    print(text)
+    bench.publish(args, 'offcpu', text)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--build', default=os.path.join(REPO, 'build'))
-    ap.add_argument('--out', default=os.path.join(REPO, 'tests', 'bench'))
-    ap.add_argument('--seconds', type=int, default=10)
-    ap.add_argument('--rounds', type=int, default=3)
-    ap.add_argument('--readme', action='store_true',
-                    help='also put the results into docs/performance.md')
+    ap = bench.arguments(seconds=10, rounds=3)
     args = ap.parse_args()
     if os.cpu_count() < 2:
         sys.exit('needs two CPUs: the targets on one, the tools on the other')

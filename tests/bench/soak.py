@@ -14,7 +14,6 @@ Pass: the RSS after expiry is within 20% of the RSS after the first
 session (issue 29).
 """
 
-import argparse
 import os
 import random
 import re
@@ -119,16 +118,8 @@ def reader(d, pool, end, counts):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--build', default=os.path.join(bench.REPO, 'build'))
-    ap.add_argument('--out', default=os.path.join(bench.REPO, 'tests',
-                                                  'bench'))
-    ap.add_argument('--minutes', type=float, default=15)
-    ap.add_argument('--live', type=int, default=8)
+    ap = bench.arguments(minutes=15.0, live=8, readers=2)
     ap.add_argument('--life', type=float, nargs=2, default=(10, 40))
-    ap.add_argument('--readers', type=int, default=2)
-    ap.add_argument('--readme', action='store_true',
-                    help='also put the results into docs/performance.md')
     args = ap.parse_args()
     progs = [p for p in programs(args.build) if available(p)]
     pool = Pool(progs, args.live, args.life)
@@ -195,11 +186,7 @@ def main():
         f'kallsyms {int(st["kallsyms_bytes"]) / 2**20:.1f} MiB). '
         f'Bound: within 20%: {"met" if ratio <= 1.2 else "NOT met"}.',
         ''])
-    with open(os.path.join(args.out, 'soak-results.md'), 'w') as f:
-        f.write(text)
-    if args.readme:
-        bench.splice_readme('soak', text)
-    print(text)
+    bench.publish(args, 'soak', text)
     return 0 if ratio <= 1.2 else 1
 
 

@@ -2,13 +2,18 @@
 """Fixtures: a proffs mounted on a private directory for each test, the
 target programs, and the daemon's log as part of every verdict."""
 import os
+import random
 import shutil
 import signal
+import sys
 
 import pytest
 
 import browser
 import util
+
+sys.path.insert(0, os.path.join(util.REPO, 'tests', 'stress'))
+import distro  # noqa: E402
 
 # Started in the background by a non-interactive shell (nohup ... &), the
 # test runner inherits SIGINT ignored, and so would every reader and
@@ -91,3 +96,24 @@ def driver():
     d = browser.open_driver()
     yield d
     d.quit()
+
+
+@pytest.fixture
+def service():
+    """service(pattern): one of Debian's programs (redis, nginx, postgres,
+    sqlite3, python3, node) started by its driver in tests/stress/distro.py,
+    the one the stress suite runs; its checks raise distro.Bad(verdict,
+    detail), a failure. Not installed is a failure too (contrib/deps.sh).
+    Killed at the end of the test."""
+    held = []
+
+    def start(pattern):
+        if pattern not in distro.available():
+            pytest.fail(f'{pattern} is not installed (contrib/deps.sh)')
+        try:
+            return distro.start(pattern, random.Random(25), held)
+        except distro.Bad as e:
+            pytest.fail(f'{pattern} did not start: {e.verdict}: {e}')
+    yield start
+    for s in held:
+        s.cleanup()

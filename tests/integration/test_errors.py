@@ -145,22 +145,10 @@ def test_errors_txt_is_bounded(proffs, target):
 def test_a_failed_session_is_in_errors_txt(proffs, target):
     """A session that fails (the target traced by strace: a thread dump
     is EBUSY) is noted under its pid, with what to do."""
-    import subprocess
-    import time
-    from test_threads import traced_by
     t = target('parked')
-    st = subprocess.Popen(['strace', '-p', str(t.pid), '-o', '/dev/null'],
-                          stderr=subprocess.DEVNULL)
-    try:
-        end = time.monotonic() + 20
-        while not traced_by(t.pid, st.pid):
-            assert time.monotonic() < end, 'strace never attached'
-            time.sleep(0.05)
+    with util.strace_attached(t.pid):
         util.expect_errno(lambda: proffs.read(t.pid, 'goroutine.txt'),
                           errno.EBUSY)
-    finally:
-        st.terminate()
-        st.wait(timeout=5)
     first = errors_txt(proffs, t.pid).splitlines()[0]
     assert re.search(r' goroutine: EBUSY: .*traced by a debugger; try '
                      r'again', first), first

@@ -163,27 +163,11 @@ def test_goroutine_svg_and_folded(proffs, target):
         len(os.listdir(f'/proc/{t.pid}/task'))
 
 
-def traced_by(pid, tracer):
-    """pid's main thread is traced by tracer (strace -p, without -f,
-    attaches to that one only)."""
-    with open(f'/proc/{pid}/status') as f:
-        line = [l for l in f if l.startswith('TracerPid:')][0]
-    return int(line.split()[1]) == tracer
-
-
 def test_traced_target_is_ebusy_at_once(proffs, target):
     if not shutil.which('strace'):
         pytest.skip('strace not installed')
     t = target('parked')
-    st = subprocess.Popen(['strace', '-p', str(t.pid), '-o', '/dev/null'],
-                          stderr=subprocess.DEVNULL)
-    try:
-        # On a busy machine strace had not always attached after 0.5 s:
-        # wait until it has.
-        end = time.monotonic() + 20
-        while not traced_by(t.pid, st.pid):
-            assert time.monotonic() < end, 'strace never attached'
-            time.sleep(0.05)
+    with util.strace_attached(t.pid) as st:
         start = time.monotonic()
         util.expect_errno(lambda: proffs.read(t.pid, 'goroutine.txt'),
                           errno.EBUSY)
@@ -200,13 +184,6 @@ def test_traced_target_is_ebusy_at_once(proffs, target):
                                 r'target .*is traced by another process')
         assert proffs.log_lines(r'threads: %d is traced by %d'
                                 % (t.pid, st.pid))
-    finally:
-        st.terminate()
-        try:
-            st.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            st.kill()
-            st.wait()
     assert_nothing_stopped(t.pid)
 
 

@@ -730,6 +730,35 @@ def expect_errno(fn, code):
         f'expected {errno.errorcode[code]}, got {e.value!r}'
 
 
+@contextlib.contextmanager
+def strace_attached(pid):
+    """strace -p pid (without -f: the main thread only), once the kernel
+    shows it attached (on a busy machine it had not always attached after
+    0.5 s); yields strace's Popen, ended at the end of the block."""
+    st = subprocess.Popen(['strace', '-p', str(pid), '-o', '/dev/null'],
+                          stderr=subprocess.DEVNULL)
+    try:
+        end = time.monotonic() + 20
+        while not traced_by(pid, st.pid):
+            assert time.monotonic() < end, 'strace never attached'
+            time.sleep(0.05)
+        yield st
+    finally:
+        st.terminate()
+        try:
+            st.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            st.kill()
+            st.wait()
+
+
+def traced_by(pid, tracer):
+    """pid's main thread is traced by tracer."""
+    with open(f'/proc/{pid}/status') as f:
+        line = [l for l in f if l.startswith('TracerPid:')][0]
+    return int(line.split()[1]) == tracer
+
+
 NOBODY = 65534
 
 

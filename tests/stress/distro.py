@@ -9,6 +9,11 @@ and again once the daemon has let the agent go (the mount's heap_idle
 runs out, the agent's lease ends: what the agent sees when the daemon
 exits), and that it exits cleanly when asked.
 
+Each program has one driver here (its start, load, checks and stop): the
+integration tests (test_distro.py, test_distro_servers.py, through the
+service fixture of their conftest.py) drive the same classes, so a check
+added here is made by both.
+
 Verdicts beyond stress.py's: wrong (a wrong answer or a failed request),
 stalled (no progress), dead (it exited or died before it was asked to).
 """
@@ -27,6 +32,8 @@ import threading
 import time
 
 REDIS_CONF = '/etc/redis/redis.conf'
+REDIS_SERVER = '/usr/bin/redis-server'
+NGINX = '/usr/sbin/nginx'
 NGINX_CONF = '/etc/nginx/nginx.conf'
 PATTERNS = ['redis', 'nginx', 'postgres', 'sqlite3', 'python3', 'node']
 BAD = ('wrong', 'stalled', 'dead')
@@ -76,10 +83,10 @@ class Bad(Exception):
 def available():
     have = {
         'redis': os.path.exists(REDIS_CONF) and
-        all(shutil.which(p) for p in ('redis-server', 'redis-cli',
+        os.access(REDIS_SERVER, os.X_OK) and
+        all(shutil.which(p) for p in ('redis-cli',
                                       'redis-benchmark')),
-        'nginx': os.path.exists(NGINX_CONF) and
-        os.access('/usr/sbin/nginx', os.X_OK),
+        'nginx': os.path.exists(NGINX_CONF) and os.access(NGINX, os.X_OK),
         'postgres': bool(pg_bin()),
         'sqlite3': bool(shutil.which('sqlite3')),
         'python3': os.access('/usr/bin/python3', os.X_OK),
@@ -104,7 +111,9 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_until(fn, timeout, what):
+def wait_until(fn, timeout, what, svc=None):
+    """Until fn() is true (an OSError counts as not yet); Bad('dead') if
+    svc's process exits first or timeout seconds pass."""
     end = time.monotonic() + timeout
     while True:
         try:
@@ -112,30 +121,52 @@ def wait_until(fn, timeout, what):
                 return
         except OSError:
             pass
+        if svc is not None:
+            svc.alive(f'before: {what}')
         if time.monotonic() > end:
             raise Bad('dead', f'{what} within {timeout} s')
         time.sleep(0.05)
 
 
+def edit_conf(conf, path, edits):
+    """conf with each (regex, replacement) of edits applied to exactly one
+    line: Debian's file changed only where a test must."""
+    for pattern, repl in edits:
+        conf, n = re.subn(pattern, lambda m: repl, conf, flags=re.M)
+        if n != 1:
+            raise Bad('error', f'{path}: no single {pattern}')
+    return conf
+
+
 class Service:
-    """One program under test: pid (the process read), load() starts its
-    driver, check(when) asks it questions with known answers, stop()
-    asks it to exit and returns its exit status."""
+    """One program under test, the one driver the stress suite and the
+    integration tests share: pid (the process read), load() starts its
+    load, end_load() stops it (Bad('wrong') if it saw a wrong answer),
+    check(when) asks it questions with known answers, stop() asks it to
+    exit and returns its exit status, cleanup() kills what is left.
+    Every failed check raises Bad(verdict, detail)."""
     stop_sig = signal.SIGTERM
 
     def __init__(self, rng, held):
         held.append(self)   # cleaned up even if the start fails
         self.rng = rng
+        # Outside pytest's 0700 tree: nginx's worker runs as www-data.
         self.dir = tempfile.mkdtemp(prefix='proffs-stress-')
         os.chmod(self.dir, 0o755)
         self.errors = []
         self.halt = threading.Event()
         self.threads = []
         self.proc = None
+        self.log = None
 
     def alive(self, when):
         if self.proc.poll() is not None:
-            raise Bad('dead', f'exit {self.proc.returncode} {when}')
+            raise Bad('dead', f'exit {self.proc.returncode} {when}' +
+                      (f': {self.log_text()[-300:]}' if self.log else ''))
+
+    def log_text(self):
+        self.log.seek(0)
+        return self.log.read()
 
     def driver(self, fn):
         def run():
@@ -170,51 +201,86 @@ class Service:
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
-        if getattr(self, 'log', None):
+        if self.log:
             self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class Redis(Service):
+    """Debian's redis-server with Debian's configuration, changed only
+    where a test must: its port, its directory, in the foreground, its log
+    to stdout. Its default under test: jemalloc (Debian links the system
+    libjemalloc) with "jemalloc-bg-thread yes", whose background thread
+    must be running. Not the system service."""
+
     def __init__(self, rng, held):
         super().__init__(rng, held)
         self.port = free_port()
         with open(REDIS_CONF) as f:
-            conf = f.read()
-        for key, value in (('port', str(self.port)), ('dir', self.dir),
-                           ('daemonize', 'no'), ('logfile', '""'),
-                           ('pidfile', self.dir + '/r.pid')):
-            conf = re.sub(rf'^{key} .*$', f'{key} {value}', conf,
-                          flags=re.M)
+            conf = edit_conf(f.read(), REDIS_CONF, [
+                (rf'^{key} .*$', f'{key} {value}')
+                for key, value in (('port', str(self.port)),
+                                   ('dir', self.dir), ('daemonize', 'no'),
+                                   ('logfile', '""'),
+                                   ('pidfile', self.dir + '/r.pid'))])
+        if not re.search(r'^jemalloc-bg-thread yes$', conf, re.M):
+            raise Bad('error', f'{REDIS_CONF}: not "jemalloc-bg-thread '
+                      'yes", the default under test')
         with open(self.dir + '/redis.conf', 'w') as f:
             f.write(conf)
-        self.proc = subprocess.Popen(['redis-server',
+        self.log = open(self.dir + '/redis.log', 'w+')
+        self.proc = subprocess.Popen([REDIS_SERVER,
                                       self.dir + '/redis.conf'],
-                                     stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL,
+                                     stdout=self.log,
+                                     stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
         self.pid = self.proc.pid
-        wait_until(lambda: self.cli('PING') == 'PONG', 20, 'no PING')
+        wait_until(lambda: self.cli('PING', check=False) == 'PONG', 20,
+                   'redis answered PING', self)
+        with open(f'/proc/{self.pid}/maps') as f:
+            if 'libjemalloc' not in f.read():
+                raise Bad('error', 'redis-server without libjemalloc')
+        # jemalloc starts it a moment after redis asks for it
+        wait_until(lambda: 'jemalloc_bg_thd' in self.thread_names(), 20,
+                   'the jemalloc background thread (the default under '
+                   'test) started', self)
         self.count = 0
-        assert self.cli('SET', 'probe', 'value-25') == 'OK'
-        assert self.cli('SET', 'count', '0') == 'OK'
+        if self.cli('SET', 'proffs:probe', 'value-25') != 'OK' or \
+           self.cli('SET', 'proffs:count', '0') != 'OK':
+            raise Bad('wrong', 'SET before the load')
 
-    def cli(self, *args):
+    def thread_names(self):
+        names = []
+        for tid in os.listdir(f'/proc/{self.pid}/task'):
+            try:
+                with open(f'/proc/{self.pid}/task/{tid}/comm') as f:
+                    names.append(f.read().strip())
+            except OSError:
+                pass
+        return names
+
+    def cli(self, *args, check=True):
         r = subprocess.run(['redis-cli', '-p', str(self.port)] +
                            list(args), capture_output=True, text=True,
-                           timeout=30)
+                           timeout=20)
+        if check and r.returncode:
+            raise Bad('wrong', f'redis-cli {" ".join(args)}: exit '
+                      f'{r.returncode}: {r.stderr.strip()}')
         return r.stdout.strip()
 
-    def bench(self, n, loop=False):
+    def bench(self, tests, n=None, loop=False):
         argv = ['redis-benchmark', '-p', str(self.port), '-q', '-c', '4',
-                '-r', '10000', '-n', str(n), '-t', 'set,get,lpush,incr']
-        return subprocess.Popen(argv + (['-l'] if loop else []),
+                '-r', '10000', '-t', tests]
+        return subprocess.Popen(argv + (['-n', str(n)] if n else []) +
+                                (['-l'] if loop else []),
                                 stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
 
     def load(self):
+        """redis-benchmark, looping until end_load(): the load a read is
+        taken under; it must see no error."""
         def run():
-            b = self.bench(100000, loop=True)
+            b = self.bench('set,get,lpush,lpop,incr', loop=True)
             self.halt.wait()
             b.terminate()
             out, err = b.communicate(timeout=30)
@@ -223,22 +289,32 @@ class Redis(Service):
         self.driver(run)
 
     def check(self, when):
+        """Answers, and correct ones: PING, a value written before the
+        read read back, INCR counting on, a short benchmark with every
+        request answered."""
         self.alive(when)
         if self.cli('PING') != 'PONG' or \
-           self.cli('GET', 'probe') != 'value-25':
+           self.cli('GET', 'proffs:probe') != 'value-25':
             raise Bad('wrong', f'PING or GET {when}')
         self.count += 1
-        if self.cli('INCR', 'count') != str(self.count):
+        if self.cli('INCR', 'proffs:count') != str(self.count):
             raise Bad('wrong', f'INCR {when}')
-        b = self.bench(3000)
+        b = self.bench('set,get,lpush,incr', n=5000)
         out, err = b.communicate(timeout=60)
-        done = re.findall(r'requests per second', out.replace('\r', '\n'))
-        if b.returncode or len(done) != 4 or 'error' in \
-                (out + err).lower():
-            raise Bad('wrong', f'redis-benchmark {when}: {out[-200:]}')
+        out = out.replace('\r', '\n')
+        done = re.findall(r'^(SET|GET|LPUSH[^:]*|INCR): ([\d.]+) requests '
+                          r'per second', out, re.M)
+        if b.returncode or 'error' in (out + err).lower() or \
+                len(done) != 4 or not all(float(r) > 0 for _, r in done):
+            raise Bad('wrong', f'redis-benchmark {when}: exit '
+                      f'{b.returncode}: {out[-200:]} {err[-200:]}')
 
 
 class Nginx(Service):
+    """Debian's nginx with Debian's nginx.conf, changed only where a test
+    must: one worker (pid, the process read), its pid file, its logs, and
+    one server on a free port serving a directory of known files instead
+    of sites-enabled. In the foreground; not the system service."""
     stop_sig = signal.SIGQUIT      # graceful
 
     def __init__(self, rng, held):
@@ -248,35 +324,36 @@ class Nginx(Service):
         os.mkdir(root, 0o755)
         r = random.Random(25)
         self.files = {
-            'index.html': b'<html>proffs</html>\n',
+            'index.html': b'<html><body>proffs issue 25</body></html>\n',
             'small.txt': bytes(r.randrange(32, 127) for _ in range(3000)),
-            'big.bin': r.randbytes(1 << 18),
+            'big.bin': r.randbytes(1 << 20),
         }
         for name, body in self.files.items():
             with open(f'{root}/{name}', 'wb') as f:
                 f.write(body)
             os.chmod(f'{root}/{name}', 0o644)
-        with open(NGINX_CONF) as f:
-            conf = f.read()
         server = ('server { listen 127.0.0.1:%d; root %s; '
                   'location / { try_files $uri =404; } }' % (self.port, root))
-        for pattern, repl in (
+        with open(NGINX_CONF) as f:
+            conf = edit_conf(f.read(), NGINX_CONF, (
                 (r'^worker_processes .*;$', 'worker_processes 1;'),
                 (r'^pid .*;$', f'pid {self.dir}/nginx.pid;'),
                 (r'^\s*error_log .*;$', 'error_log stderr;'),
                 (r'^\s*access_log .*;$', 'access_log off;'),
-                (r'^\s*include /etc/nginx/sites-enabled/\*;$', server)):
-            conf = re.sub(pattern, lambda m: repl, conf, flags=re.M)
+                (r'^\s*include /etc/nginx/sites-enabled/\*;$', server)))
         with open(self.dir + '/nginx.conf', 'w') as f:
             f.write(conf)
         self.log = open(self.dir + '/nginx.log', 'w+')
         self.proc = subprocess.Popen(
-            ['/usr/sbin/nginx', '-c', self.dir + '/nginx.conf', '-e',
-             'stderr', '-g', 'daemon off;'], stdout=self.log,
+            [NGINX, '-c', self.dir + '/nginx.conf', '-e', 'stderr', '-g',
+             'daemon off;'], stdout=self.log,
             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        wait_until(lambda: self.get_all(1) and len(self.workers()) == 1,
-                   20, 'nginx did not answer')
-        self.pid = self.workers()[0]
+        wait_until(lambda: self.get_all(1), 20, 'nginx answered', self)
+        workers = self.workers()
+        if len(workers) != 1:
+            raise Bad('error', f'nginx workers {workers}, not one')
+        self.pid = workers[0]
+        self.done = []
 
     def workers(self):
         with open(f'/proc/{self.proc.pid}/task/{self.proc.pid}/'
@@ -284,7 +361,10 @@ class Nginx(Service):
             return [int(p) for p in f.read().split()]
 
     def get_all(self, rounds, halt=None):
-        c = http.client.HTTPConnection('127.0.0.1', self.port, timeout=30)
+        """GET every file rounds times (or until halt is set) on one
+        keep-alive connection; every body must be the file, byte for
+        byte. The number of answers."""
+        c = http.client.HTTPConnection('127.0.0.1', self.port, timeout=20)
         n = 0
         try:
             for i in itertools.count():
@@ -303,20 +383,26 @@ class Nginx(Service):
         return n
 
     def load(self):
+        """Two clients of keep-alive GETs until end_load(); done: how
+        many answers each had."""
         for _ in range(2):
-            self.driver(lambda: self.get_all(0, self.halt))
+            self.driver(lambda: self.done.append(self.get_all(0,
+                                                              self.halt)))
 
     def check(self, when):
+        """The same worker (none died and was replaced) answers every
+        file right; the log says nothing of a crash."""
         self.alive(when)
         if self.workers() != [self.pid]:
-            raise Bad('dead', f'worker {self.pid} replaced {when}')
+            raise Bad('dead', f'worker {self.pid} replaced {when}: '
+                      f'{self.log_text()[-300:]}')
         try:
-            self.get_all(20)
+            if self.get_all(50) != 150:
+                raise RuntimeError('not 150 answers')
         except (OSError, RuntimeError, http.client.HTTPException) as e:
             raise Bad('wrong', f'{when}: {e}')
-        self.log.seek(0)
-        if re.search(r'signal|alert|emerg|crit', self.log.read()):
-            raise Bad('wrong', f'nginx log {when}')
+        if re.search(r'signal|alert|emerg|crit', self.log_text()):
+            raise Bad('wrong', f'nginx log {when}: {self.log_text()}')
 
 
 class Sqlite(Service):
@@ -424,7 +510,7 @@ class Postgres(Service):
                      'postgres']
         wait_until(lambda: subprocess.run(
             [self.bin + '/pg_isready', '-q'] + self.conn[:6],
-            timeout=10).returncode == 0, 30, 'postgres did not start')
+            timeout=10).returncode == 0, 30, 'postgres answered', self)
         self.bench(['-i', '-s', '1', '-q'])
         self.lock = threading.Lock()
         self.sql = subprocess.Popen(
@@ -483,9 +569,8 @@ class Postgres(Service):
                 raise RuntimeError('pgbench\'s balances do not add up')
         except (OSError, RuntimeError, subprocess.SubprocessError) as e:
             raise Bad('wrong', f'{when}: {e}')
-        self.log.seek(0)
         if re.search(r'terminated by signal|PANIC|server process .* '
-                     r'exited', self.log.read()):
+                     r'exited', self.log_text()):
             raise Bad('crash', f'postgres log {when}: a backend died')
 
     def stop(self):
@@ -501,56 +586,75 @@ class Postgres(Service):
 
 
 class Loop(Service):
-    """python3 or node on an allocating loop that checks its own work and
-    prints a counter: progress per second of its CPU time."""
+    """python3 or node on an allocating loop that checks its own work
+    (printing BAD when it finds it wrong) and prints a counter: its progress counted per second of its own CPU time,
+    so that a busy machine does not fail it and a livelock (all CPU, no
+    progress) does. load() measures the speed before the read; check()
+    wants at least KEEP of it."""
     TICK = os.sysconf('SC_CLK_TCK')
+    SPAN = 1.5          # seconds of each progress measurement
+    KEEP = 0.3          # at least this share of the speed before the read
 
     def __init__(self, rng, held, argv, script, text):
         super().__init__(rng, held)
         with open(self.dir + '/' + script, 'w') as f:
             f.write(text)
+        self.log = open(self.dir + '/stderr.log', 'w+')
         self.proc = subprocess.Popen(argv + [self.dir + '/' + script],
                                      stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE,
+                                     stderr=self.log,
                                      stdin=subprocess.DEVNULL)
         self.pid = self.proc.pid
-        if self.proc.stdout.readline().strip() != b'ready':
-            raise Bad('dead', 'did not start')
+        line = self.proc.stdout.readline()
+        if line.strip() != b'ready':
+            raise Bad('dead', f'{argv} did not start: {line!r}: '
+                      f'{self.log_text()[-300:]}')
         self.count = 0
+        self.bad = False
         threading.Thread(target=self._read, daemon=True).start()
         self.base = None
 
     def _read(self):
         for line in self.proc.stdout:
+            if line.strip() == b'BAD':  # the loop found its work wrong
+                self.bad = True
             try:
                 self.count = int(line)
             except ValueError:
                 pass
 
     def cpu(self):
+        """Seconds of CPU time it has used (user and system)."""
         with open(f'/proc/{self.pid}/stat') as f:
             fields = f.read().rsplit(')', 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / self.TICK
 
-    def speed(self):
+    def speed(self, when):
+        """(counter steps per CPU second, steps) over SPAN seconds; it
+        must be alive throughout."""
         n0, c0 = self.count, self.cpu()
-        time.sleep(1.0)
+        time.sleep(self.SPAN)
+        self.alive(when)
+        if self.bad:
+            raise Bad('wrong', f'{when}: the program found its own work '
+                      'wrong (it printed BAD)')
         n1, c1 = self.count, self.cpu()
         return (n1 - n0) / max(c1 - c0, 1.0 / self.TICK), n1 - n0
 
     def load(self):
-        self.base, _ = self.speed()
+        self.base, steps = self.speed('before the read')
+        if steps == 0:
+            raise Bad('stalled', 'no progress before the read')
 
     def end_load(self):
         pass
 
     def check(self, when):
         self.alive(when)
-        speed, steps = self.speed()
-        self.alive(when)
-        if steps == 0 or speed < 0.3 * self.base:
-            raise Bad('stalled', f'{when}: {speed:.1f} steps per CPU s, '
-                      f'{self.base:.1f} before')
+        speed, steps = self.speed(when)
+        if steps == 0 or speed < self.KEEP * self.base:
+            raise Bad('stalled', f'progress {when}: {speed:.1f} steps per '
+                      f'CPU s, {self.base:.1f} before ({steps} steps)')
 
     def stop(self):
         self.proc.kill()

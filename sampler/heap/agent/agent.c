@@ -71,33 +71,6 @@ static uint32_t scanned_calls;	/* ph_dlopen_calls at the last rescan */
 static _Atomic uint64_t seen_hb, seen_hb_ns;
 static _Atomic uint32_t next_len;	/* the last sample's record length */
 
-void ph_capture(uint64_t *regs);
-
-/*
- * ph_capture(regs): the registers of its caller as they are after the
- * call returns - callee-saved ones, rsp and rip - so the daemon can unwind
- * from there with the caller's CFI. Offsets are libunwind register
- * numbers * 8 (RBX 3, RBP 6, RSP 7, R12-R15 12-15, RIP 16).
- */
-__asm__(".text\n"
-	".globl ph_capture\n.hidden ph_capture\n"
-	".type ph_capture,@function\n"
-	"ph_capture:\n"
-	".cfi_startproc\n"
-	"	movq %rbx, 24(%rdi)\n"
-	"	movq %rbp, 48(%rdi)\n"
-	"	leaq 8(%rsp), %rax\n"
-	"	movq %rax, 56(%rdi)\n"
-	"	movq %r12, 96(%rdi)\n"
-	"	movq %r13, 104(%rdi)\n"
-	"	movq %r14, 112(%rdi)\n"
-	"	movq %r15, 120(%rdi)\n"
-	"	movq (%rsp), %rax\n"
-	"	movq %rax, 128(%rdi)\n"
-	"	ret\n"
-	".cfi_endproc\n"
-	".size ph_capture, .-ph_capture\n");
-
 uint64_t agent_now_ns(void)
 {
 	struct timespec ts;
@@ -267,9 +240,11 @@ static bool decide(struct ph_budget *t, size_t size, uint64_t *rate)
 	return true;
 }
 
-/* The allocation slow path, out of line: count the call, then decide.
- * A folded thread's budget is parked between calls. */
-__attribute__((noinline)) static bool take(size_t size, uint64_t *rate)
+/* The allocation slow path, out of line: count the call (unless count
+ * is false: pymem.c's), then decide. A folded thread's budget is parked
+ * between calls. */
+__attribute__((noinline)) static bool take_as(size_t size, uint64_t *rate,
+					      bool count)
 {
 	struct ph_budget *t = &ph_tls;
 	bool sampled;
@@ -277,17 +252,19 @@ __attribute__((noinline)) static bool take(size_t size, uint64_t *rate)
 	if (UNLIKELY(!t->self))
 		enlist(t);
 	if (LIKELY(!t->folded)) {
-		t->mallocs++;
+		t->mallocs += count;
 		return decide(t, size, rate);
 	}
-	atomic_fetch_add_explicit(&sh->folded_mallocs, 1,
-				  memory_order_relaxed);
+	if (count)
+		atomic_fetch_add_explicit(&sh->folded_mallocs, 1,
+					  memory_order_relaxed);
 	t->left = t->parked;
 	sampled = decide(t, size, rate);
 	t->parked = t->left;
 	t->left = 0;
 	return sampled;
 }
+#define take(size, rate) take_as((size), (rate), true)
 
 /* A free of p counted outside free's fast path (realloc's old block,
  * operator delete). */
@@ -567,8 +544,10 @@ int proffs_heap_arm(void)
 		atomic_store(&sh->why, refused);
 		return -1;
 	}
-	if (atomic_load(&sh->state) == PH_ARMED)
+	if (atomic_load(&sh->state) == PH_ARMED) {
+		atomic_store(&sh->py, pymem_arm());
 		return (int)atomic_load(&sh->slots);
+	}
 	live_reset();
 	atomic_store(&seen_hb, atomic_load(&sh->heartbeat));
 	atomic_store(&seen_hb_ns, agent_now_ns());
@@ -587,6 +566,8 @@ int proffs_heap_arm(void)
 		return -1;
 	}
 	atomic_store(&sh->why, PH_WHY_NONE);
+	/* Python's pymalloc too, once the hooks are in (pymem.c). */
+	atomic_store(&sh->py, pymem_arm());
 	return n;
 }
 
@@ -910,6 +891,51 @@ NEW_VARIANTS(NEW_HOOK)
 	}
 DELETE_VARIANTS(DELETE_HOOK)
 #undef DELETE_HOOK
+
+/* ---- pymem.c's wrapper of pymalloc, GIL held ---- */
+
+static bool armed_here(void)
+{
+	return sh && !forked &&
+	       atomic_load_explicit(&sh->state, memory_order_relaxed) ==
+	       PH_ARMED;
+}
+
+/* take() without counting the call (not a malloc call): the same budget
+ * and Poisson rule. Not armed: a new budget (a fresh exponential draw:
+ * sampling after an arm is as unbiased), and no sample. */
+bool agent_py_take(size_t n, uint64_t *rate)
+{
+	struct ph_budget *t = &ph_tls;
+
+	if (!sh || forked)
+		t->left = UINT64_MAX;	/* never armed again */
+	else if (!t->in_hook && !armed_here() && !t->folded)
+		t->left = draw(t);
+	if (!armed_here() || t->in_hook)
+		return false;
+	if (n < t->left) {
+		t->left -= n;
+		return false;
+	}
+	return take_as(n, rate, false);
+}
+
+uint64_t agent_py_guard_enter(void) { return guard_enter(&ph_tls); }
+void agent_py_guard_exit(uint64_t left) { guard_exit(&ph_tls, left); }
+void agent_py_sample(void *p, size_t n, uint64_t r) { sample(p, n, r); }
+
+void agent_py_free(void *p)
+{
+	if (armed_here())
+		unsample(p);
+}
+
+void agent_py_publish(uint32_t state)
+{
+	if (sh && !forked)
+		atomic_store(&sh->py, state);
+}
 
 /* ---- life cycle ---- */
 

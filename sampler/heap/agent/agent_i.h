@@ -10,6 +10,7 @@
  *   live.c   the set of sampled addresses still live, probed by free()
  *   resolve.c finding the real functions by definition, and proving
  *            that none leads back into the agent
+ *   pymem.c  wrapping CPython's own allocator, pymalloc
  *   ring.c   the producer side of the ring shared with the daemon
  *   stack.c  copying the top of the calling thread's stack
  *
@@ -172,6 +173,11 @@ PH_HIDDEN uint32_t stack_room(uintptr_t sp, uint32_t max);
 PH_HIDDEN uint32_t stack_copy_syscall(uint8_t *dst, uintptr_t sp,
 				      uint32_t max);
 
+/* ph_capture(regs): the registers of its caller as they are after the
+ * call returns (callee-saved ones, rsp and rip), for the daemon's
+ * unwinding. */
+PH_HIDDEN void ph_capture(uint64_t *regs);
+
 /* ---- fast.c ---- */
 
 /* The hooks of malloc and free; their fast paths. */
@@ -184,7 +190,26 @@ PH_HIDDEN void ph_h_free(void *p);
  */
 PH_HIDDEN unsigned fast_direct(void *malloc_fn, void *free_fn);
 
+/* ---- pymem.c ---- */
+
+/* In a CPython target, queue the wrapping of pymalloc (once, while the
+ * process is stopped for an arm). Returns enum ph_py. */
+PH_HIDDEN uint32_t pymem_arm(void);
+
 /* ---- agent.c ---- */
+
+/* For pymem.c's wrapper, GIL held: sample a pymalloc block of n bytes?
+ * False when not armed, nested, or within this thread's budget. */
+PH_HIDDEN bool agent_py_take(size_t n, uint64_t *rate);
+/* Around the sampled call of the original allocator (agent.c's guard). */
+PH_HIDDEN uint64_t agent_py_guard_enter(void);
+PH_HIDDEN void agent_py_guard_exit(uint64_t left);
+/* Record the sample; p, maybe sampled, is freed (armed only). */
+PH_HIDDEN void agent_py_sample(void *p, size_t n, uint64_t rate);
+PH_HIDDEN void agent_py_free(void *p);
+/* pymem.c's state changed (enum ph_py): into ph_shared.py. */
+PH_HIDDEN void agent_py_publish(uint32_t state);
+
 
 /* This thread's budget and counts; the fast paths read left, its first
  * field, and count in the next two. */

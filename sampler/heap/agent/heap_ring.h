@@ -78,6 +78,19 @@ enum ph_why {
 				 * for a second of a live daemon's */
 };
 
+/* ph_shared.py: CPython's own allocator (pymalloc), wrapped or not
+ * (agent/pymem.c) */
+enum ph_py {
+	PH_PY_UNSEEN = 0,	/* not looked for yet */
+	PH_PY_NONE = 1,		/* no CPython in the process */
+	PH_PY_FOUND = 2,	/* CPython, not initialized: not queued yet */
+	PH_PY_QUEUED = 3,	/* the pending call that wraps it is queued */
+	PH_PY_WRAPPED = 4,	/* pymalloc's blocks are sampled too */
+	PH_PY_NOT_PYMALLOC = 5,	/* another allocator (PYTHONMALLOC, debug
+				 * hooks, tracemalloc): malloc's hooks see
+				 * its blocks already */
+};
+
 /* ph_alloc.flags */
 #define PH_ALLOC_UNTRACKED 1	/* the live table was full: no free will
 				 * be reported for this address */
@@ -207,6 +220,7 @@ struct ph_shared {
 	 * allocating): it called the real function and nothing else */
 	_Atomic uint64_t reentries;
 	_Atomic uint32_t why;		/* enum ph_why */
+	_Atomic uint32_t py;		/* enum ph_py */
 
 	/* daemon */
 	_Atomic uint64_t tail __attribute__((aligned(64)));

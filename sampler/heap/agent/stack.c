@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * stack.c - copying the top of the calling thread's stack into a sample.
+ * stack.c - copying the top of the calling thread's stack into a sample,
+ * and the registers to unwind it from (ph_capture).
  *
  * A copy must stop at the end of the stack's mapping, or it would fault.
  * Each thread learns its stack's bounds once, from /proc/self/maps (read
@@ -120,3 +121,29 @@ uint32_t stack_copy_syscall(uint8_t *dst, uintptr_t sp, uint32_t max)
 	got = process_vm_readv(getpid(), &local, 1, remote, n, 0);
 	return got > 0 ? (uint32_t)got : 0;
 }
+
+/*
+ * ph_capture(regs): the registers of its caller as they are after the
+ * call returns - callee-saved ones, rsp and rip - so the daemon can unwind
+ * from there with the caller's CFI. Offsets are libunwind register
+ * numbers * 8 (RBX 3, RBP 6, RSP 7, R12-R15 12-15, RIP 16).
+ */
+__asm__(".text\n"
+	".globl ph_capture\n.hidden ph_capture\n"
+	".type ph_capture,@function\n"
+	"ph_capture:\n"
+	".cfi_startproc\n"
+	"	movq %rbx, 24(%rdi)\n"
+	"	movq %rbp, 48(%rdi)\n"
+	"	leaq 8(%rsp), %rax\n"
+	"	movq %rax, 56(%rdi)\n"
+	"	movq %r12, 96(%rdi)\n"
+	"	movq %r13, 104(%rdi)\n"
+	"	movq %r14, 112(%rdi)\n"
+	"	movq %r15, 120(%rdi)\n"
+	"	movq (%rsp), %rax\n"
+	"	movq %rax, 128(%rdi)\n"
+	"	ret\n"
+	".cfi_endproc\n"
+	".size ph_capture, .-ph_capture\n");
+

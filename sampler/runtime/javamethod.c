@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* javamethod.c - a HotSpot Method's name through the JVM's own tables. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sampler/log.h"
+#include "sampler/proc.h"
+#include "sampler/runtime/javamethod.h"
+#include "sampler/unwind/dso.h"
+#include "sampler/unwind/maps.h"
+
+#define MAX_ENTRIES 20000	/* of the tables: HotSpot 17 has ~3000 */
+
+enum field {
+	F_CONST_METHOD, F_CONSTANTS, F_NAME_INDEX, F_POOL_HOLDER,
+	F_KLASS_NAME, F_SYM_LENGTH, F_SYM_BODY, F__COUNT
+};
+
+static const struct {
+	const char *type, *field;
+} fields[F__COUNT] = {
+	[F_CONST_METHOD] = { "Method", "_constMethod" },
+	[F_CONSTANTS] = { "ConstMethod", "_constants" },
+	[F_NAME_INDEX] = { "ConstMethod", "_name_index" },
+	[F_POOL_HOLDER] = { "ConstantPool", "_pool_holder" },
+	[F_KLASS_NAME] = { "Klass", "_name" },
+	[F_SYM_LENGTH] = { "Symbol", "_length" },
+	[F_SYM_BODY] = { "Symbol", "_body" },
+};
+
+struct javamethod {
+	struct proc_maps *maps;
+	pid_t pid;
+	bool tried, ready;
+	uint64_t off[F__COUNT];
+	uint64_t pool_size;	/* sizeof(ConstantPool): its slots follow */
+};
+
+int javamethod_new(struct proc_maps *maps, struct javamethod **out)
+{
+	*out = calloc(1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	(*out)->maps = maps;
+	(*out)->pid = maps_pid(maps);
+	return 0;
+}
+
+void javamethod_free(struct javamethod *m)
+{
+	free(m);
+}
+
+static int rd(struct javamethod *m, uint64_t addr, void *buf, size_t len)
+{
+	return addr ? proc_mem_read(m->pid, addr, buf, len) : -EFAULT;
+}
+
+static int rd64(struct javamethod *m, uint64_t addr, uint64_t *v)
+{
+	return rd(m, addr, v, sizeof(*v));
+}
+
+/* A C string of the target, at most size - 1 bytes. */
+static int rd_str(struct javamethod *m, uint64_t addr, char *buf,
+		  size_t size)
+{
+	memset(buf, 0, size);
+	/* may run into an unreadable page: read less */
+	for (size_t len = size - 1; len >= 8; len /= 2)
+		if (!rd(m, addr, buf, len)) {
+			buf[len] = '\0';
+			return 0;
+		}
+	return -EFAULT;
+}
+
+/* The value of a libjvm.so symbol that holds a 64-bit number. */
+static int sym64(struct javamethod *m, struct map_entry *e, const char *name,
+		 uint64_t *v)
+{
+	uint64_t vaddr, size;
+
+	if (dso_object_vaddr(e->dso, name, &vaddr, &size))
+		return -ENOENT;
+	return rd64(m, vaddr + e->bias, v);
+}
+
+static struct map_entry *libjvm(struct javamethod *m)
+{
+	for (size_t i = 0; i < maps_count(m->maps); i++) {
+		const struct map_entry *p = maps_peek(m->maps, i);
+		const char *base = strrchr(p->path, '/');
+		struct map_entry *e;
+
+		if (!p->exec || !base || strcmp(base + 1, "libjvm.so"))
+			continue;
+		e = maps_at(m->maps, i);
+		if (e->dso)
+			return e;
+	}
+	return NULL;
+}
+
+/* The field offsets out of gHotSpotVMStructs. */
+static int read_structs(struct javamethod *m, struct map_entry *e)
+{
+	uint64_t base, o_type, o_field, o_off, stride, tp, fp, off;
+	char type[64], field[64];
+	unsigned found = 0;
+
+	if (sym64(m, e, "gHotSpotVMStructs", &base) ||
+	    sym64(m, e, "gHotSpotVMStructEntryTypeNameOffset", &o_type) ||
+	    sym64(m, e, "gHotSpotVMStructEntryFieldNameOffset", &o_field) ||
+	    sym64(m, e, "gHotSpotVMStructEntryOffsetOffset", &o_off) ||
+	    sym64(m, e, "gHotSpotVMStructEntryArrayStride", &stride))
+		return -ENOENT;
+	for (unsigned i = 0; i < MAX_ENTRIES && found < F__COUNT; i++) {
+		uint64_t entry = base + i * stride;
+
+		if (rd64(m, entry + o_type, &tp))
+			return -EFAULT;
+		if (!tp)
+			break;	/* the table's end */
+		if (rd64(m, entry + o_field, &fp) || !fp ||
+		    rd_str(m, tp, type, sizeof(type)) ||
+		    rd_str(m, fp, field, sizeof(field)))
+			continue;
+		for (int f = 0; f < F__COUNT; f++) {
+			if (strcmp(type, fields[f].type) ||
+			    strcmp(field, fields[f].field) || m->off[f])
+				continue;
+			if (rd64(m, entry + o_off, &off))
+				return -EFAULT;
+			m->off[f] = off + 1;	/* 0: not found */
+			found++;
+		}
+	}
+	for (int f = 0; f < F__COUNT; f++) {
+		if (!m->off[f]) {
+			pr_info("java: %d: no %s::%s in gHotSpotVMStructs",
+				(int)m->pid, fields[f].type, fields[f].field);
+			return -ENOENT;
+		}
+		m->off[f]--;
+	}
+	return 0;
+}
+
+/* sizeof(ConstantPool) out of gHotSpotVMTypes. */
+static int read_types(struct javamethod *m, struct map_entry *e)
+{
+	uint64_t base, o_name, o_size, stride, np;
+	char name[64];
+
+	if (sym64(m, e, "gHotSpotVMTypes", &base) ||
+	    sym64(m, e, "gHotSpotVMTypeEntryTypeNameOffset", &o_name) ||
+	    sym64(m, e, "gHotSpotVMTypeEntrySizeOffset", &o_size) ||
+	    sym64(m, e, "gHotSpotVMTypeEntryArrayStride", &stride))
+		return -ENOENT;
+	for (unsigned i = 0; i < MAX_ENTRIES; i++) {
+		uint64_t entry = base + i * stride;
+
+		if (rd64(m, entry + o_name, &np))
+			return -EFAULT;
+		if (!np)
+			break;
+		if (rd_str(m, np, name, sizeof(name)) ||
+		    strcmp(name, "ConstantPool"))
+			continue;
+		return rd64(m, entry + o_size, &m->pool_size);
+	}
+	pr_info("java: %d: no ConstantPool in gHotSpotVMTypes", (int)m->pid);
+	return -ENOENT;
+}
+
+static int ready(struct javamethod *m)
+{
+	struct map_entry *e;
+
+	if (!m->tried) {
+		m->tried = true;
+		e = libjvm(m);
+		m->ready = e && !read_structs(m, e) && !read_types(m, e);
+	}
+	return m->ready ? 0 : -ENOENT;
+}
+
+/* A Symbol's text, '/' as '.', appended to buf at *len. */
+static int symbol(struct javamethod *m, uint64_t sym, char *buf, size_t size,
+		  size_t *len)
+{
+	uint16_t n;
+	char text[256];
+
+	if (rd(m, sym + m->off[F_SYM_LENGTH], &n, sizeof(n)) || !n ||
+	    n >= sizeof(text) || *len + n + 1 >= size ||
+	    rd(m, sym + m->off[F_SYM_BODY], text, n))
+		return -EFAULT;
+	for (uint16_t i = 0; i < n; i++) {
+		char c = text[i];
+
+		if ((unsigned char)c < 0x20 || c == 0x7f)
+			return -EFAULT;	/* not a name: not a Method */
+		buf[(*len)++] = c == '/' ? '.' : c;
+	}
+	buf[*len] = '\0';
+	return 0;
+}
+
+int javamethod_name(struct javamethod *m, uint64_t addr, char *buf,
+		    size_t size)
+{
+	uint64_t cm, cp, holder, kname, mname;
+	uint16_t idx;
+	size_t len = 0;
+	int ret;
+
+	ret = ready(m);
+	if (ret)
+		return ret;
+	if (addr & 7 || size < 4 ||
+	    rd64(m, addr + m->off[F_CONST_METHOD], &cm) || cm & 7 ||
+	    rd64(m, cm + m->off[F_CONSTANTS], &cp) || cp & 7 ||
+	    rd(m, cm + m->off[F_NAME_INDEX], &idx, sizeof(idx)) ||
+	    rd64(m, cp + m->pool_size + 8ull * idx, &mname) ||
+	    rd64(m, cp + m->off[F_POOL_HOLDER], &holder) ||
+	    rd64(m, holder + m->off[F_KLASS_NAME], &kname))
+		return -EFAULT;
+	if (symbol(m, kname, buf, size, &len))
+		return -EFAULT;
+	buf[len++] = '.';
+	return symbol(m, mname, buf, size, &len);
+}

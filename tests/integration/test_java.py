@@ -1,0 +1,161 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Java frames in the profiles of a HotSpot JVM run with no flag (issue
+26): tests/targets/Known.java, compiled here by javac, run by Debian's
+OpenJDK 17. proffs names its compiled methods by asking the JVM itself,
+through the attach protocol, for its perf map (Compiler.perfmap, what
+jcmd sends), and merges the JVM's thread dump (Thread.print) into
+goroutine.txt.
+
+Held to the CPU time the target itself counted in heavy() and light()
+(ThreadMXBean) over the same window; heavy() does three times light()'s
+work."""
+
+import math
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+import util
+from util import save
+
+JAVA = '/usr/bin/java'
+SRC = os.path.join(util.TARGET_SRC, 'Known.java')
+HZ = 499
+WINDOW = 5
+
+
+def marked_line(tag):
+    """The line of Known.java marked "// line: tag"."""
+    with open(SRC) as f:
+        for n, text in enumerate(f, 1):
+            if text.rstrip().endswith(f'// line: {tag}'):
+                return n
+    raise AssertionError(f'no "// line: {tag}" in {SRC}')
+
+
+@pytest.fixture(scope='module')
+def classes(tmp_path_factory):
+    if not os.path.exists(JAVA) or not os.path.exists('/usr/bin/javac'):
+        pytest.fail('no java or javac (Debian package '
+                    'openjdk-17-jdk-headless)')
+    out = tmp_path_factory.mktemp('java')
+    r = subprocess.run(['javac', '-d', str(out), SRC], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return str(out)
+
+
+@pytest.fixture
+def target(tmp_path, classes):
+    ref = tmp_path / 'spent.txt'
+    # its working directory is the attach trigger's first place
+    t = util.Target('java', '-cp', classes, 'Known', ref, path=JAVA)
+    t.ref = str(ref)
+    yield t
+    t.kill()
+    for leftover in (f'/tmp/perf-{t.pid}.map', f'/tmp/.java_pid{t.pid}'):
+        try:
+            os.unlink(leftover)
+        except OSError:
+            pass
+
+
+def spent(t):
+    """CPU seconds the target counted in heavy() and light() so far (it
+    writes them every 100 ms)."""
+    end = time.monotonic() + 10
+    while time.monotonic() < end:
+        try:
+            with open(t.ref) as f:
+                text = f.read()
+            if text.endswith('\n'):
+                return [float(v) for v in text.split()]
+        except FileNotFoundError:
+            pass
+        time.sleep(0.02)
+    pytest.fail('the target did not report its CPU times')
+
+
+def warm(t, seconds=1.0):
+    """Until heavy() and light() ran that long (compiled by then)."""
+    end = time.monotonic() + 20
+    while time.monotonic() < end and sum(spent(t)) < seconds:
+        time.sleep(0.05)
+
+
+def test_cpu_shares_by_java_method(proffs, target):
+    """heavy() and light() burn 3:1: their shares in cpu_*.pb.gz within 3
+    points of what the target counted itself, named by the JVM's own
+    names of its compiled methods, asked for through the attach socket
+    with no flag on the JVM; >= 90% of the main thread's samples unwound
+    through compiled and interpreted frames to main() and the thread's
+    start."""
+    warm(target)
+    before = spent(target)
+    data = proffs.read(target.pid, f'cpu_{WINDOW}s?hz={HZ}.pb.gz')
+    after = spent(target)
+    p = util.raw(save(data, 'java-cpu.pb.gz'))
+    count = {'heavy': 0, 'light': 0}
+    for s in p.samples:
+        for fn in count:
+            if any(re.fullmatch(rf'long Known\.{fn}\(\)', f)
+                   for f in s.frames):
+                count[fn] += s.values[0]
+    n = count['heavy'] + count['light']
+    assert n >= 0.5 * HZ * (sum(after) - sum(before)), (count, before,
+                                                         after)
+    theirs = (after[0] - before[0]) / (sum(after) - sum(before))
+    ours = count['heavy'] / n
+    assert abs(theirs - 0.75) < 0.05, theirs
+    assert abs(ours - theirs) <= max(0.03, 3 * math.sqrt(
+        theirs * (1 - theirs) / n)), (ours, theirs, count, p.comments)
+    # the main thread's stacks go through its Java frames (compiled,
+    # interpreted, the call stub) to the thread's start
+    main_tid = {s.labels['thread'] for s in p.samples
+                if 'long Known.heavy()' in s.frames}
+    assert len(main_tid) == 1, main_tid
+    main = [s for s in p.samples if s.labels['thread'] in main_tid]
+    total = sum(s.values[0] for s in main)
+    whole = sum(s.values[0] for s in main
+                if s.frames[-3:] == ['ThreadJavaMain', 'start_thread',
+                                     'clone3'] and 'Known.main' in s.frames)
+    assert whole >= 0.9 * total, (whole, total, [
+        s.frames for s in main if 'Known.main' not in s.frames][:5])
+    # main() is interpreted: named by the Method its frame runs
+    through = [s for s in main if s.frames[0] == 'long Known.heavy()']
+    assert through and all(
+        s.frames[1:4] == ['Known.main', 'StubRoutines (1)',
+                          'JavaCalls::call_helper']
+        for s in through if 'Known.main' in s.frames), through[0].frames
+    # what attaching leaves: the listener's socket and the map
+    assert os.path.exists(f'/proc/{target.pid}/root/tmp/perf-'
+                          f'{target.pid}.map')
+    assert not os.path.exists(f'/proc/{target.pid}/cwd/.attach_pid'
+                              f'{target.pid}')
+
+
+def test_sleeping_thread_named(proffs, target):
+    """goroutine.txt names the thread parked in Thread.sleep() by its Java
+    name, with its Java frames (file and line) below its native ones."""
+    warm(target, 0.2)
+    want = f'Known.parkedHere (Known.java:{marked_line("sleep")})'
+    dump = proffs.read(target.pid, 'goroutine.txt?debug=2').decode()
+    blocks = dump.split('\n\n')
+    sleeper = [b for b in blocks if 'known-sleeper' in b]
+    assert len(sleeper) == 1, dump
+    assert want in sleeper[0], sleeper[0]
+    assert 'java.lang.Thread.sleep' in sleeper[0], sleeper[0]
+    # the native frames it sleeps in stay above the Java ones
+    assert sleeper[0].index('JVM_Sleep') < \
+        sleeper[0].index('java.lang.Thread.sleep'), sleeper[0]
+    # the main thread too: its Java name and main() at the bottom
+    main = [b for b in blocks
+            if re.match(r'thread \d+ \[[^]]*\]: main\n', b)]
+    assert len(main) == 1 and 'Known.main (Known.java:' in main[0], dump
+    data = proffs.read(target.pid, 'goroutine.pb.gz')
+    p = util.raw(save(data, 'java-goroutine.pb.gz'))
+    names = {s.labels.get('thread_name') for s in p.samples}
+    assert 'known-sleeper' in names and 'main' in names, names

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Known.java - a JVM with known CPU shares (tests/integration/test_java.py),
+ * run with no flag. The main thread calls heavy() and light() in turn;
+ * heavy() does three times the work of light(), each in a loop of its own
+ * (no shared callee for the JIT to inline into both), and the thread's CPU
+ * time spent in each is counted with ThreadMXBean and written, every
+ * 100 ms, to the file named by the first argument ("HEAVY LIGHT\n",
+ * seconds). main() stays interpreted: its loop turns too slowly to be
+ * compiled, so heavy() and light() are compiled on their own, never
+ * inlined. A thread "known-sleeper" sleeps in parkedHere().
+ */
+import java.io.FileWriter;
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+
+public class Known {
+    static volatile long sink;
+
+    static long heavy() {
+        long x = 1;
+        for (long i = 0; i < 3_000_000L; i++)
+            x = x * 6364136223846793005L + i;   // line: heavy
+        return x;
+    }
+
+    static long light() {
+        long x = 1;
+        for (long i = 0; i < 1_000_000L; i++)
+            x = x * 6364136223846793005L + i;   // line: light
+        return x;
+    }
+
+    static void parkedHere() throws InterruptedException {
+        for (;;)
+            Thread.sleep(1_000_000);   // line: sleep
+    }
+
+    static void report(String path, long heavyNs, long lightNs)
+            throws IOException {
+        Path tmp = Path.of(path + ".tmp");
+        try (FileWriter w = new FileWriter(tmp.toFile())) {
+            w.write(heavyNs / 1e9 + " " + lightNs / 1e9 + "\n");
+        }
+        Files.move(tmp, Path.of(path), StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    public static void main(String[] args) throws Exception {
+        Thread sleeper = new Thread(() -> {
+            try {
+                parkedHere();
+            } catch (InterruptedException e) {
+            }
+        }, "known-sleeper");
+        sleeper.setDaemon(true);
+        sleeper.start();
+        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        long heavyNs = 0, lightNs = 0, last = System.nanoTime();
+        System.out.println("ready");
+        System.out.flush();
+        for (;;) {
+            long t0 = mx.getCurrentThreadCpuTime();
+            sink += heavy();
+            long t1 = mx.getCurrentThreadCpuTime();
+            sink += light();
+            long t2 = mx.getCurrentThreadCpuTime();
+            heavyNs += t1 - t0;
+            lightNs += t2 - t1;
+            if (args.length > 0 && System.nanoTime() - last > 100_000_000L) {
+                report(args[0], heavyNs, lightNs);
+                last = System.nanoTime();
+            }
+        }
+    }
+}
