@@ -8,7 +8,7 @@
 # shellcheck disable=SC2034  # used by the scripts that source this file
 PROFFS_BUILD_PKGS="meson ninja-build pkg-config gcc g++ libc6-dev binutils
 	libfuse3-dev fuse3 libunwind-dev libprotobuf-c-dev protobuf-c-compiler
-	zlib1g-dev libelf-dev libdw-dev libiberty-dev elfutils golang-go
+	zlib1g-dev libdeflate-dev libelf-dev libdw-dev libiberty-dev elfutils golang-go
 	util-linux"
 # The integration tests and their external validators (go tool pprof is
 # in golang-go; perf is the reference profiler; setpriv, findmnt and

@@ -126,26 +126,43 @@ static void *watch(void *arg)
 {
 	struct mountwatch *w = arg;
 	uint64_t gone_since = 0;
-	struct pollfd p = { .fd = w->stop_fd, .events = POLLIN };
+	/* The table is read again only when the kernel says it changed
+	 * (POLLPRI on an open mountinfo), or while the mount is gone: read
+	 * every 200 ms, it was ~7% of a cold read's CPU. Without that fd,
+	 * every time. */
+	struct pollfd p[2] = {
+		{ .fd = w->stop_fd, .events = POLLIN },
+		{ .fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC),
+		  .events = POLLPRI },
+	};
+	bool changed = true;	/* unmounted before the fd was opened */
 	int ret;
 
-	for (;;) {
-		if (poll(&p, 1, POLL_MS) > 0)
-			return NULL;	/* mountwatch_stop() */
-		if (!should_abort(w, &gone_since))
+	for (;; changed = false) {
+		if (!changed && poll(p, p[1].fd >= 0 ? 2 : 1, POLL_MS) > 0) {
+			if (p[0].revents)
+				break;	/* mountwatch_stop() */
+			changed = p[1].revents & (POLLPRI | POLLERR);
+		}
+		if (p[1].fd < 0 || gone_since)
+			changed = true;
+		if (!changed || !should_abort(w, &gone_since))
 			continue;
 		ret = fusectl_abort(w->minor);
 		if (ret) {
 			pr_err("fs: the mount is gone from this namespace but "
 			       "another holds it; cannot end connection %u: "
 			       "%s", w->minor, strerror(-ret));
-			return NULL;
+			break;
 		}
 		pr_info("fs: unmounted here while another mount namespace "
 			"still holds the mount; connection %u ended",
 			w->minor);
-		return NULL;
+		break;
 	}
+	if (p[1].fd >= 0)
+		close(p[1].fd);
+	return NULL;
 }
 
 int mountwatch_start(const char *mountpoint, struct mountwatch **out)

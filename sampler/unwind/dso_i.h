@@ -4,7 +4,8 @@
  * itself and the cache (dso.c: ELF headers, the cache, addresses), the
  * address map, separate debug files and the symbol table (dso_sym.c),
  * and DWARF and .debug_frame (dso_dwarf.c). Private to them; dso.h is
- * the module's interface.
+ * the module's interface. dso_inflate.c readies a separate debug file
+ * for libdw.
  */
 #ifndef PROFFS_DSO_I_H
 #define PROFFS_DSO_I_H
@@ -144,6 +145,14 @@ const char *dso_abs_path(struct dso *d, const char *dir, const char *file);
  * holding vaddr a, or NULL. Called with d->lock held. */
 void dso_load_syms(struct dso *d);
 const struct dso_sym *dso_sym_find(const struct dso *d, uint64_t a);
+
+/* ---- dso_inflate.c ---- */
+
+/* The debug file fd as a memfd with its compressed DWARF sections
+ * inflated and the ones symbolizing skips dropped, into *out_fd (the
+ * caller's; fd stays open): 0; -ENOENT when it has none compressed;
+ * -errno, *out_fd -1, when it cannot be made (use fd as it is). */
+int dso_debug_inflate(int fd, int *out_fd);
 
 /* ---- dso.c ---- */
 

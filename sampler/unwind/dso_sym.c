@@ -238,7 +238,7 @@ static int dso_find_debuginfo(Dwfl_Module *mod, void **userdata,
 			      GElf_Word crc, char **found)
 {
 	const struct dso *d = *userdata;
-	int fd = -1;
+	int fd = -1, mfd;
 
 	(void)mod, (void)modname, (void)base, (void)file_name;
 	if (!d)
@@ -247,8 +247,14 @@ static int dso_find_debuginfo(Dwfl_Module *mod, void **userdata,
 		fd = debug_search(d, d->sysroot, link, crc, found);
 	if (fd < 0)
 		fd = debug_search(d, "", link, crc, found);
-	if (fd < 0)
+	if (fd < 0) {
 		pr_debug("dso: %s: no separate debug file", d->name);
+		return fd;
+	}
+	if (!dso_debug_inflate(fd, &mfd)) {
+		close(fd);
+		fd = mfd;
+	}
 	return fd;
 }
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "sampler/grow.h"
@@ -36,6 +37,8 @@ struct kallsyms {
 	size_t n, cap;
 	char *names;
 	size_t names_len, names_cap;
+	void *map;		/* the cache's file: syms and names in it */
+	size_t map_len;
 	bool unsorted;		/* the file was not in address order */
 	/* Every text symbol, aliases too, sorted by name (kallsyms_addr()):
 	 * built on first use, under lock; NULL until then. */
@@ -71,13 +74,27 @@ static void free_by_name(struct kallsyms *all)
 	free(all);
 }
 
+/* The table: mapped from the cache, or malloc()ed. */
+static void drop_table(struct kallsyms *k)
+{
+	if (k->map) {
+		munmap(k->map, k->map_len);
+	} else {
+		free(k->syms);
+		free(k->names);
+	}
+	k->map = NULL;
+	k->syms = NULL;
+	k->names = NULL;
+	k->n = 0;
+}
+
 void kallsyms_free(struct kallsyms *k)
 {
 	if (!k)
 		return;
 	pthread_mutex_destroy(&k->lock);
-	free(k->syms);
-	free(k->names);
+	drop_table(k);
 	free_by_name(k->by_name);
 	free(k->path);
 	free(k->cache_dir);
@@ -309,6 +326,8 @@ static int load(struct kallsyms *k)
 		k->n = k->cap = img.n;
 		k->names = img.names;
 		k->names_len = k->names_cap = img.names_len;
+		k->map = img.map;
+		k->map_len = img.map_len;
 		memcpy(k->sched, img.sched, sizeof(k->sched));
 		memcpy(k->locks, img.locks, sizeof(k->locks));
 		pr_debug("kallsyms: %zu kernel functions from the cache in %s",
@@ -347,11 +366,7 @@ bool kallsyms_ready(struct kallsyms *k)
 			pr_info("kallsyms: cannot read %s (%s): no kernel "
 				"frames", k->path, strerror(-ret));
 		if (ret) {
-			free(k->syms);
-			free(k->names);
-			k->syms = NULL;
-			k->names = NULL;
-			k->n = 0;
+			drop_table(k);
 		} else {
 			pr_debug("kallsyms: %zu kernel functions from %s",
 				 k->n, k->path);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -125,6 +126,7 @@ int kallsyms_cache_load(const char *dir, const char *from,
 			struct kallsyms_image *img)
 {
 	char path[PATH_MAX];
+	char *map = MAP_FAILED;
 	struct header h;
 	struct stat st;
 	uint64_t modules;
@@ -149,31 +151,29 @@ int kallsyms_cache_load(const char *dir, const char *from,
 		     h.n * sizeof(struct ksym) + h.names_len))
 		ret = -EINVAL;
 	if (!ret) {
+		map = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		ret = map == MAP_FAILED ? -errno : 0;
+	}
+	if (!ret) {
 		*img = (struct kallsyms_image){
 			.n = h.n, .names_len = h.names_len,
-			.syms = malloc(h.n * sizeof(struct ksym) + 1),
-			.names = malloc(h.names_len + 1),
+			.syms = (struct ksym *)(map + sizeof(h)),
+			.names = map + sizeof(h) + h.n * sizeof(struct ksym),
+			.map = map, .map_len = st.st_size,
 		};
 		memcpy(img->sched, h.sched, sizeof(h.sched));
 		memcpy(img->locks, h.locks, sizeof(h.locks));
-		ret = img->syms && img->names ? 0 : -ENOMEM;
+		if (!image_sane(img))
+			ret = -EINVAL;
 	}
-	if (!ret)
-		ret = read_full(fd, img->syms, h.n * sizeof(struct ksym));
-	if (!ret)
-		ret = read_full(fd, img->names, h.names_len);
-	if (!ret && !image_sane(img))
-		ret = -EINVAL;
 	close(fd);
 	if (ret == -EINVAL)
 		pr_notice("kallsyms: %s is not a table of this kernel's "
 			  "symbols: read %s instead", path, from);
-	if (ret) {
-		free(img->syms);
-		free(img->names);
-		img->syms = NULL;
-		img->names = NULL;
-	}
+	if (ret && map != MAP_FAILED)
+		munmap(map, st.st_size);
+	if (ret)
+		*img = (struct kallsyms_image){ 0 };
 	return ret;
 }
 

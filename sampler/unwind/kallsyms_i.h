@@ -9,8 +9,7 @@
  * daemon that read it leaves the parsed table in a file of its own,
  * DIR/kallsyms-BOOT_ID (DIR: /run/proffs for root, which a reboot
  * empties), stamped with a hash of /proc/modules; the next daemon of the
- * same boot with the same modules reads that file back (4.5 MiB, about a
- * millisecond) and anything else reads /proc/kallsyms as before. The
+ * same boot with the same modules maps that file (4.5 MiB, read in place) and anything else reads /proc/kallsyms as before. The
  * directory and the file must be the daemon's own user's, mode 0700 and
  * 0600, not links: the addresses are the kernel's secret (kptr_restrict).
  * Errors: negative errno; a cache that cannot be used is only a slower
@@ -35,10 +34,15 @@ struct kallsyms_image {
 	char *names;
 	size_t names_len;
 	uint64_t sched[2], locks[2];	/* as struct kallsyms has them */
+	/* Loaded from the cache: the file mapped read-only, syms and names
+	 * inside it (munmap(map, map_len), not free()); else NULL. */
+	void *map;
+	size_t map_len;
 };
 
-/* This boot's cached table of the file from into img (syms and names
- * malloc()ed, the caller's): 0; -ENOENT when there is none for this
+/* This boot's cached table of the file from into img (syms and names in
+ * img->map, the file mapped: no copy, only the pages lookups touch; the
+ * caller's): 0; -ENOENT when there is none for this
  * boot, these modules and that file; -EINVAL for a file that is not one;
  * -errno. */
 int kallsyms_cache_load(const char *dir, const char *from,

@@ -58,21 +58,23 @@ harness_args()
 		max_len=65536 ;;
 	dso)
 		srcs="sampler/unwind/dso.c sampler/unwind/dso_dwarf.c
+		      sampler/unwind/dso_inflate.c
 		      sampler/unwind/dso_expire.c
 		      sampler/unwind/dso_sym.c sampler/unwind/demangle.c
 		      sampler/unwind/cu_index.c sampler/unwind/gopclntab.c
 		      sampler/log.c"
 		incs="$sinc"
-		libs="-ldw -lelf -liberty"
+		libs="-ldw -lelf -liberty -lz"
 		max_len=65536 ;;
 	cfi)
 		srcs="sampler/unwind/cfi.c sampler/unwind/dso.c
 		      sampler/unwind/dso_dwarf.c sampler/unwind/dso_sym.c
+		      sampler/unwind/dso_inflate.c
 		      sampler/unwind/dso_expire.c
 		      sampler/unwind/demangle.c sampler/unwind/cu_index.c
 		      sampler/unwind/gopclntab.c sampler/log.c"
 		incs="$sinc"
-		libs="-ldw -lelf -liberty"
+		libs="-ldw -lelf -liberty -lz"
 		max_len=65536 ;;
 	heap-ring)
 		srcs="sampler/heap/heap_ring.c sampler/heap/agent/ring.c sampler/log.c
