@@ -79,8 +79,12 @@ def test_last_window_split_then_after_exit_then_aged_out(proffs, target):
     path = save(data, 'record-after-exit.pb.gz')
     validate_pprof(path)
     shares = leaf_shares(path)
+    # the rule above: 7 s starved of the CPU is a few hundred samples
+    n = sum(s.values[0] for s in validate_pprof(path).samples)
+    assert n > 200, 'too few samples'
+    tol = 0.04 if n >= 2000 else 0.06
     assert abs(shares['hot'] / (shares['hot'] + shares['sibling']) -
-               0.75) <= 0.04, shares
+               0.75) <= tol, (shares, n)
     assert 'exited' in pprof('-top', path)
     txt = proffs.read(t.pid, 'cpu_last7s.txt').decode()
     assert re.search(r'\bhot\n', txt)
