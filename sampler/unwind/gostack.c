@@ -24,6 +24,18 @@ bool gostack_code(struct proc_maps *maps, uint64_t pc)
 	       pc - e->bias > fn.entry;
 }
 
+bool gostack_return(struct proc_maps *maps, uint64_t ra)
+{
+	struct map_entry *e = maps_find(maps, ra);
+	struct gopcln_func fn;
+
+	if (!gostack_code(maps, ra - 1))
+		return false;
+	return !e || !e->dso || !dso_gopcln(e->dso) ||
+	       gopcln_func(dso_gopcln(e->dso), ra - e->bias, &fn) ||
+	       ra - e->bias != fn.entry;
+}
+
 /* Code bytes at addr, from the object's file. */
 static bool code_at(struct proc_maps *maps, uint64_t addr, void *buf,
 		    size_t n)

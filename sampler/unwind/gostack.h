@@ -19,6 +19,12 @@ struct proc_maps;
  * its first byte). */
 bool gostack_code(struct proc_maps *maps, uint64_t pc);
 
+/* Whether ra can return into Go code: the call before it is in a Go
+ * function, past its entry, and ra is no function's first byte (a word
+ * that is one is a stale code pointer, not a return address: a frame
+ * chain read from a goroutine stack another thread runs on by now). */
+bool gostack_return(struct proc_maps *maps, uint64_t ra);
+
 /*
  * The frames a frame-pointer walk skips where the goroutine at sw_pc
  * (systemstack, mcall, morestack...) switched to the system stack: bp is

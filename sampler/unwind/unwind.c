@@ -424,6 +424,10 @@ enum go_top {
 	GO_NOT_TOP,
 	GO_SWITCH,		/* switches stacks: the rest is elsewhere */
 	GO_START,		/* the first frame of a stack */
+	GO_INJECTED,		/* called by no call: the runtime made the
+				 * interrupted frame look like its caller
+				 * (asyncPreempt, sigpanic), whose pc is
+				 * exact, not a return address */
 };
 
 /*
@@ -454,6 +458,8 @@ static enum go_top go_top_frame(const char *name)
 		{ "runtime.walltime1", GO_SWITCH },
 		{ "runtime.vgetrandom1", GO_SWITCH },
 		{ "time.now", GO_SWITCH },
+		{ "runtime.asyncPreempt", GO_INJECTED },
+		{ "runtime.sigpanic", GO_INJECTED },
 		{ "runtime.goexit", GO_START },
 		{ "runtime.mstart", GO_START },
 		{ "runtime.rt0_go", GO_START },
@@ -529,7 +535,7 @@ static const struct row_val *row_get(struct unwinder *u, uint64_t pc)
  * outermost one. */
 static bool row_top(const struct row_val *v, bool *complete)
 {
-	if (!v || !v->top)
+	if (!v || !v->top || v->top == GO_INJECTED)
 		return false;
 	*complete = v->top == GO_START;
 	return true;
@@ -628,6 +634,22 @@ static bool go_start(struct unwinder *u, uint64_t pc)
 }
 
 /*
+ * The caller's pc, to look up and to report, from its return address ra
+ * as found above the frame of callee: the call one byte before it, except
+ * above a frame Go's runtime injected (asyncPreempt at a preemption
+ * signal, sigpanic at a fault), whose "return address" is the exact pc
+ * where the goroutine was interrupted - at a function's first byte, ra - 1
+ * would name the function before it, in its padding, without a line (as
+ * Go's own traceback, which does not subtract there either).
+ */
+static uint64_t caller_pc(struct unwinder *u, uint64_t callee, uint64_t ra)
+{
+	const struct row_val *v = row_get(u, callee);
+
+	return v && v->top == GO_INJECTED ? ra : ra - 1;
+}
+
+/*
  * Leave the system stack (g0's) at a Go function that switched to it
  * (systemstack, mcall, morestack, asmcgocall...) for the goroutine's, by
  * its frame pointer: the switch keeps RBP, so the first frame on the
@@ -647,7 +669,7 @@ static bool go_switch(struct unwinder *u, struct unwind_ctx *ctx,
 	if (!u->live || !(f->known & BIT(CFI_REG_RBP)) || !bp || bp & 7 ||
 	    !livestack_word(u->live, bp, &caller_bp) ||
 	    !livestack_word(u->live, bp + 8, &ra) || !ra ||
-	    !(gostack_code(u->maps, ra - 1) || go_start(u, ra - 1)))
+	    !(gostack_return(u->maps, ra) || go_start(u, ra - 1)))
 		return false;
 	f->r[CFI_REG_RSP] = bp + 16;
 	f->r[CFI_REG_RBP] = caller_bp;
@@ -689,9 +711,10 @@ static bool go_switch_chain(struct unwinder *u, struct unwind_ctx *ctx,
 		uint64_t ra = u->fp_ips[k];
 		bool start = ra && go_start(u, ra - 1);
 
-		if (!start && (!ra || !gostack_code(u->maps, ra - 1)))
+		if (!start && (!ra || !gostack_return(u->maps, ra)))
 			break;
-		pcs[(*cnt)++] = ra - 1;
+		pcs[*cnt] = caller_pc(u, pcs[*cnt - 1], ra);
+		(*cnt)++;
 		added++;
 		if (start) {
 			ctx->complete = true;
@@ -785,8 +808,8 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 			break;
 		/* A return address points after the call; the call itself is
 		 * one byte earlier (a signal frame's would not be: those go
-		 * to libunwind). */
-		lookup = f.r[CFI_REG_RA] - 1;
+		 * to libunwind; nor one Go's runtime injected). */
+		lookup = caller_pc(u, lookup, f.r[CFI_REG_RA]);
 		pcs[cnt++] = lookup;
 	}
 	/* A Go stack cut short (a live frame refused: the goroutine's
