@@ -137,6 +137,9 @@ static bool in_copy(struct unwind_ctx *ctx, uint64_t addr)
  * ucontext read past a signal frame after the signal stack was reused
  * gave prometheus a "frame" in Go's heap. (One in no mapping may be JIT
  * code newer than the maps: kept.) */
+/* Below vm.mmap_min_addr's default nothing is ever mapped. */
+#define LOWEST_CODE 0x10000
+
 static bool continues(struct unwind_ctx *ctx, uint64_t callee_pc,
 		      uint64_t ra)
 {
@@ -145,6 +148,8 @@ static bool continues(struct unwind_ctx *ctx, uint64_t callee_pc,
 
 	ctx->live_read = false;
 	if (live && !livestack_check(ctx->u->live, callee_pc, ra))
+		return false;
+	if (ra < LOWEST_CODE)	/* a small number, never an address */
 		return false;
 	e = maps_find(ctx->u->maps, ra);
 	return !e || e->exec;
