@@ -61,17 +61,7 @@ def target(tmp_path, classes):
 def spent(t):
     """CPU seconds the target counted in heavy() and light() so far (it
     writes them every 100 ms)."""
-    end = time.monotonic() + 10
-    while time.monotonic() < end:
-        try:
-            with open(t.ref) as f:
-                text = f.read()
-            if text.endswith('\n'):
-                return [float(v) for v in text.split()]
-        except FileNotFoundError:
-            pass
-        time.sleep(0.02)
-    pytest.fail('the target did not report its CPU times')
+    return util.reported_numbers(t.ref, 'its CPU times')
 
 
 def warm(t, seconds=1.0):

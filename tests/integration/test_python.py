@@ -79,17 +79,7 @@ def spent(t):
     except FileNotFoundError:
         pass
     os.kill(t.pid, signal.SIGUSR2)
-    end = time.monotonic() + 10
-    while time.monotonic() < end:
-        try:
-            with open(t.ref) as f:
-                text = f.read()
-            if text.endswith('\n'):
-                return [float(v) for v in text.split()]
-        except FileNotFoundError:
-            pass
-        time.sleep(0.02)
-    pytest.fail('the target did not report its CPU times')
+    return util.reported_numbers(t.ref, 'its CPU times')
 
 
 def py_name(frame):

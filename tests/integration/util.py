@@ -635,6 +635,23 @@ def check_fills(frames, palette):
 
 # -- /proc -----------------------------------------------------------------
 
+def reported_numbers(path, what, timeout=10):
+    """The numbers a target wrote to path, once a whole line is there
+    (it writes them itself, as the Java and Python targets do their CPU
+    times); a failure naming what when none come within timeout s."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with open(path) as f:
+                text = f.read()
+            if text.endswith('\n'):
+                return [float(v) for v in text.split()]
+        except FileNotFoundError:
+            pass
+        time.sleep(0.02)
+    pytest.fail(f'the target did not report {what}')
+
+
 def marked_line(path, marker):
     """The number of the line of a target's source that ends with the
     comment marker (e.g. '# line: sleep'), where a test expects a frame."""
