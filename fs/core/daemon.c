@@ -23,6 +23,14 @@
 #include "sampler/unwind/dso.h"
 #include "sampler/unwind/kallsyms.h"
 
+/*
+ * The threads that answer requests: as the sampling threads (cpu.h). A
+ * reply is a few wakeups and a millisecond of CPU, which a thread at
+ * nice 0 beside 200 busy ones gets a slice of every few hundred ms
+ * (docs/performance.md, "A last read beside busy threads").
+ */
+#define DEFAULT_NICE -10
+
 static void syslog_sink(enum proffs_log_level level, const char *fmt,
 			va_list ap)
 {
@@ -119,6 +127,24 @@ static char *default_agent(void)
 	return strdup(PROFFS_AGENT_PATH);
 }
 
+/* -o nice=N: -20 to 19; unset, DEFAULT_NICE. */
+static int parse_nice(const char *s, int *nice)
+{
+	char *end;
+	long v;
+
+	if (!s) {
+		*nice = DEFAULT_NICE;
+		return 0;
+	}
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < -20 || v > 19)
+		return -EINVAL;
+	*nice = (int)v;
+	return 0;
+}
+
 int daemon_check_opts(struct proffs_opts *o, enum heap_method *method)
 {
 	if (!o->max_window_s || !o->max_hz || !o->max_sessions) {
@@ -143,6 +169,11 @@ int daemon_check_opts(struct proffs_opts *o, enum heap_method *method)
 				&o->offcpu)) {
 		fprintf(stderr, "proffs: offcpu= takes auto, sched or "
 				"procfs\n");
+		return -EINVAL;
+	}
+	if (parse_nice(o->nice_str, &o->nice)) {
+		fprintf(stderr, "proffs: nice= takes -20 to 19 (%d)\n",
+			DEFAULT_NICE);
 		return -EINVAL;
 	}
 	if (past_opts(o))
@@ -246,6 +277,7 @@ void daemon_free(struct proffs *fs)
 	free(fs->opts.http_token);
 	free(fs->opts.offcpu_method);
 	free(fs->opts.record_mem_str);
+	free(fs->opts.nice_str);
 }
 
 /*
@@ -267,4 +299,20 @@ void daemon_process_setup(void)
 {
 	keep_freed_memory();
 	raise_fd_limit();
+}
+
+void daemon_serving_priority(const struct proffs *fs)
+{
+	pid_t tid = gettid();
+	int cur;
+
+	errno = 0;
+	cur = getpriority(PRIO_PROCESS, tid);
+	if (cur == fs->opts.nice && !errno)
+		return;
+	if (setpriority(PRIO_PROCESS, tid, fs->opts.nice))
+		pr_notice("fs: the threads that answer requests stay at "
+			  "nice %d: %s (nice=%d needs CAP_SYS_NICE or "
+			  "RLIMIT_NICE)", cur, strerror(errno),
+			  fs->opts.nice);
 }

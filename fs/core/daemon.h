@@ -44,6 +44,8 @@ struct proffs_opts {
 	unsigned record_s;		/* its span */
 	char *record_mem_str;		/* -o record_mem=64M */
 	uint64_t record_mem;		/* parsed, bytes */
+	char *nice_str;			/* -o nice=N */
+	int nice;			/* parsed: the serving threads' */
 	int foreground;
 	int debug;
 };
@@ -116,5 +118,13 @@ int daemon_init(struct proffs *fs, enum heap_method method);
 void daemon_free(struct proffs *fs);
 void daemon_log_choose(struct proffs *fs, int foreground);
 void daemon_log_start(struct proffs *fs);
+
+/*
+ * The calling thread at opts.nice (main() calls it before the threads
+ * that answer requests start: FUSE workers, the HTTP acceptor, and
+ * through them connections and sessions, inherit it); says in the log
+ * when the kernel refuses (no CAP_SYS_NICE or RLIMIT_NICE) and goes on.
+ */
+void daemon_serving_priority(const struct proffs *fs);
 
 #endif

@@ -481,10 +481,14 @@ static void *session_main(void *arg)
 	return NULL;
 }
 
-/* why: where a refusal's reason goes, whylen bytes (may be 0). */
+/* why: where a refusal's reason goes, whylen bytes (may be 0). A
+ * session from the recorder alone (a last window) answers at once: it
+ * runs on the caller's thread (*here set: session_main() after the lock
+ * goes), which answers reads already at the daemon's serving priority
+ * (daemon.h), where a new thread would first wait for a CPU. */
 static int start_locked(struct registry *r, const struct proffs_request *req,
 			const struct session_key *k, struct session **out,
-			char *why, size_t whylen)
+			bool *here, char *why, size_t whylen)
 {
 	struct session *s;
 	pthread_attr_t attr;
@@ -508,10 +512,14 @@ static int start_locked(struct registry *r, const struct proffs_request *req,
 	s->req.kernel = k->kernel;	/* what this caller may see */
 	s->refs = 2;		/* the list's and the thread's */
 	s->listed = true;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	ret = pthread_create(&tid, &attr, session_main, s);
-	pthread_attr_destroy(&attr);
+	*here = req->last;
+	ret = 0;
+	if (!*here) {
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		ret = pthread_create(&tid, &attr, session_main, s);
+		pthread_attr_destroy(&attr);
+	}
 	if (ret) {
 		if (whylen)
 			snprintf(why, whylen, "cannot create its thread");
@@ -537,6 +545,7 @@ static int open_handle(struct registry *r, const struct reg_target *t,
 	struct reg_handle *h = calloc(1, sizeof(*h));
 	struct session_key k;
 	struct session *s;
+	bool here = false;
 	int ret = 0;
 
 	if (whylen)
@@ -548,7 +557,7 @@ static int open_handle(struct registry *r, const struct reg_target *t,
 	expire_locked(r);
 	s = find_locked(r, &k, req, for_size);
 	if (!s)
-		ret = start_locked(r, req, &k, &s, why, whylen);
+		ret = start_locked(r, req, &k, &s, &here, why, whylen);
 	else if (s->done)
 		r->stats.cache_hits++;
 	else
@@ -568,6 +577,8 @@ static int open_handle(struct registry *r, const struct reg_target *t,
 		free(h);
 		return ret;
 	}
+	if (here)
+		session_main(s);
 	*out = h;
 	return 0;
 }

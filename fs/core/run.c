@@ -113,10 +113,8 @@ int run_cpu(const struct run_ctx *c, struct profile **out, struct run_result *r)
 		snprintf(title, sizeof(title), "all processes of uid %u on "
 			 "host %s", (unsigned)c->uid, host);
 	if (c->req->last) {	/* the past: at once, from the recorder */
-		/* as a sampling session does (cpu.h): on a machine whose
-		 * CPUs busy threads share, a thread at their priority
-		 * takes seconds to render and reply */
-		cpu_raise_priority();
+		/* on the thread that answers the read (registry.c), at the
+		 * serving threads' priority (-o nice=, daemon.h) */
 		memset(&st, 0, sizeof(st));
 		ret = past_window(c->rec, c->pid, c->uid, c->req, out);
 	} else {

@@ -58,6 +58,7 @@ static const struct fuse_opt proffs_opt_spec[] = {
 	OPT("record_hz=%u", record_hz, 0),
 	OPT("record_s=%u", record_s, 0),
 	OPT("record_mem=%s", record_mem_str, 0),
+	OPT("nice=%s", nice_str, 0),
 	FUSE_OPT_END
 };
 
@@ -119,6 +120,8 @@ static void usage(const char *prog)
 	       "    -o record_hz=N         its samples a second per CPU (19)\n"
 	       "    -o record_s=N          seconds it keeps (600)\n"
 	       "    -o record_mem=SIZE     memory it keeps, K/M/G (64M)\n"
+	       "    -o nice=N              the nice of the threads that\n"
+	       "                           answer reads (-10; 0: as any)\n"
 	       "\n");
 }
 
@@ -256,6 +259,9 @@ int main(int argc, char *argv[])
 	/* Threads after fuse_daemonize(), which forks. */
 	if (fs.opts.record && past_start(&fs))
 		goto err_out5;	/* logged */
+	/* The FUSE workers, the HTTP acceptor and what they start inherit
+	 * it (the recorder keeps its own, cpu.h). */
+	daemon_serving_priority(&fs);
 	if (fs.opts.http_addr &&
 	    http_start(&fs, fs.opts.http_addr, fs.opts.http_token, &fs.http))
 		goto err_out5;	/* logged */

@@ -451,6 +451,20 @@ int perf_poll_records(struct perf_rec *r, int timeout_ms, perf_record_cb cb,
 	return 0;
 }
 
+int perf_add_wake_fd(struct perf_rec *r, int fd)
+{
+	struct pollfd *p = realloc(r->pfds, (r->npfds + 1) * sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	r->pfds = p;
+	r->pfds[r->npfds].fd = fd;
+	r->pfds[r->npfds].events = POLLIN;
+	r->pfds[r->npfds].revents = 0;
+	r->npfds++;
+	return 0;
+}
+
 int perf_ncpu(const struct perf_rec *r)
 {
 	return r->ncpu;

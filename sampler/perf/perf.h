@@ -128,6 +128,12 @@ int perf_ncpu(const struct perf_rec *r);
 int perf_poll(struct perf_rec *r, int timeout_ms, perf_sample_cb cb,
 	      void *arg);
 
+/*
+ * Another fd perf_poll() waits on beside the rings, readable when its
+ * owner wants the rings read at once (an eventfd another thread
+ * writes); the caller reads it and closes it after perf_close().
+ */
+int perf_add_wake_fd(struct perf_rec *r, int fd);
 
 /* Records the kernel dropped because a ring was full. */
 uint64_t perf_lost(const struct perf_rec *r);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -516,11 +517,18 @@ static void *record_main(void *arg)
 		pthread_mutex_lock(&r->lock);
 		r->now_sec = now;
 		pthread_mutex_unlock(&r->lock);
-		uint64_t t = clock_ns(CLOCK_MONOTONIC);
+		uint64_t t = clock_ns(CLOCK_MONOTONIC), woken;
 
 		ret = perf_poll(r->rec, POLL_MS, on_sample, r);
+		/* A reader waits for the samples up to its request: read
+		 * the rings once more, from a moment after it woke us. */
+		if (!ret && read(r->wake_fd, &woken, sizeof(woken)) > 0) {
+			t = clock_ns(CLOCK_MONOTONIC);
+			ret = perf_poll(r->rec, 0, on_sample, r);
+		}
 		pthread_mutex_lock(&r->lock);
 		r->drained_ns = t;
+		pthread_cond_broadcast(&r->drained);
 		pthread_mutex_unlock(&r->lock);
 		if (ret) {
 			pr_err("record: reading the samples failed: %s; the "
@@ -541,6 +549,7 @@ static void *record_main(void *arg)
 
 int record_start(const struct record_opts *o, struct recorder **out)
 {
+	pthread_condattr_t ca;
 	struct recorder *r;
 	int ret;
 
@@ -558,14 +567,27 @@ int record_start(const struct record_opts *o, struct recorder **out)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&r->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->drained, &ca);
+	pthread_condattr_destroy(&ca);
 	r->now_sec = mono_sec();
-	ret = perf_open_system(o->hz, false, &r->rec);
+	r->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ret = r->wake_fd < 0 ? -errno : 0;
+	if (!ret)
+		ret = perf_open_system(o->hz, false, &r->rec);
 	if (!ret) {
-		ret = -pthread_create(&r->thread, NULL, record_main, r);
+		ret = perf_add_wake_fd(r->rec, r->wake_fd);
+		if (!ret)
+			ret = -pthread_create(&r->thread, NULL, record_main,
+					      r);
 		if (ret)
 			perf_close(r->rec);
 	}
 	if (ret) {
+		if (r->wake_fd >= 0)
+			close(r->wake_fd);
+		pthread_cond_destroy(&r->drained);
 		pthread_mutex_destroy(&r->lock);
 		free(r->buckets);
 		free(r);
@@ -581,6 +603,10 @@ void record_stop(struct recorder *r)
 		return;
 	atomic_store(&r->stop, true);
 	pthread_join(r->thread, NULL);
+	/* a reader still waiting sees stop at its next look */
+	pthread_mutex_lock(&r->lock);
+	pthread_cond_broadcast(&r->drained);
+	pthread_mutex_unlock(&r->lock);
 	pr_info("record: stopped: samples=%llu lost=%llu procs=%u "
 		"mem_bytes=%llu dropped_buckets=%llu cpu_ms=%llu",
 		(unsigned long long)r->st.samples,
@@ -589,6 +615,7 @@ void record_stop(struct recorder *r)
 		(unsigned long long)r->st.dropped_buckets,
 		(unsigned long long)(r->st.cpu_ns / 1000000));
 	perf_close(r->rec);
+	close(r->wake_fd);
 	for (uint32_t i = 0; i < r->nbuckets; i++) {
 		bucket_clear(&r->buckets[i]);
 		free(r->buckets[i].e);
@@ -599,6 +626,7 @@ void record_stop(struct recorder *r)
 			proc_free(p);
 		}
 	free(r->buckets);
+	pthread_cond_destroy(&r->drained);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 }

@@ -87,6 +87,8 @@ struct recorder {
 	uint64_t now_sec;		/* of the sample being added */
 	struct record_stats st;
 	uint64_t drained_ns;		/* samples taken before: all read */
+	pthread_cond_t drained;		/* signalled when drained_ns moves */
+	int wake_fd;			/* an eventfd: read the rings now */
 	pid_t self;
 };
 

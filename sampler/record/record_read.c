@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "sampler/clock.h"
+#include "sampler/log.h"
 #include "sampler/model/profile.h"
 #include "sampler/model/profile_merge.h"
 #include "sampler/record/record.h"
@@ -280,6 +281,29 @@ static int all_window(struct recorder *r, const struct record_query *q,
 	return 0;
 }
 
+/*
+ * The rings may hold the last moments still (the recorder reads them
+ * every POLL_MS): wake its thread and wait, a little, for a reading of
+ * the rings from after now_ns. r->lock held.
+ */
+static void wait_drained(struct recorder *r, uint64_t now_ns)
+{
+	uint64_t one = 1, end = now_ns + DRAIN_WAIT_MS * 1000000ull;
+	struct timespec ts = { .tv_sec = end / 1000000000ull,
+			       .tv_nsec = end % 1000000000ull };
+
+	if (r->drained_ns >= now_ns)
+		return;
+	/* a full counter (never, at one a read) would say EAGAIN: it is
+	 * readable, which is all the recorder looks at */
+	if (write(r->wake_fd, &one, sizeof(one)) < 0)
+		pr_debug("record: waking the recorder: %s", strerror(errno));
+	while (r->drained_ns < now_ns && !atomic_load(&r->stop))
+		if (pthread_cond_timedwait(&r->drained, &r->lock, &ts) ==
+		    ETIMEDOUT)
+			break;
+}
+
 int record_profile(struct recorder *r, const struct record_query *q,
 		   struct profile **out)
 {
@@ -298,14 +322,7 @@ int record_profile(struct recorder *r, const struct record_query *q,
 	if (!q->window_ms || q->window_ms + q->end_ago_ms > end_ms)
 		return -EINVAL;
 	pthread_mutex_lock(&r->lock);
-	/* The rings may hold the last moments still (a busy recorder reads
-	 * them late): wait for a reading that began after now, a little. */
-	for (int i = 0; i < DRAIN_WAIT_MS / 5 && r->drained_ns < now_ns &&
-	     !atomic_load(&r->stop); i++) {
-		pthread_mutex_unlock(&r->lock);
-		usleep(5000);
-		pthread_mutex_lock(&r->lock);
-	}
+	wait_drained(r, now_ns);
 	if (q->pid) {
 		proc = find_locked(r, q->pid);
 		if (proc)	/* the sweep may not have seen it go yet */
