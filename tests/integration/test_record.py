@@ -619,3 +619,36 @@ def test_record_mem_bounds_the_ring_oldest_first(proffs, target):
     assert 0 < held <= kept * 1.01 + 10, (held, kept)
     st = status_of(proffs)
     assert st['record_bytes'] <= st['record_max_bytes'], st
+
+
+def thread_nices(pid):
+    """Each thread's nice, from /proc/PID/task/*/stat (field 19)."""
+    out = {}
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        try:
+            with open(f'/proc/{pid}/task/{tid}/stat') as f:
+                s = f.read()
+        except OSError:
+            continue    # a thread that just ended
+        out[int(tid)] = int(s[s.rindex(')') + 2:].split()[16])
+    return out
+
+
+@pytest.mark.parametrize('proffs_options,nice',
+                         [(RECORD, -10), (RECORD + ('nice=-5',), -5),
+                          (RECORD + ('nice=0',), 0)],
+                         indirect=['proffs_options'])
+def test_threads_that_answer_reads_run_at_nice(proffs, target, nice):
+    """-o nice=N (default -10): the FUSE workers (and the main thread they
+    are created from) answer at N; the recorder keeps its own -10."""
+    if os.geteuid() != 0:
+        pytest.skip('a negative nice needs root or CAP_SYS_NICE')
+    burn = target('burn')
+    time.sleep(1.5)
+    proffs.read(burn.pid, 'cmdline')    # a worker, at least one
+    proffs.read(burn.pid, 'cpu_last1s.pb.gz')
+    nices = thread_nices(proffs.proc.pid)
+    assert nices[proffs.proc.pid] == nice, nices
+    at = [t for t, n in nices.items() if n == nice]
+    assert len(at) >= 2, nices     # the main thread and a worker
+    assert set(nices.values()) <= {nice, -10}, nices
