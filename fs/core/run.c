@@ -115,8 +115,11 @@ int run_cpu(const struct run_ctx *c, struct profile **out, struct run_result *r)
 	if (c->req->last) {	/* the past: at once, from the recorder */
 		/* on the thread that answers the read (registry.c), at the
 		 * serving threads' priority (-o nice=, daemon.h) */
+		uint64_t cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+
 		memset(&st, 0, sizeof(st));
 		ret = past_window(c->rec, c->pid, c->uid, c->req, out);
+		st.daemon_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 	} else {
 		if (o.timeline && c->pid) {
 			o.timeline_t0 = now_ns();

@@ -511,6 +511,7 @@ static void *record_main(void *arg)
 	int ret;
 
 	cpu_raise_priority();	/* see cpu.h: a lagging reader loses */
+	pthread_setname_np(pthread_self(), "proffs-record");	/* top -H */
 	while (!atomic_load(&r->stop)) {
 		uint64_t now = mono_sec();
 

@@ -15,10 +15,14 @@ CPU, 600 s, 64 MiB): a target of 200 busy threads (workers 200) on a
   in % of one CPU.
 - Memory: the daemon's peak RSS with the recorder on against off, and
   what the recorder counts as held (its stop line, mem_bytes).
-- A last read: the time to read cpu_last30s.pb.gz of the target, beside
-  the time to read its cmdline (what any read costs on a machine whose
-  CPUs 200 threads keep busy), and the session's own time (its log line,
-  elapsed_ms: the recorder's part).
+- A last read: the time to read cpu_last30s.pb.gz of the target (READS
+  a round, a second apart), beside the time to read its cmdline (what
+  any read costs on a machine whose CPUs 200 threads keep busy), and the
+  session's own time (its log line, elapsed_ms: the recorder's part).
+  Its CPU: the daemon's threads' but the recorder's (proffs-record), on
+  the CPU over the read (/proc/PID/task/*/schedstat: the FUSE requests,
+  the window, the rendering), and the window's part alone (the session
+  line's daemon_cpu_us).
 """
 
 import argparse
@@ -45,6 +49,24 @@ def span_rate(t, seconds):
     return (b[0] - a[0]) / (b[1] - a[1])
 
 
+READS = 5
+
+
+def answering_cpu_ns(pid):
+    """On-CPU ns of the daemon's threads but the recorder's."""
+    total = 0
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        try:
+            with open(f'/proc/{pid}/task/{tid}/comm') as f:
+                if f.read().strip() == 'proffs-record':
+                    continue
+            with open(f'/proc/{pid}/task/{tid}/schedstat') as f:
+                total += int(f.read().split()[0])
+        except OSError:
+            pass
+    return total
+
+
 def stop_line(d):
     m = re.search(r'record: stopped: .*', d.log_text())
     return m.group(0) if m else ''
@@ -67,7 +89,7 @@ def main():
     exe = os.path.join(args.build, 'tests', 'targets', 'workers')
     t = heap.Mallocs([exe, str(args.threads)])
     on_off, off_off, daemon_pct, reads, hwm = [], [], [], [], {}
-    plain, session_ms, live = [], [], []
+    plain, session_ms, live, read_cpu, window_cpu = [], [], [], [], []
     lines = []
     try:
         time.sleep(1)
@@ -81,12 +103,20 @@ def main():
                 on = span_rate(t, args.seconds)
                 daemon_pct.append(100 * (cpu_seconds(d.proc.pid) - c0) /
                                   (time.monotonic() - w0))
-                t0 = time.monotonic()
-                d.read(t.pid, 'cpu_last30s.pb.gz')
-                reads.append((time.monotonic() - t0) * 1000)
-                t0 = time.monotonic()
-                d.read(t.pid, 'cmdline')
-                plain.append((time.monotonic() - t0) * 1000)
+                for _ in range(READS):
+                    c0 = answering_cpu_ns(d.proc.pid)
+                    t0 = time.monotonic()
+                    d.read(t.pid, 'cpu_last30s.pb.gz')
+                    reads.append((time.monotonic() - t0) * 1000)
+                    read_cpu.append((answering_cpu_ns(d.proc.pid) - c0)
+                                    / 1e6)
+                    t0 = time.monotonic()
+                    d.read(t.pid, 'cmdline')
+                    plain.append((time.monotonic() - t0) * 1000)
+                    m = re.findall(r'session \d+ done: .*daemon_cpu_us='
+                                   r'(\d+) recorder ', d.log_text())
+                    window_cpu.append(int(m[-1]) / 1000 if m else -1)
+                    time.sleep(1)
                 t0 = time.monotonic()
                 d.read(t.pid, 'cpu_1s.pb.gz')
                 live.append((time.monotonic() - t0 - 1) * 1000)
@@ -128,10 +158,16 @@ def main():
         f'({min(off_off):.4f}-{max(off_off):.4f}) |',
         f'| daemon CPU with the recorder on | {med(daemon_pct):.2f}% of '
         f'one CPU ({min(daemon_pct):.2f}-{max(daemon_pct):.2f}) |',
-        f'| cpu_last30s.pb.gz read, wall | {med(reads):.0f} ms '
-        f'({min(reads):.0f}-{max(reads):.0f}) |',
+        f'| cpu_last30s.pb.gz read, wall ({len(reads)} reads) | '
+        f'{med(reads):.0f} ms ({min(reads):.0f}-{max(reads):.0f}) |',
         f'| cmdline read, wall (any read, same load) | {med(plain):.0f} '
         f'ms ({min(plain):.0f}-{max(plain):.0f}) |',
+        f'| daemon CPU of a cpu_last30s read (its threads but the '
+        f'recorder\'s) | {med(read_cpu):.2f} ms ({min(read_cpu):.2f}-'
+        f'{max(read_cpu):.2f}) |',
+        f'| of which the window from the ring (daemon_cpu_us) | '
+        f'{med(window_cpu):.2f} ms ({min(window_cpu):.2f}-'
+        f'{max(window_cpu):.2f}) |',
         f'| cpu_1s.pb.gz read, wall less its 1 s window (a live '
         f'read\'s reply, same load) | {med(live):.0f} ms '
         f'({min(live):.0f}-{max(live):.0f}) |',
