@@ -157,6 +157,9 @@ static void test_dump(struct fake *f)
 		CHECK(!strcmp(fn_name(p, locs[2]),
 			      "java.lang.Thread.run (Thread.java:840)"), "%s",
 		      fn_name(p, locs[2]));
+		CHECK(profile_function(p, profile_location(p, locs[1])->
+				       lines[0].function_id)->runtime,
+		      "a Java frame is a runtime's");
 		CHECK(profile_location(p, locs[1])->lines[0].line == 40,
 		      "line");
 	}
@@ -166,6 +169,27 @@ static void test_dump(struct fake *f)
 	CHECK(n == 3 && again[1] == locs[1], "shared");
 	javart_free(j);
 	profile_free(p);
+}
+
+/* The JVM's perf map: compiled methods by external name, the rest by
+ * their code blob's name. */
+static void test_compiled_method(void)
+{
+	static const char *const yes[] = {
+		"long Known.heavy()", "void java.lang.Thread.run()",
+		"java.lang.String java.lang.String.valueOf(java.lang.Object)",
+		"void Known$Inner.run(int, long)", "int a.b()",
+	};
+	static const char *const no[] = {
+		"Interpreter", "StubRoutines (1)", "I2C/C2I adapters",
+		"unwind_exception Runtime1 stub", "vtable chunks", "", "()",
+		"a.b()", " a.b()", "x .b()", "x a.()", "x a.b(", "x a()",
+	};
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		CHECK(javart_compiled_method(yes[i]), "%s", yes[i]);
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		CHECK(!javart_compiled_method(no[i]), "%s", no[i]);
 }
 
 static bool catches_quit(void)
@@ -191,6 +215,7 @@ int main(void)
 	size_t len;
 	int ret;
 
+	test_compiled_method();
 	snprintf(path, sizeof(path), "/tmp/.java_pid%d", (int)getpid());
 	f.lfd = listen_at(path);
 	test_protocol(&f);

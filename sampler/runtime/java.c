@@ -93,6 +93,20 @@ int javart_method(struct javart *j, uint64_t addr, char *buf, size_t size)
 	return javamethod_name(j->methods, addr, buf, size);
 }
 
+bool javart_compiled_method(const char *name)
+{
+	const char *open = strchr(name, '('), *sp, *dot;
+	size_t n = strlen(name);
+
+	if (!open || name[n - 1] != ')' || open == name)
+		return false;
+	sp = memrchr(name, ' ', open - name);
+	if (!sp || sp == name)
+		return false;
+	dot = memchr(sp, '.', open - sp);
+	return dot && dot > sp + 1 && dot + 1 < open;
+}
+
 static void dump_clear(struct javart *j)
 {
 	free(j->dump);
@@ -317,6 +331,8 @@ static int make_location(struct javart *j, const char *text, uint64_t *loc)
 		snprintf(name, sizeof(name), "%s", func);
 	ret = profile_add_function(j->p, name, func, file[0] ? file : NULL, 0,
 				   &line.function_id);
+	if (!ret)
+		ret = profile_mark_runtime(j->p, line.function_id);
 	if (!ret)
 		ret = profile_add_location(j->p, 0, 0, &line, 1, loc);
 	return ret;

@@ -64,6 +64,15 @@ int javart_perfmap(struct javart *j);
  */
 int javart_method(struct javart *j, uint64_t addr, char *buf, size_t size);
 
+/*
+ * Whether name, a line of the JVM's perf map, is a compiled Java
+ * method's: HotSpot writes a compiled method as its external name,
+ * "RET pkg.Class.method(ARGS)", and other code by its blob's name
+ * ("Interpreter", "StubRoutines (1)", "I2C/C2I adapters"), with no
+ * dotted name before a parenthesis after a space.
+ */
+bool javart_compiled_method(const char *name);
+
 /* Whether javart_perfmap() would try now. j may be NULL. */
 bool javart_perfmap_due(const struct javart *j);
 

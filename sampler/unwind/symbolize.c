@@ -190,7 +190,8 @@ static int add_mapping(struct symbolizer *s, struct map_entry *e,
  * name it in a perf map. A JVM is asked to write its map again when a pc
  * has no name (java.h), at most every JAVA_PERFMAP_MS. */
 static void jit_frame(struct symbolizer *s, const struct map_entry *e,
-		      uint64_t pc, struct dso_frame *f, int *nf)
+		      uint64_t pc, struct dso_frame *f, int *nf,
+		      bool *runtime)
 {
 	const char *name = NULL;
 
@@ -208,6 +209,7 @@ static void jit_frame(struct symbolizer *s, const struct map_entry *e,
 		*f = (struct dso_frame){ .function = name,
 					 .system_name = name };
 		*nf = 1;
+		*runtime = s->java && javart_compiled_method(name);
 	}
 }
 
@@ -217,6 +219,7 @@ static int make_lines(struct symbolizer *s, struct map_entry *e,
 {
 	struct dso_frame frames[MAX_INLINE];
 	char fallback[256], method[512];
+	bool runtime = false;	/* a Java method's frame */
 	int nf = 0, ret;
 
 	if (e && e->dso)
@@ -227,8 +230,9 @@ static int make_lines(struct symbolizer *s, struct map_entry *e,
 		frames[0] = (struct dso_frame){ .function = method,
 						.system_name = method };
 		nf = 1;
+		runtime = true;
 	} else {
-		jit_frame(s, e, pc, frames, &nf);
+		jit_frame(s, e, pc, frames, &nf, &runtime);
 	}
 	for (int i = 0; i < nf; i++) {
 		ret = profile_add_function(s->p, frames[i].function,
@@ -236,6 +240,8 @@ static int make_lines(struct symbolizer *s, struct map_entry *e,
 					   frames[i].file,
 					   frames[i].start_line,
 					   &lines[i].function_id);
+		if (!ret && runtime)
+			ret = profile_mark_runtime(s->p, lines[i].function_id);
 		if (ret)
 			return ret;
 		lines[i].line = frames[i].line;
