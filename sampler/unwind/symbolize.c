@@ -383,6 +383,8 @@ const char *symbolizer_thread_name(struct symbolizer *s, pid_t tid)
 
 	if (s && s->java)
 		javart_frames(s->java, tid, NULL, 0, &n, &name);
+	else if (s)
+		name = pyrt_thread_name(s->py, tid);
 	return name;
 }
 
