@@ -11,6 +11,7 @@
 #include "sampler/unwind/maps.h"
 #include "sampler/model/profile.h"
 #include "sampler/runtime/java.h"
+#include "sampler/runtime/javastack.h"
 #include "sampler/runtime/python.h"
 #include "sampler/unwind/symbolize.h"
 
@@ -218,17 +219,20 @@ static int make_lines(struct symbolizer *s, struct map_entry *e,
 		      uint64_t pc, struct pf_line *lines, uint32_t *n)
 {
 	struct dso_frame frames[MAX_INLINE];
-	char fallback[256], method[512];
+	char fallback[256], method[512], file[256];
 	bool runtime = false;	/* a Java method's frame */
-	int nf = 0, ret;
+	int nf = 0, ret, line;
 
 	if (e && e->dso)
 		dso_symbolize(e->dso, pc - e->bias, frames, MAX_INLINE, &nf);
 	else if (e && !e->exec && s->java &&
-		 !javart_method(s->java, pc, method, sizeof(method))) {
+		 !javart_method(s->java, pc, method, sizeof(method), file,
+				sizeof(file), &line)) {
 		/* an interpreted frame's Method (javastack.h) */
 		frames[0] = (struct dso_frame){ .function = method,
-						.system_name = method };
+						.system_name = method,
+						.file = file[0] ? file : NULL,
+						.line = line };
 		nf = 1;
 		runtime = true;
 	} else {
@@ -271,14 +275,19 @@ static int make_lines(struct symbolizer *s, struct map_entry *e,
 static int new_location(struct symbolizer *s, uint64_t pc, uint64_t *loc_id)
 {
 	struct pf_line lines[MAX_INLINE];
-	uint64_t mapping_id = 0;
+	uint64_t mapping_id = 0, addr = pc;
 	struct map_entry *e;
+	uint16_t bcp16;
 	uint32_t n;
 	int ret;
 
-	e = maps_find(s->maps, pc);
+	/* an interpreted Java frame: its Method's address, and where in it
+	 * (javastack.h), which make_lines() reads */
+	if (s->java)
+		javastack_interp_split(pc, &addr, &bcp16);
+	e = maps_find(s->maps, addr);
 	if (!e && !maps_reload(s->maps))
-		e = maps_find(s->maps, pc);
+		e = maps_find(s->maps, addr);
 	if (e) {
 		ret = add_mapping(s, e, &mapping_id);
 		if (ret)
@@ -288,7 +297,7 @@ static int new_location(struct symbolizer *s, uint64_t pc, uint64_t *loc_id)
 	ret = make_lines(s, e, pc, lines, &n);
 	if (ret)
 		return ret;
-	return profile_add_location(s->p, mapping_id, pc, lines, n, loc_id);
+	return profile_add_location(s->p, mapping_id, addr, lines, n, loc_id);
 }
 
 int symbolizer_location(struct symbolizer *s, uint64_t pc, uint64_t *loc_id)
