@@ -333,7 +333,10 @@ static bool read_signed(const uint8_t *t, size_t n, size_t *i, int32_t *v)
  */
 int javamethod_table_line(const uint8_t *t, size_t n, uint32_t bci)
 {
-	int32_t pc = 0, line = 0, best_pc = 0, best = -1, dpc, dline;
+	/* 64 bits: a table of the target's is no trusted input, and its
+	 * sums must not overflow */
+	int64_t pc = 0, line = 0, best_pc = 0, best = -1;
+	int32_t dpc, dline;
 	size_t i = 0;
 
 	while (i < n && t[i]) {
@@ -349,14 +352,14 @@ int javamethod_table_line(const uint8_t *t, size_t n, uint32_t bci)
 		}
 		pc += dpc;
 		line += dline;
-		if ((uint32_t)pc == bci)
-			return line;
-		if ((uint32_t)pc < bci && pc >= best_pc) {
+		if (pc == bci)
+			return line > 0 && line <= INT32_MAX ? (int)line : -1;
+		if (pc >= best_pc && pc < bci) {
 			best_pc = pc;
 			best = line;
 		}
 	}
-	return best;
+	return best > 0 && best <= INT32_MAX ? (int)best : -1;
 }
 
 int javamethod_line(struct javamethod *m, uint64_t addr, uint16_t bcp16,

@@ -116,6 +116,13 @@ def test_cpu_shares_by_java_method(proffs, target):
         s.frames[1:4] == ['Known.main', 'StubRoutines (1)',
                           'JavaCalls::call_helper']
         for s in through if 'Known.main' in s.frames), through[0].frames
+    # ... at the line of its call, from the bytecode its frame is at and
+    # the Method's line number table, in its class's source file
+    for fn in ('heavy', 'light'):
+        calls = {s.locations[1].lines[0] for s in main
+                 if s.frames[:2] == [f'long Known.{fn}()', 'Known.main']}
+        assert calls == {('Known.main', 'Known.java',
+                          marked_line(f'call-{fn}'))}, (fn, calls)
     # what attaching leaves: the listener's socket and the map
     assert os.path.exists(f'/proc/{target.pid}/root/tmp/perf-'
                           f'{target.pid}.map')
