@@ -7,7 +7,7 @@
  * Thread keeps its name in _name and its kernel thread id in _native_id.
  * They are found through the main interpreter's modules dict (sys.modules)
  * -> the threading module -> its dict -> _active, and each Thread's
- * attributes, all read with process_vm_readv, no stop. The module's
+ * attributes, all read with process_vm_readv, no stop. _active's
  * address is looked up once per session; _active is read again when a
  * thread is asked for that the last read did not name, at most every
  * PYNAMES_MS (a thread that threading does not know, or not yet, stays
@@ -52,7 +52,8 @@
 #define LONG_DIGITS 24		/* its 30-bit digits */
 
 struct pynames {
-	uint64_t module;	/* the threading module; 0: not found */
+	uint64_t active;	/* threading._active (never rebound); 0:
+				 * not found */
 	uint64_t read_ms;	/* of the last read of _active; 0: none */
 	struct pyname {
 		pid_t tid;
@@ -248,16 +249,19 @@ static int read_long(struct pyrt *r, uint64_t addr, int64_t *v)
 	return 0;
 }
 
-static int find_module(struct pyrt *r, struct pynames *pn)
+/* threading._active, through sys.modules, once found kept. */
+static int find_active(struct pyrt *r, struct pynames *pn)
 {
-	uint64_t interp, modules;
+	uint64_t interp, modules, module, mdict;
 
-	if (pn->module)
+	if (pn->active)
 		return 0;
 	if (rd64(r, r->runtime + r->o->rt_interp_head, &interp) ||
-	    rd64(r, interp + INTERP_MODULES, &modules))
+	    rd64(r, interp + INTERP_MODULES, &modules) ||
+	    dict_get(r, modules, "threading", &module) ||
+	    rd64(r, module + MODULE_DICT, &mdict))
 		return -EFAULT;
-	return dict_get(r, modules, "threading", &pn->module);
+	return dict_get(r, mdict, "_active", &pn->active);
 }
 
 static int add_name(struct pynames *pn, pid_t tid, const char *name)
@@ -279,23 +283,21 @@ static int add_name(struct pynames *pn, pid_t tid, const char *name)
 /* Read threading._active again: every Thread's _native_id and _name. */
 static int read_active(struct pyrt *r, struct pynames *pn)
 {
-	uint64_t mdict, active, keys, values, n, *e, key, thread, p;
+	uint64_t keys, values, n, *e, key, thread, p;
 	char name[NAME_MAX_LEN + 1];
 	int64_t tid;
 	uint8_t kind;
 	int ret;
 
 	pn->n = 0;
-	ret = find_module(r, pn);
-	if (!ret && (rd64(r, pn->module + MODULE_DICT, &mdict) ||
-		     dict_get(r, mdict, "_active", &active) ||
-		     rd64(r, active + DICT_KEYS, &keys) ||
-		     rd64(r, active + DICT_VALUES, &values)))
+	ret = find_active(r, pn);
+	if (!ret && (rd64(r, pn->active + DICT_KEYS, &keys) ||
+		     rd64(r, pn->active + DICT_VALUES, &values)))
 		ret = -EFAULT;
 	if (!ret)
 		ret = read_entries(r, keys, &kind, &n, &e);
 	if (ret) {
-		pn->module = 0;	/* looked for again next time */
+		pn->active = 0;	/* looked for again next time */
 		return ret == -ENOMEM ? ret : 0;
 	}
 	for (uint64_t i = 0; i < n && !ret; i++) {
