@@ -221,6 +221,7 @@ static int make_lines(struct symbolizer *s, struct map_entry *e,
 	struct dso_frame frames[MAX_INLINE];
 	char fallback[256], method[512], file[256];
 	bool runtime = false;	/* a Java method's frame */
+	uint16_t bcp16;
 	int nf = 0, ret, line;
 
 	if (e && e->dso)
@@ -254,6 +255,9 @@ static int make_lines(struct symbolizer *s, struct map_entry *e,
 		*n = nf;
 		return 0;
 	}
+	/* an interpreted frame whose Method has no name: its address */
+	if (s->java)
+		javastack_interp_split(pc, &pc, &bcp16);
 	/* The ELF address nm and addr2line take, where the file is known;
 	 * past a file that cannot be read, its offset in it. */
 	if (e && e->dso)
