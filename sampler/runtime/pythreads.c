@@ -276,7 +276,12 @@ static int add_name(struct pynames *pn, pid_t tid, const char *name)
 		pn->cap = ncap;
 	}
 	pn->names[pn->n].tid = tid;
-	snprintf(pn->names[pn->n++].name, NAME_MAX_LEN + 1, "%s", name);
+	snprintf(pn->names[pn->n].name, NAME_MAX_LEN + 1, "%s", name);
+	/* a name is one line of goroutine.txt's: no control characters */
+	for (char *c = pn->names[pn->n].name; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	pn->n++;
 	return 0;
 }
 

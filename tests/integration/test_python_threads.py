@@ -3,10 +3,11 @@
 /usr/bin/python3 (3.11, which names no OS thread: the kernel knows each
 as "python3") runs tests/targets/pythreads.py, whose threads
 threading.Thread(name=...) named "worker-a", "worker-b" (both burning
-CPU) and "idle-c" (asleep). proffs reads threading._active from outside
-and labels the threads by those names in goroutine.txt's headers and as
-thread_name in cpu and wall profiles."""
+CPU), "idle-c" and "odd\\nname" (asleep). proffs reads threading._active
+from outside and labels the threads by those names in goroutine.txt's
+headers and as thread_name in cpu and wall profiles."""
 
+import json
 import os
 import re
 
@@ -24,24 +25,25 @@ def target():
     if not os.path.exists(PYTHON):
         pytest.fail(f'{PYTHON} is missing (Debian package python3)')
     t = util.Target('python3', SCRIPT, path=PYTHON)
-    line = t.proc.stdout.readline().decode()
-    t.tids = {name: tid for name, tid in
-              (kv.split('=') for kv in line.split())}
+    t.tids = {name: str(tid) for name, tid in
+              json.loads(t.proc.stdout.readline()).items()}
     yield t
     t.kill()
 
 
 def test_thread_names_from_threading(proffs, target):
     tids = target.tids
-    assert set(tids) == {'MainThread', 'worker-a', 'worker-b', 'idle-c'}, \
-        tids
+    assert set(tids) == {'MainThread', 'worker-a', 'worker-b', 'idle-c',
+                         'odd\nname'}, tids
     assert tids['MainThread'] == str(target.pid)
     for tid in tids.values():   # what names there were without proffs
         with open(f'/proc/{target.pid}/task/{tid}/comm') as f:
             assert f.read().strip() == 'python3'
     dump = proffs.read(target.pid, 'goroutine.txt?debug=2').decode()
     for name, tid in tids.items():
-        assert re.search(rf'^thread {tid} \[[^]\n]*\]: {name}$', dump,
+        # a name is one line: its control characters are '?'
+        shown = re.escape(name.replace('\n', '?'))
+        assert re.search(rf'^thread {tid} \[[^]\n]*\]: {shown}$', dump,
                          re.M), (name, tid, dump)
     out = util.read_together(proffs, target.pid,
                              ['cpu_2s?hz=99.pb.gz', 'wall_1s.pb.gz'])

@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """A Python target whose threads threading named: "worker-a" and
-"worker-b" burn CPU, "idle-c" sleeps, the main thread waits. The kernel
-knows them all as "python3" (3.11 names no OS thread). Prints "ready"
-once each runs its function (threading has it in _active by then), then
-one line "NAME=TID ..." of every thread's kernel id."""
+"worker-b" burn CPU, "idle-c" and "odd\\nname" (a newline in it) sleep,
+the main thread waits. The kernel knows them all as "python3" (3.11
+names no OS thread). Prints "ready" once each runs its function
+(threading has it in _active by then), then one line of JSON, every
+thread's name -> kernel id."""
+import json
 import threading
 import time
 
@@ -25,7 +27,7 @@ def idle(running):
 def main():
     threads = []
     for name, fn in (('worker-a', burn), ('worker-b', burn),
-                     ('idle-c', idle)):
+                     ('idle-c', idle), ('odd\nname', idle)):
         running = threading.Event()
         t = threading.Thread(target=fn, args=(running,), name=name,
                              daemon=True)
@@ -33,8 +35,8 @@ def main():
         running.wait()
         threads.append(t)
     print('ready', flush=True)
-    print(' '.join(f'{t.name}={t.native_id}' for t in
-                   [threading.current_thread()] + threads), flush=True)
+    print(json.dumps({t.name: t.native_id for t in
+                      [threading.current_thread()] + threads}), flush=True)
     while True:
         time.sleep(60)
 
