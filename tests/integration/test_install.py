@@ -120,9 +120,11 @@ def test_installed_daemon_under_the_units_capabilities(destdir, target):
     bounding = '-all,' + ','.join('+' + c for c in caps if c in known)
     burn = target('burn', user=util.NOBODY)
     mnt = tempfile.mkdtemp(prefix='proffs-caps-')
+    # nice=0: the threads that answer reads stay at 0, so a thread at
+    # -10 is the sampler's own setpriority
     p = subprocess.Popen(['setpriv', '--inh-caps=-all',
                           f'--bounding-set={bounding}', '--', exe, '-f',
-                          '-o', 'allow_other', mnt],
+                          '-o', 'allow_other,nice=0', mnt],
                          stderr=subprocess.PIPE)
     try:
         util.wait_for_mount(p, mnt)
