@@ -48,11 +48,12 @@ def targets(build, tmp):
     }
 
 
-def warm_us(build, argv, window, hz):
+def warm_us(build, argv, window, hz, cleanup=None):
     """µs of daemon CPU per sample in a daemon's second session, and the
     sample count. The CPU time is the session's sampling thread's, as its
     log line says it (daemon_cpu_us, in ns), or else the whole daemon's,
-    counted in clock ticks (a build that does not log it)."""
+    counted in clock ticks (a build that does not log it). cleanup(pid)
+    runs once the target is gone."""
     t = bench.Target(argv)
     d = bench.Daemon(build)
     try:
@@ -61,6 +62,8 @@ def warm_us(build, argv, window, hz):
     finally:
         d.stop()
         t.stop()
+        if cleanup:
+            cleanup(t.pid)
     done = re.findall(r'session \d+ done: .*samples=(\d+) .*'
                       r'daemon_cpu_us=(\d+)', d.log_text())
     if done and int(done[-1][0]):
