@@ -16,12 +16,11 @@ built in DIR (e.g. a build before a change). Writes java-results.md in
 --out.
 
     tests/bench/java.py [--build DIR] [--baseline DIR] [--out DIR]
-                        [--window S] [--hz N] [--rounds N]
+                        [--window S] [--hz N] [--rounds N] [--label NAME]
 """
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -56,6 +55,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--build', default=os.path.join(REPO, 'build'))
     ap.add_argument('--baseline')
+    ap.add_argument('--label', default='baseline',
+                    help='the baseline reader\'s name in the table')
     ap.add_argument('--out', default=os.path.dirname(
         os.path.abspath(__file__)))
     ap.add_argument('--window', type=int, default=3)
@@ -66,7 +67,7 @@ def main():
         progs = targets(args.build, tmp)
         runs = [(name, 'proffs', args.build) for name in progs]
         if args.baseline:
-            runs += [(name, 'baseline', args.baseline) for name in progs]
+            runs += [(name, args.label, args.baseline) for name in progs]
         got = {}
         for r in range(args.rounds):
             for name, who, build in runs:
@@ -75,17 +76,7 @@ def main():
                 got.setdefault((name, who), []).append((us, n))
                 print(f'round {r}: {name} {who}: {us:.1f} us/sample '
                       f'({n} samples)', flush=True)
-    med = {k: statistics.median(u for u, _ in v) for k, v in got.items()}
-    lines = ['# Daemon CPU per Java sample', '',
-             f'{args.rounds} rounds, cpu_{args.window}s?hz={args.hz}, '
-             'warm (second session of a daemon), median µs of daemon CPU '
-             'per sample; tests/bench/java.py.', '',
-             '| target | reader | µs/sample | × native (burn, same reader) |',
-             '| --- | --- | --- | --- |']
-    for (name, who), us in sorted(med.items()):
-        native = med[('burn', who)]
-        lines.append(f'| {name} | {who} | {us:.1f} | {us / native:.2f} |')
-    text = '\n'.join(lines) + '\n'
+    text = python.table(got, args, 'Java', 'java.py')
     print(text)
     with open(os.path.join(args.out, 'java-results.md'), 'w') as f:
         f.write(text)
