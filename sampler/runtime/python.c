@@ -379,7 +379,7 @@ static void remember(uint64_t *set, uint8_t *n, unsigned max, uint64_t v)
  * changed from the first word to the last: a chain walked within those
  * pages, of those code objects, is then the chain of one moment (as
  * read_frames() checks with its second call). *frame 0 when even it
- * could not be read.
+ * could not be read (or the thread runs no Python frame).
  */
 static void read_guess(struct pyrt *r, uint64_t ts, pid_t tid,
 		       uint64_t *cframe, uint64_t *frame, uint64_t *gil_ts,
@@ -475,8 +475,8 @@ static int read_frames(struct pyrt *r, uint64_t ts, pid_t tid, bool guess,
 	*n = *nentry = 0;
 	if (guess) {
 		read_guess(r, ts, tid, &cframe, &frame, &gil_ts, &fast);
-		if (!frame)
-			return -EAGAIN;
+		if (!frame && !fast)
+			return -EAGAIN;	/* unread, or not checked */
 	} else if (mem_u64(r, ts + o->ts_cframe, &cframe) ||
 		   mem_u64(r, cframe + o->cf_current_frame, &frame)) {
 		return -EFAULT;
