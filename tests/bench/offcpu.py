@@ -53,10 +53,33 @@ READS = [(f'{k} {m}', k, m, '') for m in ('procfs', 'sched')
 PER = {'procfs': 'looks', 'sched': 'switches', 'cpu': 'samples'}
 
 
+class Sleepwork(bench.Target):
+    """sleepwork pinned to the targets' CPU: its count and its own CPU
+    time, to the nanosecond, from one line (at ~1% of a CPU, /proc's
+    10 ms ticks read apart from the count were noise of several %)."""
+
+    def _read(self):
+        for line in self.proc.stdout:
+            m = re.match(r'ops (\d+) cpu_ns (\d+)', line)
+            if m:
+                with self.lock:
+                    self.ops = (int(m.group(1)), int(m.group(2)) / 1e9)
+
+    def mark(self):
+        """(pieces of work done, own CPU seconds), at the next report."""
+        with self.lock:
+            seen = self.ops
+        while True:
+            time.sleep(0.02)
+            with self.lock:
+                if self.ops is not seen and self.ops:
+                    return self.ops
+
+
 def start(args, argv):
     path = os.path.join(args.build, 'tests', 'targets', 'sleepwork')
-    return [heap.Mallocs(['taskset', '-c', str(heap.TARGET_CPU), path] +
-                         argv) for _ in range(2)]
+    return [Sleepwork(['taskset', '-c', str(heap.TARGET_CPU), path] + argv)
+            for _ in range(2)]
 
 
 def session_line(d, kind):
@@ -71,7 +94,8 @@ def field(line, key):
 
 
 def profiled(args, d, t, kind, method, query=''):
-    """(speed ratio, daemon µs per thread-sample, event or CPU sample)."""
+    """(speed ratio, daemon µs per thread-sample, event or CPU sample):
+    t[0] profiled, t[1] its twin."""
     name = f'{kind}_{args.seconds}s?hz=99{query}.pb.gz'
     c0 = cpu_seconds(d.proc.pid)
     a, b = heap.pair_rates(t[0], t[1], lambda: d.read(t[0].pid, name))
@@ -114,10 +138,20 @@ def run(args, argv):
             t = start(args, argv)
             try:
                 time.sleep(1)
-                a, b = heap.pair_rates(t[0], t[1],
-                                       lambda: time.sleep(args.seconds))
-                res['unprofiled'].append(a / b)
-                for row, kind, m, q in READS + [('cpu', 'cpu', 'cpu', '')]:
+                # the profiled one alternates between the two, the
+                # noise row read the same way round
+                if r % 2:
+                    t.reverse()
+                for row, kind, m, q in [('unprofiled', '', '', '')] + \
+                        READS + [('cpu', 'cpu', 'cpu', '')]:
+                    if args.only and row != 'unprofiled' and \
+                            not re.search(args.only, row):
+                        continue
+                    if row == 'unprofiled':
+                        a, b = heap.pair_rates(
+                            t[0], t[1], lambda: time.sleep(args.seconds))
+                        res[row].append(a / b)
+                        continue
                     d = ds['procfs' if m == 'cpu' else m]
                     ratio, per, line = profiled(args, d, t, kind, m, q)
                     res[row].append(ratio)
@@ -125,10 +159,13 @@ def run(args, argv):
                         us[row].append(per)
                     lines[row] = line
                 print(f'round {r + 1}: ' + ', '.join(
-                    f'{k} {v[-1]:.3f}' for k, v in res.items()), flush=True)
+                    f'{k} {v[-1]:.3f}' for k, v in res.items() if v),
+                    flush=True)
             finally:
                 for x in t:
                     x.stop()
+            if args.only and not re.search(args.only, 'cpu'):
+                continue
             per = cpu_sample_cost(args, ds['procfs'])
             if per:
                 us['cpu'].append(per)
@@ -166,6 +203,8 @@ def report(results, args):
              '| --- | --- | --- | --- | --- |']
     for workload, (res, us, _) in results:
         for k, v in res.items():
+            if not v:
+                continue
             m = statistics.median(v)
             per = (f'{statistics.median(us[k]):.1f} µs'
                    if us.get(k) else '-')
@@ -186,13 +225,20 @@ def report(results, args):
 
 
 def main():
-    ap = bench.arguments(seconds=10, rounds=3)
+    ap = bench.arguments(seconds=10, rounds=4)
+    ap.add_argument('--only', default='',
+                    help='the reads whose row matches this regex (and the '
+                    'noise row)')
+    ap.add_argument('--workload', default='',
+                    help='the workloads whose name has this')
     args = ap.parse_args()
     if os.cpu_count() < 2:
         sys.exit('needs two CPUs: the targets on one, the tools on the other')
     os.sched_setaffinity(0, {heap.TOOLS_CPU})
     results = []
     for workload, argv in WORKLOADS:
+        if args.workload not in workload:
+            continue
         print(f'== {workload}', flush=True)
         results.append((workload, run(args, argv)))
     report(results, args)
