@@ -41,6 +41,9 @@ WORKLOADS = [
      [str(THREADS), '10000', '10000']),
     ('100 threads waking 10 times a second (100 ms sleeps)',
      [str(THREADS), '100000', '50000']),
+    # few switches for its CPU time: where auto still traces
+    ('20 threads waking 10 times a second, ~1 ms of work each',
+     ['20', '100000', '1000000']),
 ]
 KINDS = ['wall', 'block']
 # (row, kind, method, query): the reads of each round, each method's
@@ -49,6 +52,8 @@ KINDS = ['wall', 'block']
 READS = [(f'{k} {m}', k, m, '') for m in ('procfs', 'sched')
          for k in KINDS] + [('block sched kernel=0', 'block', 'sched',
                              '&kernel=0')]
+# and block by the default: the method auto took (its session line)
+READS += [('block auto', 'block', 'auto', '')]
 # what a session line counts the daemon's work in, by method
 PER = {'procfs': 'looks', 'sched': 'switches', 'cpu': 'samples'}
 
@@ -101,6 +106,8 @@ def profiled(args, d, t, kind, method, query=''):
     a, b = heap.pair_rates(t[0], t[1], lambda: d.read(t[0].pid, name))
     spent = cpu_seconds(d.proc.pid) - c0
     line = session_line(d, kind)
+    if method == 'auto':
+        method = re.search(r' method=(\w+) ', line).group(1)
     assert kind == 'cpu' or f'method={method} ' in line, line
     per = field(line, PER[method])
     return a / b, (spent * 1e6 / per if per else None), line
@@ -132,7 +139,7 @@ def run(args, argv):
     us = {k: [] for k in rows}
     lines = {}
     ds = {m: heap.Daemon(args.build, f'offcpu={m}')
-          for m in ('procfs', 'sched')}
+          for m in ('procfs', 'sched', 'auto')}
     try:
         for r in range(args.rounds):
             t = start(args, argv)
@@ -181,13 +188,18 @@ def fusermount(d):
 
 
 def report(results, args):
-    lines = [f'sleepwork target, {THREADS} threads each doing a fixed '
+    lines = [f'sleepwork target, threads each doing a fixed '
              f'piece of work then sleeping. Each speed is the median of '
              f'{args.rounds} paired measurements of {args.seconds} s: two '
              f'fresh targets taking turns on one CPU, only one profiled '
              f'(the daemon on the other CPU), the profiled one\'s work per '
              f'second of its own CPU time over the other\'s (min-max '
-             f'after it). procfs: a thread-sample is one look at one '
+             f'after it); the target reports its work and its CPU time '
+             f'(to the nanosecond) on one line; the twin profiled '
+             f'alternates from round to round, the noise row (neither '
+             f'profiled) read the same way round. auto: the method '
+             f'offcpu=auto took, by the target\'s switches per second of '
+             f'its CPU time (above 5,000: procfs). procfs: a thread-sample is one look at one '
              f'thread at one tick (hz=99), its cost the daemon\'s CPU over '
              f'the read divided by the looks; sched: an event is a switch '
              f'of a thread out of its CPU and back, its cost the daemon\'s '
@@ -201,7 +213,7 @@ def report(results, args):
              '| workload | read | method | speed vs twin (median, min-max) '
              '| daemon CPU per thread-sample, event / CPU sample |',
              '| --- | --- | --- | --- | --- |']
-    for workload, (res, us, _) in results:
+    for workload, (res, us, sl) in results:
         for k, v in res.items():
             if not v:
                 continue
@@ -210,6 +222,9 @@ def report(results, args):
                    if us.get(k) else '-')
             kind, _, method = k.partition(' ')
             method, _, query = method.partition(' ')
+            if method == 'auto':
+                took = re.search(r' method=(\w+) ', sl.get(k, ''))
+                method = f'auto: {took.group(1) if took else "?"}'
             what = 'unprofiled (noise)' if k == 'unprofiled' else \
                 f'{kind}_{args.seconds}s?hz=99' + (f'&{query}' if query
                                                    else '')
