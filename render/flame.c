@@ -48,6 +48,7 @@ struct tree {
 	int64_t vmin;		/* frames below this value are left out */
 	uint32_t max_depth;	/* of the frames drawn */
 	bool diff;		/* flame_opts.diff */
+	bool *runtime;		/* runtime_keys(), or NULL */
 };
 
 /* Whether s is a base sample of a differential profile. */
@@ -292,8 +293,9 @@ static void put_label(struct folded_buf *b, const char *name, double w)
 	folded_buf_puts(b, "..");
 }
 
-/* Frames of a runtime (Python's "function (file.py:line)"), in every
- * kind of profile: purples, apart from the native frames around them. */
+/* Frames of a runtime (pf_function.runtime: Python's functions, Java's
+ * methods), in every kind of profile: purples, apart from the native
+ * frames around them. */
 #define PALETTE_RUNTIME (FLAME_OFFCPU + 1)
 
 /*
@@ -310,19 +312,26 @@ static const struct {
 	[PALETTE_RUNTIME] = { { 140, 70, 200 }, { 60, 50, 55 }, { 0, 1, 2 } },
 };
 
-/* Whether name is a Python frame's: "function (file.py:line)". */
-static bool runtime_frame(const char *name)
+/*
+ * Which keys are the names of runtime frames (pf_function.runtime, set by
+ * the sampler that read them from the runtime), by string index: NULL
+ * when none is, so most profiles need no array.
+ */
+static int runtime_keys(const struct profile *p, bool **out)
 {
-	size_t n = strlen(name), i;
+	size_t n = profile_nfunctions(p);
 
-	if (n < 8 || name[n - 1] != ')')
-		return false;
-	i = n - 1;
-	while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
-		i--;
-	if (i == n - 1 || i < 5 || name[i - 1] != ':')
-		return false;
-	return !strncmp(name + i - 4, ".py:", 4) && strstr(name, " (");
+	*out = NULL;
+	for (uint64_t id = 1; id <= n; id++) {
+		const struct pf_function *f = profile_function(p, id);
+
+		if (!f->runtime || f->name <= 0)
+			continue;
+		if (!*out && !(*out = calloc(profile_nstrings(p), 1)))
+			return -ENOMEM;
+		(*out)[f->name] = true;
+	}
+	return 0;
 }
 
 static void colour(const char *name, enum flame_palette pal, char out[8])
@@ -390,7 +399,7 @@ static void put_frame(struct folded_buf *b, struct tree *t, uint32_t i,
 	if (t->diff)
 		diff_colour(f->value, f->base, fill);
 	else
-		colour(name, runtime_frame(name) ?
+		colour(name, t->runtime && f->key > 0 && t->runtime[f->key] ?
 		       (enum flame_palette)PALETTE_RUNTIME : mem, fill);
 	folded_buf_printf(b, "<g class=\"frame\" data-v=\"%" PRId64
 			  "\"", f->value);
@@ -668,7 +677,9 @@ int flame_render(const struct profile *p, const struct flame_opts *o,
 	ret = folded_walk_init(&t.w, p);
 	if (ret)
 		return ret;
-	ret = tree_build(&t, vi);
+	ret = runtime_keys(p, &t.runtime);
+	if (!ret)
+		ret = tree_build(&t, vi);
 	if (!ret)
 		ret = tree_sort(&t);
 	if (!ret)
@@ -687,6 +698,7 @@ int flame_render(const struct profile *p, const struct flame_opts *o,
 out:
 	free(title);
 	free(sub);
+	free(t.runtime);
 	free(t.slots);
 	free(t.nodes);
 	folded_walk_fini(&t.w);

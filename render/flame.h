@@ -15,7 +15,9 @@
  * a matching frame are not counted twice); id="details" shows the frame
  * under the pointer (see flame_opts.diff for the differential
  * variant). Colours come from a hash of the name, in the
- * palette's hues: warm (CPU), green (memory), cool blue (off-CPU time).
+ * palette's hues: warm (CPU), green (memory), cool blue (off-CPU time);
+ * a runtime's own frames (pf_function.runtime: Python functions, Java
+ * methods) in purples whatever the palette.
  *
  * Size is bounded: frames narrower than min_width_px are left out (their
  * value stays in their parent), and if more than FLAME_MAX_FRAMES remain

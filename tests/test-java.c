@@ -23,6 +23,7 @@
 #include "sampler/model/profile.h"
 #include "sampler/runtime/jattach.h"
 #include "sampler/runtime/java.h"
+#include "sampler/runtime/javamethod.h"
 
 struct fake {
 	int lfd;
@@ -157,6 +158,9 @@ static void test_dump(struct fake *f)
 		CHECK(!strcmp(fn_name(p, locs[2]),
 			      "java.lang.Thread.run (Thread.java:840)"), "%s",
 		      fn_name(p, locs[2]));
+		CHECK(profile_function(p, profile_location(p, locs[1])->
+				       lines[0].function_id)->runtime,
+		      "a Java frame is a runtime's");
 		CHECK(profile_location(p, locs[1])->lines[0].line == 40,
 		      "line");
 	}
@@ -166,6 +170,53 @@ static void test_dump(struct fake *f)
 	CHECK(n == 3 && again[1] == locs[1], "shared");
 	javart_free(j);
 	profile_free(p);
+}
+
+/* The JVM's perf map: compiled methods by external name, the rest by
+ * their code blob's name. */
+static void test_compiled_method(void)
+{
+	static const char *const yes[] = {
+		"long Known.heavy()", "void java.lang.Thread.run()",
+		"java.lang.String java.lang.String.valueOf(java.lang.Object)",
+		"void Known$Inner.run(int, long)", "int a.b()",
+	};
+	static const char *const no[] = {
+		"Interpreter", "StubRoutines (1)", "I2C/C2I adapters",
+		"unwind_exception Runtime1 stub", "vtable chunks", "", "()",
+		"a.b()", " a.b()", "x .b()", "x a.()", "x a.b(", "x a()",
+	};
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		CHECK(javart_compiled_method(yes[i]), "%s", yes[i]);
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		CHECK(!javart_compiled_method(no[i]), "%s", no[i]);
+}
+
+/* HotSpot's compressed line number table: (bci, line) pairs as deltas,
+ * a byte bci << 3 | line when they fit, else 0xff and two signed
+ * UNSIGNED5 ints; 0 ends it. */
+static void test_line_table(void)
+{
+	static const uint8_t t[] = {
+		0xff, 0x00, 0x14,		/* (0, 10): +0, +10 */
+		0x22,				/* (4, 12): +4, +2 */
+		0xff, 0xd0, 0x06, 0xd0, 0x0c,	/* (300, 500): +296, +488 */
+		0xff, 0x14, 0x01,		/* (310, 499): +10, -1 */
+		0x00, 0x2a, 0x2a,		/* the end; past it, nothing */
+	};
+	static const struct { uint32_t bci; int line; } want[] = {
+		{ 0, 10 }, { 2, 10 }, { 4, 12 }, { 100, 12 }, { 300, 500 },
+		{ 305, 500 }, { 310, 499 }, { 60000, 499 },
+	};
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		CHECK(javamethod_table_line(t, sizeof(t), want[i].bci) ==
+		      want[i].line, "bci %u: %d", want[i].bci,
+		      javamethod_table_line(t, sizeof(t), want[i].bci));
+	/* cut short in an escape: the pairs before it */
+	CHECK(javamethod_table_line(t, 7, 300) == 12, "cut");
+	CHECK(javamethod_table_line(t, 0, 0) == -1, "empty");
 }
 
 static bool catches_quit(void)
@@ -191,6 +242,8 @@ int main(void)
 	size_t len;
 	int ret;
 
+	test_compiled_method();
+	test_line_table();
 	snprintf(path, sizeof(path), "/tmp/.java_pid%d", (int)getpid());
 	f.lfd = listen_at(path);
 	test_protocol(&f);

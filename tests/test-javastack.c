@@ -133,7 +133,9 @@ int main(void)
 			      st.base, 0, &ra, &sp, &bp, &bp_known, &method),
 	      "nothing to return to");
 
-	/* an interpreted frame: RBP at w[8], its Method at RBP - 24 */
+	/* an interpreted frame: RBP at w[8], its Method at RBP - 24, its
+	 * bytecode pointer at RBP - 64 */
+	st.w[0] = 0x7f0012345678;
 	st.w[5] = (uint64_t)meta + 64;
 	st.w[8] = 0x7000200;
 	st.w[9] = (uint64_t)code + 0x3105;
@@ -141,9 +143,30 @@ int main(void)
 			     st.base, st.base + 64, &ra, &sp, &bp, &bp_known,
 			     &method), "interpreted frame");
 	CHECK(ra == (uint64_t)code + 0x3105 && sp == st.base + 80 &&
-	      bp == 0x7000200 && method == (uint64_t)meta + 64,
+	      bp == 0x7000200 &&
+	      method == javastack_interp_pc((uint64_t)meta + 64, st.w[0]),
 	      "ra %#lx sp %#lx method %#lx", (long)ra, (long)sp,
 	      (long)method);
+	{
+		uint64_t m = 0;
+		uint16_t bcp16 = 0;
+
+		CHECK(javastack_interp_split(method, &m, &bcp16) &&
+		      m == (uint64_t)meta + 64 && bcp16 == 0x5678,
+		      "split %#lx %#x", (long)m, bcp16);
+		CHECK(!javastack_interp_split(m, &m, &bcp16) &&
+		      javastack_interp_pc(1ull << 47, 0x5678) == 1ull << 47,
+		      "no tag, no room");
+	}
+	/* its bytecode pointer not readable (below the stack copy): the
+	 * bare Method */
+	st.w[2] = (uint64_t)meta + 64;
+	st.w[6] = (uint64_t)code + 0x3105;
+	CHECK(javastack_step(js, word, &st, (uint64_t)code + 0x2100,
+			     st.base, st.base + 40, &ra, &sp, &bp, &bp_known,
+			     &method) && method == (uint64_t)meta + 64,
+	      "no bcp: method %#lx", (long)method);
+	st.w[2] = st.w[6] = 0;
 	/* the call stub: by RBP too, no Method */
 	CHECK(javastack_step(js, word, &st, (uint64_t)code + 0x3100,
 			     st.base, st.base + 64, &ra, &sp, &bp, &bp_known,

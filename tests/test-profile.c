@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "sampler/model/profile.h"
+#include "sampler/model/profile_merge.h"
 #include "check.h"
 #include "sane-profile.h"
 
@@ -692,8 +693,55 @@ static void test_mem_bytes(void)
 	profile_free(p);
 }
 
+/* pf_function.runtime: set by profile_mark_runtime(), kept by copies
+ * and merges, not part of what makes two functions one. */
+static void test_runtime_flag(void)
+{
+	static const char *const drop[] = { "thread", NULL };
+	struct profile *p, *c, *m;
+	struct pf_line l = { 0, 3 };
+	uint64_t f, g, id, loc;
+	int64_t v = 1;
+
+	MUST(profile_new(&p));
+	MUST(profile_add_sample_type(p, "samples", "count"));
+	MUST(profile_add_function(p, "native", NULL, NULL, 0, &g));
+	MUST(profile_add_function(p, "heavy (a.py:3)", "heavy", "a.py", 1,
+				  &f));
+	CHECK(!profile_function(p, f)->runtime, "not marked yet");
+	MUST(profile_mark_runtime(p, f));
+	CHECK(profile_function(p, f)->runtime, "marked");
+	CHECK(!profile_function(p, g)->runtime, "the other not");
+	CHECK(profile_mark_runtime(p, 0) == -EINVAL &&
+	      profile_mark_runtime(p, 3) == -EINVAL, "ids out of range");
+	MUST(profile_add_function(p, "heavy (a.py:3)", "heavy", "a.py", 1,
+				  &id));
+	CHECK(id == f && profile_function(p, id)->runtime, "the same one");
+	l.function_id = f;
+	MUST(profile_add_location(p, 0, 0, &l, 1, &loc));
+	MUST(profile_add_sample(p, &loc, 1, NULL, 0, &v));
+	MUST(profile_copy_dropping_labels(p, drop, &c));
+	CHECK(profile_function(c, f)->runtime &&
+	      !profile_function(c, g)->runtime, "a copy keeps it");
+	MUST(profile_new(&m));
+	MUST(profile_add_sample_type(m, "samples", "count"));
+	MUST(profile_add_function(m, "other", NULL, NULL, 0, &id));
+	MUST(profile_append(m, p, 1, 1, NULL));
+	for (id = 1; id <= profile_nfunctions(m); id++) {
+		const struct pf_function *fn = profile_function(m, id);
+
+		CHECK(fn->runtime == !strcmp(profile_str(m, fn->name),
+					     "heavy (a.py:3)"),
+		      "appended: %s", profile_str(m, fn->name));
+	}
+	profile_free(m);
+	profile_free(c);
+	profile_free(p);
+}
+
 int main(void)
 {
+	test_runtime_flag();
 	test_new();
 	test_intern();
 	test_sample_types();

@@ -531,6 +531,74 @@ static void test_flame_small(void)
 	profile_free(p);
 }
 
+/* The fill of the frame named name in svg into out ("#rrggbb"). */
+static bool frame_fill(const char *svg, const char *name, char out[8])
+{
+	char want[128];
+	const char *at, *fill;
+
+	snprintf(want, sizeof(want), "<title>%s (", name);
+	at = strstr(svg, want);
+	fill = at ? strstr(at, "fill=\"") : NULL;
+	if (!fill)
+		return false;
+	snprintf(out, 8, "%.7s", fill + 6);
+	return true;
+}
+
+/* A runtime's frames (pf_function.runtime) in purples, in every palette;
+ * a name that only looks like one's is a native frame's. */
+static void test_flame_runtime(void)
+{
+	static const char *const names[] = {
+		"clone3", "Known.main", "long Known.heavy()",
+		"fake (not.py:3)", "heavy (a.py:9)",
+	};
+	static const bool runtime[] = { false, true, true, false, true };
+	enum { N = sizeof(names) / sizeof(names[0]) };
+	static const enum flame_palette pals[] = {
+		FLAME_WARM, FLAME_MEMORY, FLAME_OFFCPU,
+	};
+	struct profile *p;
+	uint64_t locs[N], f;
+	int64_t v = 5;
+	char *svg, fill[8];
+	size_t len;
+
+	MUST(profile_new(&p));
+	MUST(profile_add_sample_type(p, "samples", "count"));
+	for (size_t i = 0; i < N; i++) {
+		struct pf_line l = { 0, 1 };
+
+		MUST(profile_add_function(p, names[i], NULL, NULL, 0, &f));
+		if (runtime[i])
+			MUST(profile_mark_runtime(p, f));
+		l.function_id = f;
+		MUST(profile_add_location(p, 0, 0, &l, 1, &locs[N - 1 - i]));
+	}
+	MUST(profile_add_sample(p, locs, N, NULL, 0, &v));
+	for (size_t k = 0; k < sizeof(pals) / sizeof(pals[0]); k++) {
+		struct flame_opts o = { .sample_index = -1,
+					.palette = pals[k] };
+
+		MUST(flame_render(p, &o, &svg, &len));
+		for (size_t i = 0; i < N; i++) {
+			unsigned r, g, b;
+			bool purple;
+
+			CHECK(frame_fill(svg, names[i], fill), "%s", names[i]);
+			sscanf(fill, "#%2x%2x%2x", &r, &g, &b);
+			/* PALETTE_RUNTIME: red 140..200, green 70..120,
+			 * blue 200..255 */
+			purple = r >= 140 && g <= 120 && b >= 200;
+			CHECK(purple == runtime[i], "palette %zu: %s is %s",
+			      k, names[i], fill);
+		}
+		free(svg);
+	}
+	profile_free(p);
+}
+
 /* 50,000 distinct stacks over 3,000 functions, depth 6..29. */
 static struct profile *big_profile(void)
 {
@@ -602,6 +670,7 @@ int main(void)
 	test_heap_text();
 	test_memstats_text();
 	test_flame_small();
+	test_flame_runtime();
 	test_flame_big();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);

@@ -70,11 +70,14 @@ struct cpu_run {
 	int err;			/* first error of a callback */
 };
 
-/* The thread's label strings, read from /proc the first time it shows. */
-static int thread_labels(struct cpu_run *run, uint32_t pid, uint32_t tid,
-			 struct pf_label labels[2])
+/* The thread's label strings, read the first time it shows: its name
+ * the runtime's (a Python thread's, as threading named it), else the
+ * kernel's (/proc). */
+static int thread_labels(struct cpu_run *run, struct symbolizer *sym,
+			 uint32_t pid, uint32_t tid, struct pf_label labels[2])
 {
 	struct thread_slot *t = NULL;
+	const char *rt;
 	char buf[32];
 
 	for (size_t i = tid, probes = 0; probes < 16; i++, probes++) {
@@ -86,9 +89,10 @@ static int thread_labels(struct cpu_run *run, uint32_t pid, uint32_t tid,
 		t->tid = tid;
 		snprintf(buf, sizeof(buf), "%u", tid);
 		t->tid_str = profile_intern(run->p, buf);
-		if (proc_comm(pid, tid, buf, sizeof(buf)))
+		rt = symbolizer_thread_name(sym, tid);
+		if (!rt && proc_comm(pid, tid, buf, sizeof(buf)))
 			strcpy(buf, "?");
-		t->name_str = profile_intern(run->p, buf);
+		t->name_str = profile_intern(run->p, rt ? rt : buf);
 		if (t->tid_str < 0 || t->name_str < 0) {
 			t->tid = 0;
 			return -ENOMEM;
@@ -284,7 +288,7 @@ static void on_sample(const struct perf_sample *s, void *arg)
 			       MAX_FRAMES + RUNTIME_FRAMES, &n, &gil);
 	if (ret)
 		goto fail;
-	ret = thread_labels(run, s->pid, s->tid, labels);
+	ret = thread_labels(run, c->sc.sym, s->pid, s->tid, labels);
 	if (ret)
 		goto fail;
 	if (!run->o->pid) {

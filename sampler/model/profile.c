@@ -433,10 +433,12 @@ int profile_add_function(struct profile *p, const char *name,
 			 int64_t start_line, uint64_t *id)
 {
 	struct index *ix = &p->function_ix;
-	struct pf_function f = { .start_line = start_line };
+	struct pf_function f;
 	size_t n0 = p->strings.n, k;
 	uint32_t hash;
 
+	memset(&f, 0, sizeof(f));	/* padding too: tables compare by bytes */
+	f.start_line = start_line;
 	f.name = profile_intern(p, name);
 	f.system_name = profile_intern(p, system_name ? system_name : name);
 	f.filename = profile_intern(p, filename);
@@ -461,6 +463,14 @@ int profile_add_function(struct profile *p, const char *name,
 	*(struct pf_function *)vec_at(&p->functions, p->functions.n++) = f;
 	ix->slots[k] = (struct slot){ .idx1 = f.id, .hash = hash };
 	*id = f.id;
+	return 0;
+}
+
+int profile_mark_runtime(struct profile *p, uint64_t id)
+{
+	if (!id || id > p->functions.n)
+		return -EINVAL;
+	((struct pf_function *)vec_at(&p->functions, id - 1))->runtime = true;
 	return 0;
 }
 
@@ -766,7 +776,8 @@ static int copy_tables(const struct profile *src, struct profile *p)
 		if (profile_add_function(p, profile_str(src, f->name),
 					 profile_str(src, f->system_name),
 					 profile_str(src, f->filename),
-					 f->start_line, &id))
+					 f->start_line, &id) ||
+		    (f->runtime && profile_mark_runtime(p, id)))
 			return -ENOMEM;
 	}
 	for (size_t i = 1; i <= profile_nlocations(src); i++) {

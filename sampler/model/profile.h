@@ -76,6 +76,11 @@ struct pf_function {
 	int64_t system_name;
 	int64_t filename;
 	int64_t start_line;
+	/* A language runtime's own frame (a Python function, a Java
+	 * method), as the sampler that read it from the runtime says
+	 * (profile_mark_runtime()); false for native code. Flame graphs
+	 * colour such frames apart; pprof's message has no place for it. */
+	bool runtime;
 };
 
 struct pf_label {
@@ -175,6 +180,10 @@ int profile_add_mapping(struct profile *p, const struct pf_mapping *m,
 int profile_add_function(struct profile *p, const char *name,
 			 const char *system_name, const char *filename,
 			 int64_t start_line, uint64_t *id);
+
+/* Mark function id as a language runtime's frame (pf_function.runtime).
+ * -EINVAL for an id out of range. */
+int profile_mark_runtime(struct profile *p, uint64_t id);
 
 /* Append a location with a copy of lines[0..nlines). */
 int profile_add_location(struct profile *p, uint64_t mapping_id,

@@ -56,6 +56,8 @@ static int function_of(struct merge *m, uint64_t id, uint64_t *out)
 				 profile_str(m->src, f->filename),
 				 f->start_line, &m->fns[id]))
 		return -ENOMEM;
+	if (f->runtime)
+		profile_mark_runtime(m->dst, m->fns[id]);
 	*out = m->fns[id];
 	return 0;
 }

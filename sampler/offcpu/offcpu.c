@@ -178,6 +178,7 @@ static int add_look(struct oc_run *run, struct oc_thread *th, char state,
 int oc_thread_new(struct oc_run *run, pid_t tid, struct oc_thread **out)
 {
 	struct oc_thread *th;
+	const char *rt;
 	char buf[32];
 	int ret;
 
@@ -188,9 +189,11 @@ int oc_thread_new(struct oc_run *run, pid_t tid, struct oc_thread **out)
 	th->copy_size = STACK_MIN;
 	snprintf(buf, sizeof(buf), "%d", (int)tid);
 	th->tid_str = profile_intern(run->p, buf);
-	if (proc_comm(run->o->pid, tid, buf, sizeof(buf)))
+	/* the runtime's name (a Python thread's), else the kernel's */
+	rt = symbolizer_thread_name(run->sc.sym, tid);
+	if (!rt && proc_comm(run->o->pid, tid, buf, sizeof(buf)))
 		strcpy(buf, "?");
-	th->name_str = profile_intern(run->p, buf);
+	th->name_str = profile_intern(run->p, rt ? rt : buf);
 	if (th->tid_str < 0 || th->name_str < 0)
 		return -ENOMEM;
 	th->first_ns = th->last_ns = now_ns();

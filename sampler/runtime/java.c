@@ -13,6 +13,7 @@
 #include "sampler/runtime/jattach.h"
 #include "sampler/runtime/java.h"
 #include "sampler/runtime/javamethod.h"
+#include "sampler/runtime/javastack.h"
 #include "sampler/unwind/maps.h"
 
 #define FRAME_HASH 1024
@@ -86,11 +87,41 @@ int javart_open(struct proc_maps *maps, struct profile *p,
 	return ret;
 }
 
-int javart_method(struct javart *j, uint64_t addr, char *buf, size_t size)
+int javart_method(struct javart *j, uint64_t pc, char *buf, size_t size,
+		  char *file, size_t fsize, int *line)
 {
+	uint64_t addr = pc;
+	uint16_t bcp16;
+	bool at;
+	int ret;
+
+	*line = 0;
+	if (fsize)
+		file[0] = '\0';
 	if (!j || !j->methods)
 		return -ENOENT;
-	return javamethod_name(j->methods, addr, buf, size);
+	at = javastack_interp_split(pc, &addr, &bcp16);
+	ret = javamethod_name(j->methods, addr, buf, size);
+	/* a line that cannot be had leaves the name */
+	if (!ret && at &&
+	    javamethod_line(j->methods, addr, bcp16, file, fsize, line) ==
+	    -ENOMEM)
+		ret = -ENOMEM;
+	return ret;
+}
+
+bool javart_compiled_method(const char *name)
+{
+	const char *open = strchr(name, '('), *sp, *dot;
+	size_t n = strlen(name);
+
+	if (!open || name[n - 1] != ')' || open == name)
+		return false;
+	sp = memrchr(name, ' ', open - name);
+	if (!sp || sp == name)
+		return false;
+	dot = memchr(sp, '.', open - sp);
+	return dot && dot > sp + 1 && dot + 1 < open;
 }
 
 static void dump_clear(struct javart *j)
@@ -317,6 +348,8 @@ static int make_location(struct javart *j, const char *text, uint64_t *loc)
 		snprintf(name, sizeof(name), "%s", func);
 	ret = profile_add_function(j->p, name, func, file[0] ? file : NULL, 0,
 				   &line.function_id);
+	if (!ret)
+		ret = profile_mark_runtime(j->p, line.function_id);
 	if (!ret)
 		ret = profile_add_location(j->p, 0, 0, &line, 1, loc);
 	return ret;

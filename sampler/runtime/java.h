@@ -58,11 +58,24 @@ void javart_allow_attach(struct javart *j);
 int javart_perfmap(struct javart *j);
 
 /*
- * The name of the Method at addr (an interpreted frame's, javastack.h)
- * into buf: "pkg.Class.method". -ENOENT (no layout), -EFAULT (no Method
- * there). j may be NULL (-ENOENT).
+ * The name of the Method of an interpreted frame (pc as javastack.h
+ * gives it, or the Method's bare address) into buf: "pkg.Class.method";
+ * its source file into file ("" when not known) and, where pc says where
+ * in the Method the frame is, its line into *line (0 when not known).
+ * -ENOENT (no layout), -EFAULT (no Method there). j may be NULL
+ * (-ENOENT).
  */
-int javart_method(struct javart *j, uint64_t addr, char *buf, size_t size);
+int javart_method(struct javart *j, uint64_t pc, char *buf, size_t size,
+		  char *file, size_t fsize, int *line);
+
+/*
+ * Whether name, a line of the JVM's perf map, is a compiled Java
+ * method's: HotSpot writes a compiled method as its external name,
+ * "RET pkg.Class.method(ARGS)", and other code by its blob's name
+ * ("Interpreter", "StubRoutines (1)", "I2C/C2I adapters"), with no
+ * dotted name before a parenthesis after a space.
+ */
+bool javart_compiled_method(const char *name);
 
 /* Whether javart_perfmap() would try now. j may be NULL. */
 bool javart_perfmap_due(const struct javart *j);

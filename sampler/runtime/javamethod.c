@@ -15,7 +15,11 @@
 
 enum field {
 	F_CONST_METHOD, F_CONSTANTS, F_NAME_INDEX, F_POOL_HOLDER,
-	F_KLASS_NAME, F_SYM_LENGTH, F_SYM_BODY, F__COUNT
+	F_KLASS_NAME, F_SYM_LENGTH, F_SYM_BODY,
+	F__REQUIRED,
+	/* for lines (javamethod_line()): without them, names only */
+	F_CM_SIZE = F__REQUIRED, F_CM_FLAGS, F_CODE_SIZE, F_SOURCE_FILE,
+	F__COUNT
 };
 
 static const struct {
@@ -28,14 +32,21 @@ static const struct {
 	[F_KLASS_NAME] = { "Klass", "_name" },
 	[F_SYM_LENGTH] = { "Symbol", "_length" },
 	[F_SYM_BODY] = { "Symbol", "_body" },
+	[F_CM_SIZE] = { "ConstMethod", "_constMethod_size" },
+	[F_CM_FLAGS] = { "ConstMethod", "_flags" },
+	[F_CODE_SIZE] = { "ConstMethod", "_code_size" },
+	[F_SOURCE_FILE] = { "ConstantPool", "_source_file_name_index" },
 };
 
 struct javamethod {
 	struct proc_maps *maps;
 	pid_t pid;
 	bool tried, ready;
+	bool lines;		/* the fields and sizes lines need are known */
 	uint64_t off[F__COUNT];
 	uint64_t pool_size;	/* sizeof(ConstantPool): its slots follow */
+	uint64_t cm_size;	/* sizeof(ConstMethod): its bytecodes follow */
+	uint64_t has_lines;	/* ConstMethod::_has_linenumber_table */
 };
 
 int javamethod_new(struct proc_maps *maps, struct javamethod **out)
@@ -138,18 +149,54 @@ static int read_structs(struct javamethod *m, struct map_entry *e)
 			found++;
 		}
 	}
+	m->lines = true;
 	for (int f = 0; f < F__COUNT; f++) {
 		if (!m->off[f]) {
-			pr_info("java: %d: no %s::%s in gHotSpotVMStructs",
-				(int)m->pid, fields[f].type, fields[f].field);
-			return -ENOENT;
+			pr_info("java: %d: no %s::%s in gHotSpotVMStructs%s",
+				(int)m->pid, fields[f].type, fields[f].field,
+				f < F__REQUIRED ? "" : ": no lines");
+			if (f < F__REQUIRED)
+				return -ENOENT;
+			m->lines = false;
+			continue;
 		}
 		m->off[f]--;
 	}
 	return 0;
 }
 
-/* sizeof(ConstantPool) out of gHotSpotVMTypes. */
+/* ConstMethod::_has_linenumber_table out of gHotSpotVMIntConstants. */
+static void read_constants(struct javamethod *m, struct map_entry *e)
+{
+	uint64_t base, o_name, o_value, stride, np;
+	char name[64];
+	int32_t v;
+
+	if (sym64(m, e, "gHotSpotVMIntConstants", &base) ||
+	    sym64(m, e, "gHotSpotVMIntConstantEntryNameOffset", &o_name) ||
+	    sym64(m, e, "gHotSpotVMIntConstantEntryValueOffset", &o_value) ||
+	    sym64(m, e, "gHotSpotVMIntConstantEntryArrayStride", &stride))
+		goto none;
+	for (unsigned i = 0; i < MAX_ENTRIES; i++) {
+		uint64_t entry = base + i * stride;
+
+		if (rd64(m, entry + o_name, &np) || !np)
+			break;
+		if (rd_str(m, np, name, sizeof(name)) ||
+		    strcmp(name, "ConstMethod::_has_linenumber_table"))
+			continue;
+		if (rd(m, entry + o_value, &v, sizeof(v)) || v <= 0)
+			break;
+		m->has_lines = (uint64_t)v;
+		return;
+	}
+none:
+	pr_info("java: %d: no ConstMethod::_has_linenumber_table: no lines",
+		(int)m->pid);
+	m->lines = false;
+}
+
+/* sizeof(ConstantPool) and sizeof(ConstMethod) out of gHotSpotVMTypes. */
 static int read_types(struct javamethod *m, struct map_entry *e)
 {
 	uint64_t base, o_name, o_size, stride, np;
@@ -167,11 +214,21 @@ static int read_types(struct javamethod *m, struct map_entry *e)
 			return -EFAULT;
 		if (!np)
 			break;
-		if (rd_str(m, np, name, sizeof(name)) ||
-		    strcmp(name, "ConstantPool"))
+		if (rd_str(m, np, name, sizeof(name)))
 			continue;
-		return rd64(m, entry + o_size, &m->pool_size);
+		if (!strcmp(name, "ConstantPool") &&
+		    rd64(m, entry + o_size, &m->pool_size))
+			return -EFAULT;
+		if (!strcmp(name, "ConstMethod") &&
+		    rd64(m, entry + o_size, &m->cm_size))
+			return -EFAULT;
+		if (m->pool_size && m->cm_size)
+			break;
 	}
+	if (!m->cm_size)
+		m->lines = false;
+	if (m->pool_size)
+		return 0;
 	pr_info("java: %d: no ConstantPool in gHotSpotVMTypes", (int)m->pid);
 	return -ENOENT;
 }
@@ -184,6 +241,8 @@ static int ready(struct javamethod *m)
 		m->tried = true;
 		e = libjvm(m);
 		m->ready = e && !read_structs(m, e) && !read_types(m, e);
+		if (m->ready && m->lines)
+			read_constants(m, e);
 	}
 	return m->ready ? 0 : -ENOENT;
 }
@@ -233,4 +292,125 @@ int javamethod_name(struct javamethod *m, uint64_t addr, char *buf,
 		return -EFAULT;
 	buf[len++] = '.';
 	return symbol(m, mname, buf, size, &len);
+}
+
+/* An int of HotSpot's CompressedStream (UNSIGNED5: bytes below 192 end
+ * it, each further one worth 64 times more), at *i of t[0..n). */
+static bool read_u5(const uint8_t *t, size_t n, size_t *i, uint32_t *v)
+{
+	uint32_t sum = 0;
+	int shift = 0;
+
+	for (int k = 0; k < 5; k++, shift += 6) {
+		uint32_t b;
+
+		if (*i >= n)
+			return false;
+		b = t[(*i)++];
+		sum += b << shift;
+		if (b < 192 || k == 4)
+			break;
+	}
+	*v = sum;
+	return true;
+}
+
+static bool read_signed(const uint8_t *t, size_t n, size_t *i, int32_t *v)
+{
+	uint32_t u;
+
+	if (!read_u5(t, n, i, &u))
+		return false;
+	*v = (int32_t)(u >> 1) ^ -(int32_t)(u & 1);
+	return true;
+}
+
+/*
+ * The line of bytecode index bci in a compressed line number table (what
+ * Method::line_number_from_bci() reads: pairs of deltas, one byte
+ * bci << 3 | line, or 0xff and two signed ints; 0 ends it): the line of
+ * bci's pair, else of the nearest pair before it; -1 when none.
+ */
+int javamethod_table_line(const uint8_t *t, size_t n, uint32_t bci)
+{
+	/* 64 bits: a table of the target's is no trusted input, and its
+	 * sums must not overflow */
+	int64_t pc = 0, line = 0, best_pc = 0, best = -1;
+	int32_t dpc, dline;
+	size_t i = 0;
+
+	while (i < n && t[i]) {
+		uint8_t b = t[i++];
+
+		if (b == 0xff) {
+			if (!read_signed(t, n, &i, &dpc) ||
+			    !read_signed(t, n, &i, &dline))
+				break;
+		} else {
+			dpc = b >> 3;
+			dline = b & 7;
+		}
+		pc += dpc;
+		line += dline;
+		if (pc == bci)
+			return line > 0 && line <= INT32_MAX ? (int)line : -1;
+		if (pc >= best_pc && pc < bci) {
+			best_pc = pc;
+			best = line;
+		}
+	}
+	return best > 0 && best <= INT32_MAX ? (int)best : -1;
+}
+
+int javamethod_line(struct javamethod *m, uint64_t addr, uint16_t bcp16,
+		    char *file, size_t fsize, int *line)
+{
+	uint64_t cm, cp, base, fname;
+	uint16_t flags, code_size, fidx;
+	int32_t words;
+	uint8_t *table;
+	size_t len = 0, n;
+	uint32_t bci;
+	int ret;
+
+	*line = 0;
+	if (fsize)
+		file[0] = '\0';
+	ret = ready(m);
+	if (ret)
+		return ret;
+	if (!m->lines)
+		return -ENOENT;
+	if (addr & 7 || rd64(m, addr + m->off[F_CONST_METHOD], &cm) ||
+	    cm & 7 || rd64(m, cm + m->off[F_CONSTANTS], &cp) ||
+	    rd(m, cm + m->off[F_CM_FLAGS], &flags, sizeof(flags)) ||
+	    rd(m, cm + m->off[F_CODE_SIZE], &code_size, sizeof(code_size)) ||
+	    rd(m, cm + m->off[F_CM_SIZE], &words, sizeof(words)))
+		return -EFAULT;
+	/* the file, from the class's SourceFile attribute */
+	if (!rd(m, cp + m->off[F_SOURCE_FILE], &fidx, sizeof(fidx)) && fidx &&
+	    !rd64(m, cp + m->pool_size + 8ull * fidx, &fname) &&
+	    symbol(m, fname, file, fsize, &len))
+		file[0] = '\0';
+	base = cm + m->cm_size;
+	bci = (uint16_t)(bcp16 - (uint16_t)base);
+	if (!(flags & m->has_lines) || bci >= code_size ||
+	    words <= 0 || (uint64_t)words * 8 < m->cm_size + code_size)
+		return -ENOENT;
+	n = (uint64_t)words * 8 - m->cm_size - code_size;
+	if (n > 65536)
+		n = 65536;
+	table = malloc(n ? n : 1);
+	if (!table)
+		return -ENOMEM;
+	ret = rd(m, base + code_size, table, n) ? -EFAULT : 0;
+	if (!ret) {
+		*line = javamethod_table_line(table, n, bci);
+		if (*line <= 0) {
+			*line = 0;
+			ret = -ENOENT;
+		}
+	}
+	free(table);
+	return ret;
 }

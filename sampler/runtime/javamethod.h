@@ -29,4 +29,21 @@ void javamethod_free(struct javamethod *m);
 int javamethod_name(struct javamethod *m, uint64_t addr, char *buf,
 		    size_t size);
 
+/*
+ * The source file of the Method at addr's class into file (its
+ * SourceFile attribute, "Known.java"; "" when it has none), and into
+ * *line the line of the bytecode whose pointer's low 16 bits are bcp16
+ * (javastack.h), from the ConstMethod's compressed line number table,
+ * through the fields, sizes and flag gHotSpotVMStructs, gHotSpotVMTypes
+ * and gHotSpotVMIntConstants export. 0 with both; -ENOENT (no layout for
+ * lines, no table, a bytecode outside the method: *line 0, file may be
+ * set), -EFAULT, -ENOMEM.
+ */
+int javamethod_line(struct javamethod *m, uint64_t addr, uint16_t bcp16,
+		    char *file, size_t fsize, int *line);
+
+/* For tests: the line of bytecode index bci in the compressed line
+ * number table t[0..n), -1 when it names none. */
+int javamethod_table_line(const uint8_t *t, size_t n, uint32_t bci);
+
 #endif

@@ -138,19 +138,25 @@ static bool fp_frame(struct javastack *js, uint64_t pc, bool *interp)
 	return name && (*interp || !strncmp(name, "StubRoutines", 12));
 }
 
-/* The interpreter keeps its Method at RBP - 3 words (x86-64's
- * interpreter_frame_method_offset); a word that is no pointer into
- * memory that is not code is not taken. */
+/* The interpreter keeps its Method at RBP - 3 words and its bytecode
+ * pointer at RBP - 8 (x86-64's interpreter_frame_method_offset and
+ * interpreter_frame_bcp_offset; the bcp as saved at the frame's last
+ * call, or its entry); a word that is no pointer into memory that is
+ * not code is not taken. */
 static uint64_t frame_method(struct javastack *js, javastack_word_fn word,
 			     void *arg, uint64_t bp)
 {
 	const struct map_entry *e;
-	uint64_t m;
+	uint64_t m, bcp;
 
 	if (!word(arg, bp - 24, &m) || !m || m & 7)
 		return 0;
 	e = maps_find(js->maps, m);
-	return e && !e->exec ? m : 0;
+	if (!e || e->exec)
+		return 0;
+	if (!word(arg, bp - 64, &bcp))
+		return m;
+	return javastack_interp_pc(m, bcp);
 }
 
 bool javastack_step(struct javastack *js, javastack_word_fn word, void *arg,

@@ -31,6 +31,34 @@
 /* How far above a frame's sp its return address is looked for. */
 #define JAVASTACK_SCAN_BYTES 8192
 
+/*
+ * An interpreted frame stands in a stack for its Method and where it is
+ * in the Method's bytecodes: the Method's address (a user address, below
+ * 2^47 on x86-64), bit 47 set, and in bits 48..63 the low 16 bits of
+ * the frame's bytecode pointer, from which and the Method's code base
+ * the bytecode index follows (a method's code is under 64 KiB).
+ */
+#define JAVASTACK_INTERP_BIT (1ull << 47)
+
+static inline uint64_t javastack_interp_pc(uint64_t method, uint64_t bcp)
+{
+	if (method >= JAVASTACK_INTERP_BIT)
+		return method;	/* no room: no bytecode index */
+	return method | JAVASTACK_INTERP_BIT | (bcp & 0xffff) << 48;
+}
+
+/* Whether pc is an interpreted frame's (javastack_interp_pc()), with its
+ * Method and the low 16 bits of its bytecode pointer. */
+static inline bool javastack_interp_split(uint64_t pc, uint64_t *method,
+					  uint16_t *bcp16)
+{
+	if (!(pc & JAVASTACK_INTERP_BIT))
+		return false;
+	*method = pc & (JAVASTACK_INTERP_BIT - 1);
+	*bcp16 = (uint16_t)(pc >> 48);
+	return true;
+}
+
 struct javastack;
 struct proc_maps;
 
@@ -48,8 +76,9 @@ typedef bool (*javastack_word_fn)(void *arg, uint64_t addr, uint64_t *v);
  * The caller of the frame at pc whose sp is sp and whose RBP is bp: its
  * return address *ra, its sp *caller_sp and its RBP *caller_bp
  * (*bp_known false when it could not be read). *method is the Method
- * an interpreted frame runs (javamethod.h names it; it lives in memory
- * that is not executable, so it cannot be taken for a pc), else 0.
+ * an interpreted frame runs and where in it, javastack_interp_pc()
+ * (javamethod.h names it; it lives in memory that is not executable, so
+ * it cannot be taken for a pc), else 0.
  * false when no return address is found.
  */
 bool javastack_step(struct javastack *js, javastack_word_fn word, void *arg,

@@ -291,6 +291,8 @@ static int frame_location(struct pyrt *r, const struct py_frame *f,
 	ret = profile_add_function(r->p, name, c->name, c->file,
 				   c->firstlineno, &line.function_id);
 	if (!ret)
+		ret = profile_mark_runtime(r->p, line.function_id);
+	if (!ret)
 		ret = profile_add_location(r->p, 0, 0, &line, 1, loc);
 	if (ret)
 		return ret;

@@ -75,6 +75,14 @@ int pyrt_locations(struct pyrt *r, const struct pyrt_native *nat, pid_t tid,
  */
 int pyrt_snapshot(struct pyrt *r, pid_t tid);
 
+/*
+ * The name the threading module gave thread tid (threading.Thread(
+ * name=...), "MainThread"), read from the process (pythreads.c), or NULL
+ * when it has none that can be read. Owned by r, valid until the next
+ * call. r may be NULL.
+ */
+const char *pyrt_thread_name(struct pyrt *r, pid_t tid);
+
 /* Comments on what could not be merged, for the profile. 0 or -ENOMEM. */
 int pyrt_note(struct pyrt *r);
 

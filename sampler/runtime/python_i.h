@@ -89,9 +89,14 @@ struct pyrt {
 	struct py_frame frames[MAX_PY_FRAMES];
 	struct py_snap *snaps;		/* read while threads were stopped */
 	size_t nsnaps, snaps_cap;
+	struct pynames *names;		/* pythreads.c's; NULL: none yet */
 	/* counted, for pyrt_note() */
 	uint64_t merged, changed, mismatch, no_thread, unreadable;
 };
+
+struct pynames;
+/* Free pythreads.c's state; NULL is fine. */
+void pyrt_names_free(struct pynames *pn);
 
 /* Grow r's code table (twice the slots); 0 or -ENOMEM. */
 int pyrt_codes_grow(struct pyrt *r);

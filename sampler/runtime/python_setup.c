@@ -118,6 +118,7 @@ void pyrt_free(struct pyrt *r)
 {
 	if (!r)
 		return;
+	pyrt_names_free(r->names);
 	for (size_t i = 0; i < r->codes_cap; i++)
 		if (r->codes[i]) {
 			pyrt_code_clear(r->codes[i]);

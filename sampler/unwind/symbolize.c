@@ -11,6 +11,7 @@
 #include "sampler/unwind/maps.h"
 #include "sampler/model/profile.h"
 #include "sampler/runtime/java.h"
+#include "sampler/runtime/javastack.h"
 #include "sampler/runtime/python.h"
 #include "sampler/unwind/symbolize.h"
 
@@ -190,7 +191,8 @@ static int add_mapping(struct symbolizer *s, struct map_entry *e,
  * name it in a perf map. A JVM is asked to write its map again when a pc
  * has no name (java.h), at most every JAVA_PERFMAP_MS. */
 static void jit_frame(struct symbolizer *s, const struct map_entry *e,
-		      uint64_t pc, struct dso_frame *f, int *nf)
+		      uint64_t pc, struct dso_frame *f, int *nf,
+		      bool *runtime)
 {
 	const char *name = NULL;
 
@@ -208,6 +210,7 @@ static void jit_frame(struct symbolizer *s, const struct map_entry *e,
 		*f = (struct dso_frame){ .function = name,
 					 .system_name = name };
 		*nf = 1;
+		*runtime = s->java && javart_compiled_method(name);
 	}
 }
 
@@ -216,19 +219,25 @@ static int make_lines(struct symbolizer *s, struct map_entry *e,
 		      uint64_t pc, struct pf_line *lines, uint32_t *n)
 {
 	struct dso_frame frames[MAX_INLINE];
-	char fallback[256], method[512];
-	int nf = 0, ret;
+	char fallback[256], method[512], file[256];
+	bool runtime = false;	/* a Java method's frame */
+	uint16_t bcp16;
+	int nf = 0, ret, line;
 
 	if (e && e->dso)
 		dso_symbolize(e->dso, pc - e->bias, frames, MAX_INLINE, &nf);
 	else if (e && !e->exec && s->java &&
-		 !javart_method(s->java, pc, method, sizeof(method))) {
+		 !javart_method(s->java, pc, method, sizeof(method), file,
+				sizeof(file), &line)) {
 		/* an interpreted frame's Method (javastack.h) */
 		frames[0] = (struct dso_frame){ .function = method,
-						.system_name = method };
+						.system_name = method,
+						.file = file[0] ? file : NULL,
+						.line = line };
 		nf = 1;
+		runtime = true;
 	} else {
-		jit_frame(s, e, pc, frames, &nf);
+		jit_frame(s, e, pc, frames, &nf, &runtime);
 	}
 	for (int i = 0; i < nf; i++) {
 		ret = profile_add_function(s->p, frames[i].function,
@@ -236,6 +245,8 @@ static int make_lines(struct symbolizer *s, struct map_entry *e,
 					   frames[i].file,
 					   frames[i].start_line,
 					   &lines[i].function_id);
+		if (!ret && runtime)
+			ret = profile_mark_runtime(s->p, lines[i].function_id);
 		if (ret)
 			return ret;
 		lines[i].line = frames[i].line;
@@ -244,6 +255,9 @@ static int make_lines(struct symbolizer *s, struct map_entry *e,
 		*n = nf;
 		return 0;
 	}
+	/* an interpreted frame whose Method has no name: its address */
+	if (s->java)
+		javastack_interp_split(pc, &pc, &bcp16);
 	/* The ELF address nm and addr2line take, where the file is known;
 	 * past a file that cannot be read, its offset in it. */
 	if (e && e->dso)
@@ -265,14 +279,19 @@ static int make_lines(struct symbolizer *s, struct map_entry *e,
 static int new_location(struct symbolizer *s, uint64_t pc, uint64_t *loc_id)
 {
 	struct pf_line lines[MAX_INLINE];
-	uint64_t mapping_id = 0;
+	uint64_t mapping_id = 0, addr = pc;
 	struct map_entry *e;
+	uint16_t bcp16;
 	uint32_t n;
 	int ret;
 
-	e = maps_find(s->maps, pc);
+	/* an interpreted Java frame: its Method's address, and where in it
+	 * (javastack.h), which make_lines() reads */
+	if (s->java)
+		javastack_interp_split(pc, &addr, &bcp16);
+	e = maps_find(s->maps, addr);
 	if (!e && !maps_reload(s->maps))
-		e = maps_find(s->maps, pc);
+		e = maps_find(s->maps, addr);
 	if (e) {
 		ret = add_mapping(s, e, &mapping_id);
 		if (ret)
@@ -282,7 +301,7 @@ static int new_location(struct symbolizer *s, uint64_t pc, uint64_t *loc_id)
 	ret = make_lines(s, e, pc, lines, &n);
 	if (ret)
 		return ret;
-	return profile_add_location(s->p, mapping_id, pc, lines, n, loc_id);
+	return profile_add_location(s->p, mapping_id, addr, lines, n, loc_id);
 }
 
 int symbolizer_location(struct symbolizer *s, uint64_t pc, uint64_t *loc_id)
@@ -377,6 +396,8 @@ const char *symbolizer_thread_name(struct symbolizer *s, pid_t tid)
 
 	if (s && s->java)
 		javart_frames(s->java, tid, NULL, 0, &n, &name);
+	else if (s)
+		name = pyrt_thread_name(s->py, tid);
 	return name;
 }
 

@@ -63,8 +63,10 @@ int symbolizer_hold(struct symbolizer *s, pid_t tid);
  */
 int symbolizer_dump(struct symbolizer *s);
 
-/* The runtime's name of thread tid (a Java thread's), or NULL. Owned by
- * the symbolizer, valid until the next symbolizer_dump(). */
+/* The runtime's name of thread tid, or NULL: a Java thread's from the
+ * last symbolizer_dump(), a Python thread's as threading named it (read
+ * from the process when not known yet, python.h). Owned by the
+ * symbolizer, valid until the next symbolizer_dump() or call. */
 const char *symbolizer_thread_name(struct symbolizer *s, pid_t tid);
 
 /* The caller asked for this one process and may ptrace it: a runtime may

@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+import browser
 import util
 from util import save
 
@@ -115,6 +116,13 @@ def test_cpu_shares_by_java_method(proffs, target):
         s.frames[1:4] == ['Known.main', 'StubRoutines (1)',
                           'JavaCalls::call_helper']
         for s in through if 'Known.main' in s.frames), through[0].frames
+    # ... at the line of its call, from the bytecode its frame is at and
+    # the Method's line number table, in its class's source file
+    for fn in ('heavy', 'light'):
+        calls = {s.locations[1].lines[0] for s in main
+                 if s.frames[:2] == [f'long Known.{fn}()', 'Known.main']}
+        assert calls == {('Known.main', 'Known.java',
+                          marked_line(f'call-{fn}'))}, (fn, calls)
     # what attaching leaves: the listener's socket and the map
     assert os.path.exists(f'/proc/{target.pid}/root/tmp/perf-'
                           f'{target.pid}.map')
@@ -144,3 +152,40 @@ def test_sleeping_thread_named(proffs, target):
     p = util.raw(save(data, 'java-goroutine.pb.gz'))
     names = {s.labels.get('thread_name') for s in p.samples}
     assert 'known-sleeper' in names and 'main' in names, names
+
+
+def rgb_hue(fill):
+    """(hue, saturation, value) of a fill as the browser paints it."""
+    r, g, b = map(int, re.fullmatch(r'rgb\((\d+), (\d+), (\d+)\)',
+                                    fill).groups())
+    return util.hue(f'#{r:02x}{g:02x}{b:02x}')
+
+
+def test_flame_colours_java_frames_apart(proffs, target, driver):
+    """In flame_2s.svg, opened from the mount in headless Chromium, the
+    Java methods (compiled heavy() and light(), interpreted main()) are
+    painted in the runtime's purples, which the sampler decided from
+    where it read them (the JVM's perf map, its Method), and the JVM's
+    and libc's native frames around them in the warm palette."""
+    warm(target)
+    url = 'file://' + proffs.path(target.pid, 'flame_2s.svg')
+    driver.get(url)
+    fills = {}
+    for name, _, _, _, fill in browser.frames(driver):
+        fills.setdefault(name, set()).add(fill)
+    java = ['long Known.heavy()', 'long Known.light()', 'Known.main']
+    native = ['JavaCalls::call_helper', 'ThreadJavaMain', 'start_thread',
+              'clone3']
+    missing = [n for n in java + native if n not in fills]
+    assert not missing, (missing, sorted(fills))
+    for name in java:
+        for fill in fills[name]:
+            h, s, v = rgb_hue(fill)
+            assert 250 <= h <= 300 and s >= 0.4 and v >= 0.6, \
+                (name, fill, h)
+    for name in native + [n for n in ('StubRoutines (1)', 'Interpreter')
+                          if n in fills]:
+        for fill in fills[name]:
+            h, s, v = rgb_hue(fill)
+            h = h - 360 if h > 180 else h
+            assert -20 <= h <= 70 and s >= 0.5, (name, fill, h)

@@ -41,7 +41,7 @@ DISARM_WAIT_S = 15   # heap_idle (1 s) + the lease (3 s), on a busy machine
 LEASE_S = 3.5
 
 PY_LOOP = r'''
-import sys
+import sys, time
 n = 0
 print('ready', flush=True)
 while True:
@@ -50,7 +50,7 @@ while True:
     assert sum(len(k) for k in keep) == 8670
     n += 1
     if n % 20 == 0:
-        print(n, flush=True)
+        print(n, time.process_time(), flush=True)
 '''
 
 JS_LOOP = r'''
@@ -67,7 +67,10 @@ function step() {
   }
   if (sum !== 180688) throw new Error('wrong sum ' + sum);
   n++;
-  if (n % 10 == 0) process.stdout.write(n + '\n');
+  if (n % 10 == 0) {
+    const u = process.cpuUsage();
+    process.stdout.write(n + ' ' + (u.user + u.system) / 1e6 + '\n');
+  }
   setImmediate(step);
 }
 step();
@@ -587,11 +590,15 @@ class Postgres(Service):
 
 class Loop(Service):
     """python3 or node on an allocating loop that checks its own work
-    (printing BAD when it finds it wrong) and prints a counter: its progress counted per second of its own CPU time,
-    so that a busy machine does not fail it and a livelock (all CPU, no
-    progress) does. load() measures the speed before the read; check()
-    wants at least KEEP of it."""
-    TICK = os.sysconf('SC_CLK_TCK')
+    (printing BAD when it finds it wrong) and prints a counter with its
+    own CPU time at that step: its progress counted per second of its own
+    CPU time, so that a busy machine does not fail it and a livelock (all
+    CPU, no progress) does. Both numbers of a line come from the target
+    at one moment: a harness thread that reads the lines late (this
+    process is busy too) shifts the window, never the ratio, where the
+    counter read late beside /proc's CPU time read now made a starved
+    harness look like a stalled target. load() measures the speed before
+    the read; check() wants at least KEEP of it."""
     SPAN = 1.5          # seconds of each progress measurement
     KEEP = 0.3          # at least this share of the speed before the read
 
@@ -609,7 +616,7 @@ class Loop(Service):
         if line.strip() != b'ready':
             raise Bad('dead', f'{argv} did not start: {line!r}: '
                       f'{self.log_text()[-300:]}')
-        self.count = 0
+        self.at = (0, 0.0)      # (steps, CPU seconds) of its last line
         self.bad = False
         threading.Thread(target=self._read, daemon=True).start()
         self.base = None
@@ -619,27 +626,22 @@ class Loop(Service):
             if line.strip() == b'BAD':  # the loop found its work wrong
                 self.bad = True
             try:
-                self.count = int(line)
+                n, cpu = line.split()
+                self.at = (int(n), float(cpu))
             except ValueError:
                 pass
-
-    def cpu(self):
-        """Seconds of CPU time it has used (user and system)."""
-        with open(f'/proc/{self.pid}/stat') as f:
-            fields = f.read().rsplit(')', 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / self.TICK
 
     def speed(self, when):
         """(counter steps per CPU second, steps) over SPAN seconds; it
         must be alive throughout."""
-        n0, c0 = self.count, self.cpu()
+        n0, c0 = self.at
         time.sleep(self.SPAN)
         self.alive(when)
         if self.bad:
             raise Bad('wrong', f'{when}: the program found its own work '
                       'wrong (it printed BAD)')
-        n1, c1 = self.count, self.cpu()
-        return (n1 - n0) / max(c1 - c0, 1.0 / self.TICK), n1 - n0
+        n1, c1 = self.at
+        return (n1 - n0) / max(c1 - c0, 1e-3), n1 - n0
 
     def load(self):
         self.base, steps = self.speed('before the read')

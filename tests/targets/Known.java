@@ -64,9 +64,9 @@ public class Known {
         System.out.flush();
         for (;;) {
             long t0 = mx.getCurrentThreadCpuTime();
-            sink += heavy();
+            sink += heavy();   // line: call-heavy
             long t1 = mx.getCurrentThreadCpuTime();
-            sink += light();
+            sink += light();   // line: call-light
             long t2 = mx.getCurrentThreadCpuTime();
             heavyNs += t1 - t0;
             lightNs += t2 - t1;
