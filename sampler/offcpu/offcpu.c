@@ -638,12 +638,56 @@ static int setup(struct oc_run *run)
 }
 
 /*
+ * What tracing every switch would cost the target, told by how often its
+ * threads have switched per second of their CPU time, over their lives
+ * so far (schedstat: no wait). The kernel's sample and records at each
+ * switch out and back in take a thread ~1 µs of CPU where its caches
+ * are warm and ~3 µs after a 100 ms sleep; 100 threads waking 100 or 10
+ * times a second (62,000 and 20,000 switches per CPU second) lost 5-6%
+ * of their work per CPU second to sched and none to /proc
+ * (tests/bench/offcpu.py). Past SCHED_MAX_SWITCH_RATE (~1.5% at 3 µs)
+ * auto reads /proc; below it, or with under SCHED_RATE_MIN_NS of CPU
+ * time to tell by, it traces.
+ */
+#define SCHED_MAX_SWITCH_RATE 5000
+#define SCHED_RATE_MIN_NS 1000000ull
+
+static bool sched_too_dear(struct oc_run *run)
+{
+	uint64_t run_ns = 0, slices = 0, rate;
+
+	for (size_t i = 0; i < octhreads_count(run->threads); i++) {
+		struct oc_thread *th = octhreads_at(run->threads, i);
+		struct task_sched s;
+
+		if (th->gone || task_read_sched(run->o->pid, th->tid,
+						&th->files, &s))
+			continue;
+		run_ns += s.run_ns;
+		slices += s.slices;
+	}
+	if (run_ns < SCHED_RATE_MIN_NS)
+		return false;
+	rate = slices * 1000000000ull / run_ns;
+	if (rate <= SCHED_MAX_SWITCH_RATE)
+		return false;
+	pr_info("offcpu: pid %d: %llu switches per second of its CPU time "
+		"(over %llu ms of it), above %d: tracing each would slow it "
+		"by more than ~1.5%%: off-CPU time from /proc (offcpu=sched "
+		"traces anyway)", (int)run->o->pid, (unsigned long long)rate,
+		(unsigned long long)(run_ns / 1000000),
+		SCHED_MAX_SWITCH_RATE);
+	return true;
+}
+
+/*
  * Scheduler events where the daemon may trace them (sched; auto for block
- * and mutex); where it may not, auto says so once and reads /proc, sched
- * fails. auto samples wall from /proc even as root: a sampled share is
- * what wall asks, and tracing every switch cost a 100-thread target 0-15%
- * where sampling stays within noise (docs/offcpu.md). Then the window
- * starts, its time and length those of the profile.
+ * and mutex, unless sched_too_dear()); where it may not, auto says so
+ * once and reads /proc, sched fails. auto samples wall from /proc even
+ * as root: a sampled share is what wall asks, and tracing every switch
+ * cost a 100-thread target 5-6% where sampling stays within noise
+ * (docs/offcpu.md). Then the window starts, its time and length those of
+ * the profile.
  */
 static int choose_method(struct oc_run *run, int64_t *t0)
 {
@@ -651,7 +695,8 @@ static int choose_method(struct oc_run *run, int64_t *t0)
 	int ret = 0;
 
 	if (!o->timeline_t0 && (o->method == OFFCPU_SCHED ||
-	    (o->method == OFFCPU_AUTO && o->kind != OFFCPU_WALL)))
+	    (o->method == OFFCPU_AUTO && o->kind != OFFCPU_WALL &&
+	     !sched_too_dear(run))))
 		ret = oc_sched_open(run);
 	if ((ret == -EACCES || ret == -EPERM) && o->method == OFFCPU_AUTO) {
 		pr_info("offcpu: pid %d: scheduler events refused (%s): "

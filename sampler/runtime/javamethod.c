@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* javamethod.c - a HotSpot Method's name through the JVM's own tables. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "sampler/unwind/maps.h"
 
 #define MAX_ENTRIES 20000	/* of the tables: HotSpot 17 has ~3000 */
+#define KNOWN_JVMS 8		/* libjvm.so builds whose layout is kept */
 
 enum field {
 	F_CONST_METHOD, F_CONSTANTS, F_NAME_INDEX, F_POOL_HOLDER,
@@ -48,6 +50,59 @@ struct javamethod {
 	uint64_t cm_size;	/* sizeof(ConstMethod): its bytecodes follow */
 	uint64_t has_lines;	/* ConstMethod::_has_linenumber_table */
 };
+
+/*
+ * The offsets are constants of a libjvm.so build: found once per build
+ * (by its GNU build-id) in the daemon, not once per session, since
+ * finding them costs thousands of reads of the target and a scan of
+ * libjvm's symbols (milliseconds, as much as a few thousand samples).
+ */
+static struct {
+	char build_id[64];	/* "" = free */
+	uint64_t off[F__COUNT];
+	uint64_t pool_size, cm_size, has_lines;
+	bool lines;
+} known[KNOWN_JVMS];
+static unsigned known_next;
+static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool known_get(struct javamethod *m, const char *id)
+{
+	bool hit = false;
+
+	if (!id || !id[0] || strlen(id) >= sizeof(known[0].build_id))
+		return false;
+	pthread_mutex_lock(&known_lock);
+	for (unsigned i = 0; i < KNOWN_JVMS && !hit; i++) {
+		if (strcmp(known[i].build_id, id))
+			continue;
+		memcpy(m->off, known[i].off, sizeof(m->off));
+		m->pool_size = known[i].pool_size;
+		m->cm_size = known[i].cm_size;
+		m->has_lines = known[i].has_lines;
+		m->lines = known[i].lines;
+		hit = true;
+	}
+	pthread_mutex_unlock(&known_lock);
+	return hit;
+}
+
+static void known_put(const struct javamethod *m, const char *id)
+{
+	unsigned i;
+
+	if (!id || !id[0] || strlen(id) >= sizeof(known[0].build_id))
+		return;
+	pthread_mutex_lock(&known_lock);
+	i = known_next++ % KNOWN_JVMS;
+	strcpy(known[i].build_id, id);
+	memcpy(known[i].off, m->off, sizeof(m->off));
+	known[i].pool_size = m->pool_size;
+	known[i].cm_size = m->cm_size;
+	known[i].has_lines = m->has_lines;
+	known[i].lines = m->lines;
+	pthread_mutex_unlock(&known_lock);
+}
 
 int javamethod_new(struct proc_maps *maps, struct javamethod **out)
 {
@@ -115,12 +170,25 @@ static struct map_entry *libjvm(struct javamethod *m)
 	return NULL;
 }
 
-/* The field offsets out of gHotSpotVMStructs. */
+/* Whether one of the fields wanted is of type name. */
+static bool type_wanted(const char *name)
+{
+	for (int f = 0; f < F__COUNT; f++)
+		if (!strcmp(name, fields[f].type))
+			return true;
+	return false;
+}
+
+/* The field offsets out of gHotSpotVMStructs: its entries read by the
+ * chunk, a type's name read once for its run of entries, a field's name
+ * only for the types wanted. */
 static int read_structs(struct javamethod *m, struct map_entry *e)
 {
-	uint64_t base, o_type, o_field, o_off, stride, tp, fp, off;
+	uint64_t base, o_type, o_field, o_off, stride, tp, fp, last_tp = 0;
+	uint8_t chunk[4096];
 	char type[64], field[64];
-	unsigned found = 0;
+	bool wanted = false;
+	unsigned found = 0, per, first = 0, have = 0;
 
 	if (sym64(m, e, "gHotSpotVMStructs", &base) ||
 	    sym64(m, e, "gHotSpotVMStructEntryTypeNameOffset", &o_type) ||
@@ -128,24 +196,41 @@ static int read_structs(struct javamethod *m, struct map_entry *e)
 	    sym64(m, e, "gHotSpotVMStructEntryOffsetOffset", &o_off) ||
 	    sym64(m, e, "gHotSpotVMStructEntryArrayStride", &stride))
 		return -ENOENT;
+	if (!stride || stride > sizeof(chunk) || o_type > stride - 8 ||
+	    o_field > stride - 8 || o_off > stride - 8)
+		return -ENOENT;
+	per = sizeof(chunk) / stride;
 	for (unsigned i = 0; i < MAX_ENTRIES && found < F__COUNT; i++) {
-		uint64_t entry = base + i * stride;
+		const uint8_t *entry;
 
-		if (rd64(m, entry + o_type, &tp))
-			return -EFAULT;
+		if (i >= first + have) {
+			/* the last chunk may run past the map: one entry */
+			first = i;
+			have = per;
+			if (rd(m, base + i * stride, chunk, per * stride)) {
+				have = 1;
+				if (rd(m, base + i * stride, chunk, stride))
+					return -EFAULT;
+			}
+		}
+		entry = chunk + (i - first) * stride;
+		memcpy(&tp, entry + o_type, 8);
 		if (!tp)
 			break;	/* the table's end */
-		if (rd64(m, entry + o_field, &fp) || !fp ||
-		    rd_str(m, tp, type, sizeof(type)) ||
-		    rd_str(m, fp, field, sizeof(field)))
+		if (tp != last_tp) {
+			last_tp = tp;
+			wanted = !rd_str(m, tp, type, sizeof(type)) &&
+				 type_wanted(type);
+		}
+		memcpy(&fp, entry + o_field, 8);
+		if (!wanted || !fp || rd_str(m, fp, field, sizeof(field)))
 			continue;
 		for (int f = 0; f < F__COUNT; f++) {
 			if (strcmp(type, fields[f].type) ||
 			    strcmp(field, fields[f].field) || m->off[f])
 				continue;
-			if (rd64(m, entry + o_off, &off))
-				return -EFAULT;
-			m->off[f] = off + 1;	/* 0: not found */
+			memcpy(&m->off[f], entry + o_off, 8);
+			m->off[f]++;	/* 0: not found */
 			found++;
 		}
 	}
@@ -240,9 +325,16 @@ static int ready(struct javamethod *m)
 	if (!m->tried) {
 		m->tried = true;
 		e = libjvm(m);
-		m->ready = e && !read_structs(m, e) && !read_types(m, e);
-		if (m->ready && m->lines)
-			read_constants(m, e);
+		if (e && known_get(m, dso_build_id(e->dso))) {
+			m->ready = true;
+		} else {
+			m->ready = e && !read_structs(m, e) &&
+				   !read_types(m, e);
+			if (m->ready && m->lines)
+				read_constants(m, e);
+			if (m->ready)
+				known_put(m, dso_build_id(e->dso));
+		}
 	}
 	return m->ready ? 0 : -ENOENT;
 }

@@ -41,6 +41,7 @@ static const uint8_t *page_get(struct pyrt *r, uint64_t page)
 	if (r->npages_used == PAGE_SLOTS)
 		pages_reset(r);
 	slot = r->npages_used;
+	r->page_reads++;
 	if (proc_mem_read(r->pid, page, r->pages + slot * PAGE, PAGE))
 		return NULL;
 	r->page_addr[slot] = page;
@@ -333,6 +334,8 @@ static int find_tstate(struct pyrt *r, pid_t tid, uint64_t *out)
 				r->tids[slot].tid = tid;
 				r->tids[slot].tstate = ts;
 				r->tids[slot].cframe = 0;
+				r->tids[slot].npages = 0;
+				r->tids[slot].ncodes = 0;
 				*out = ts;
 				return 0;
 			}
@@ -345,6 +348,102 @@ static int find_tstate(struct pyrt *r, pid_t tid, uint64_t *out)
 	return -ENOENT;
 }
 
+#define IOV(addr, buf, len) do { \
+		local[k] = (struct iovec){ (buf), (len) }; \
+		remote[k++] = (struct iovec){ (void *)(uintptr_t)(addr), \
+					      (len) }; \
+		want += (len); \
+	} while (0)
+
+/* v last into the set (of at most max, *n now), the least recently
+ * remembered giving way. */
+static void remember(uint64_t *set, uint8_t *n, unsigned max, uint64_t v)
+{
+	for (unsigned i = 0; i < *n; i++)
+		if (set[i] == v) {
+			memmove(set + i, set + i + 1,
+				(*n - i - 1) * sizeof(*set));
+			(*n)--;
+			break;
+		}
+	if (*n == max) {
+		memmove(set, set + 1, (max - 1) * sizeof(*set));
+		(*n)--;
+	}
+	set[(*n)++] = v;
+}
+
+/*
+ * The guess: in one call, where the thread's cframe was, its current
+ * frame, the pages its recent chains were on and its recent code
+ * objects' headers, then afresh its cframe and current frame, the GIL
+ * holder and its native id. *fast when all of it was read and nothing
+ * changed from the first word to the last: a chain walked within those
+ * pages, of those code objects, is then the chain of one moment (as
+ * read_frames() checks with its second call). *frame 0 when even it
+ * could not be read (or the thread runs no Python frame).
+ */
+static void read_guess(struct pyrt *r, uint64_t ts, pid_t tid,
+		       uint64_t *cframe, uint64_t *frame, uint64_t *gil_ts,
+		       bool *fast)
+{
+	const struct py_offsets *o = r->o;
+	size_t slot = (uint32_t)tid % TID_SLOTS;
+	struct iovec local[PRE_PAGES + PRE_CODES + 5];
+	struct iovec remote[PRE_PAGES + PRE_CODES + 5];
+	uint64_t now[3];
+	size_t want = 0;
+	ssize_t got;
+	int k = 0;
+
+	*cframe = r->tids[slot].cframe;
+	*frame = 0;
+	*fast = false;
+	pages_reset(r);
+	IOV(*cframe + o->cf_current_frame, frame, 8);
+	for (int i = 0; i < r->tids[slot].npages; i++)
+		IOV(r->tids[slot].pages[i], r->pages + i * PAGE, PAGE);
+	for (int i = 0; i < r->tids[slot].ncodes; i++)
+		IOV(r->tids[slot].codes[i], r->codebuf + i * o->co_size,
+		    o->co_size);
+	IOV(ts + o->ts_cframe, &now[0], 8);
+	IOV(*cframe + o->cf_current_frame, &now[1], 8);
+	IOV(r->runtime + o->rt_gil_holder, gil_ts, 8);
+	IOV(ts + o->ts_native_tid, &now[2], 8);
+	got = process_vm_readv(r->pid, local, k, remote, k, 0);
+	if (got < 8) {
+		*frame = 0;
+		return;
+	}
+	if (got != (ssize_t)want) {
+		/* a page or code object gone: read as needed, then
+		 * checked; the sets start again from this chain */
+		r->tids[slot].npages = r->tids[slot].ncodes = 0;
+		return;
+	}
+	for (int i = 0; i < r->tids[slot].npages; i++)
+		r->page_addr[i] = r->tids[slot].pages[i];
+	r->npages_used = r->tids[slot].npages;
+	*fast = now[0] == *cframe && now[1] == *frame &&
+		now[2] == (uint64_t)tid;
+}
+
+/* Where the chain just read was, for the next guess. */
+static void remember_chain(struct pyrt *r, size_t slot, uint64_t cframe,
+			   const uint64_t *fp, const uint64_t *code, int n)
+{
+	r->tids[slot].cframe = cframe;
+	for (int i = 0; i < n; i++) {
+		remember(r->tids[slot].pages, &r->tids[slot].npages,
+			 PRE_PAGES, fp[i] & ~(PAGE - 1));
+		if ((fp[i] + r->o->fr_size - 1) / PAGE != fp[i] / PAGE)
+			remember(r->tids[slot].pages, &r->tids[slot].npages,
+				 PRE_PAGES, (fp[i] & ~(PAGE - 1)) + PAGE);
+		remember(r->tids[slot].codes, &r->tids[slot].ncodes,
+			 PRE_CODES, code[i]);
+	}
+}
+
 /*
  * The Python frames of the thread state ts, innermost first: *n of
  * them, *nentry of which entered the evaluation loop; *gil whether ts
@@ -353,6 +452,8 @@ static int find_tstate(struct pyrt *r, pid_t tid, uint64_t *out)
  * every frame's code object header, the GIL holder, and afresh the
  * thread's current cframe and frame and the code its leaf frame runs:
  * -EAGAIN when those changed (the chain changed while it was read).
+ * With guess, the first call is read_guess()'s, and when its pages and
+ * code headers held the whole chain, it is the only one.
  * -EFAULT when it could not be read, -ENOMEM.
  */
 static int read_frames(struct pyrt *r, uint64_t ts, pid_t tid, bool guess,
@@ -360,43 +461,34 @@ static int read_frames(struct pyrt *r, uint64_t ts, pid_t tid, bool guess,
 {
 	const struct py_offsets *o = r->o;
 	size_t slot = (uint32_t)tid % TID_SLOTS;
-	uint64_t cframe, frame, leaf, now[5];
+	uint64_t cframe, frame, leaf, now[5], gil_ts = 0, reads;
 	struct iovec local[MAX_PY_FRAMES + 4], remote[MAX_PY_FRAMES + 4];
 	uint64_t code[MAX_PY_FRAMES], instr[MAX_PY_FRAMES];
+	uint64_t fp[MAX_PY_FRAMES];
 	uint64_t uniq[MAX_PY_FRAMES];	/* distinct code objects */
 	struct py_code *uc[MAX_PY_FRAMES];
 	uint8_t which[MAX_PY_FRAMES];	/* frame -> uniq index, or 255 */
 	size_t want = 0;
 	uint8_t fr[128];
 	int k = 0, nu = 0, ret;
+	bool fast = false;
 	ssize_t got;
 
 	*n = *nentry = 0;
 	if (guess) {
-		/* the cframe and the leaf's page where they were: one call */
-		cframe = r->tids[slot].cframe;
-		local[0] = (struct iovec){ &frame, 8 };
-		remote[0] = (struct iovec){
-			(void *)(uintptr_t)(cframe + o->cf_current_frame), 8 };
-		local[1] = (struct iovec){ r->pages, PAGE };
-		remote[1] = (struct iovec){
-			(void *)(uintptr_t)r->tids[slot].page, PAGE };
-		pages_reset(r);
-		got = process_vm_readv(r->pid, local, 2, remote, 2, 0);
-		if (got < 8)
-			return -EAGAIN;
-		if (got == 8 + PAGE) {
-			r->page_addr[0] = r->tids[slot].page;
-			r->npages_used = 1;
-		}
+		read_guess(r, ts, tid, &cframe, &frame, &gil_ts, &fast);
+		if (!frame && !fast)
+			return -EAGAIN;	/* unread, or not checked */
 	} else if (mem_u64(r, ts + o->ts_cframe, &cframe) ||
 		   mem_u64(r, cframe + o->cf_current_frame, &frame)) {
 		return -EFAULT;
 	}
+	reads = r->page_reads;
 	leaf = frame;
 	while (frame && *n < MAX_PY_FRAMES) {
 		if (mem(r, frame, fr, o->fr_size))
 			return -EAGAIN;	/* freed under us */
+		fp[*n] = frame;
 		code[*n] = field64(fr, o->fr_code);
 		instr[*n] = field64(fr, o->fr_instr);
 		r->frames[*n].entry = fr[o->fr_is_entry] != 0;
@@ -404,12 +496,24 @@ static int read_frames(struct pyrt *r, uint64_t ts, pid_t tid, bool guess,
 		(*n)++;
 		frame = field64(fr, o->fr_previous);
 	}
-#define IOV(addr, buf, len) do { \
-		local[k] = (struct iovec){ (buf), (len) }; \
-		remote[k++] = (struct iovec){ (void *)(uintptr_t)(addr), \
-					      (len) }; \
-		want += (len); \
-	} while (0)
+	/* The fast way: every frame on the guessed pages (no page read
+	 * since) and of a code object whose header came with them. */
+	fast = fast && r->page_reads == reads;
+	nu = fast ? r->tids[slot].ncodes : 0;
+	for (int i = 0; fast && i < *n; i++) {
+		int u = 0;
+
+		while (u < nu && r->tids[slot].codes[u] != code[i])
+			u++;
+		fast = u < nu;
+		which[i] = u;
+	}
+	if (fast) {
+		memcpy(uniq, r->tids[slot].codes, nu * sizeof(*uniq));
+		now[3] = gil_ts;
+		goto decode;
+	}
+	nu = 0;
 	for (int i = 0; i < *n; i++) {
 		int u = 0;
 
@@ -430,27 +534,29 @@ static int read_frames(struct pyrt *r, uint64_t ts, pid_t tid, bool guess,
 	IOV(ts + o->ts_native_tid, &now[4], 8);
 	if (leaf)
 		IOV(leaf + o->fr_code, &now[2], 8);
-#undef IOV
 	got = process_vm_readv(r->pid, local, k, remote, k, 0);
 	if (got != (ssize_t)want || now[0] != cframe || now[1] != leaf ||
 	    now[4] != (uint64_t)tid || (leaf && now[2] != code[0]))
 		return -EAGAIN;
-	r->tids[slot].cframe = cframe;
-	r->tids[slot].page = leaf & ~(PAGE - 1);
+decode:
+	remember_chain(r, slot, cframe, fp, code, *n);
 	*gil = now[3] == ts ? PYRT_GIL_HELD : PYRT_GIL_NOT_HELD;
-	for (int u = 0; u < nu; u++) {
-		ret = code_get(r, uniq[u], r->codebuf + u * o->co_size,
-			       &uc[u]);
-		if (ret == -ENOMEM)
-			return ret;
-		if (ret)
-			return -EAGAIN;
-	}
+	for (int u = 0; u < nu; u++)
+		uc[u] = NULL;
 	for (int i = 0, next = UNIQ_MAX; i < *n; i++) {
 		struct py_frame *f = &r->frames[i];
+		int u = which[i] != 255 ? which[i] : next++;
 
 		/* past UNIQ_MAX distinct objects, each its own, in order */
-		f->code = uc[which[i] != 255 ? which[i] : next++];
+		if (!uc[u]) {
+			ret = code_get(r, uniq[u], r->codebuf + u * o->co_size,
+				       &uc[u]);
+			if (ret == -ENOMEM)
+				return ret;
+			if (ret)
+				return -EAGAIN;
+		}
+		f->code = uc[u];
 		f->line = code_line(f->code, ((int64_t)instr[i] -
 					      (int64_t)(code[i] +
 							o->co_code)) / 2);
@@ -459,6 +565,7 @@ static int read_frames(struct pyrt *r, uint64_t ts, pid_t tid, bool guess,
 	}
 	return 0;
 }
+#undef IOV
 
 static bool is_eval(const struct pyrt *r, uint64_t pc)
 {
@@ -525,7 +632,7 @@ static int read_thread(struct pyrt *r, pid_t tid, int *nframes, int *nentry,
 	/* Where the last read of tid found things, if they are still there
 	 * (checked at the end of the read); else from _PyRuntime on. */
 	if (r->tids[slot].tid == (uint32_t)tid && r->tids[slot].cframe &&
-	    r->tids[slot].page) {
+	    r->tids[slot].npages) {
 		ret = read_frames(r, r->tids[slot].tstate, tid, true,
 				  nframes, nentry, gil);
 		if (ret != -EAGAIN)

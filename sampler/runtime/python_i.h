@@ -28,6 +28,8 @@
 #define READ_TRIES 2
 #define LINE_SLOTS 16		/* per code object; a power of two */
 #define UNIQ_MAX 32		/* distinct code objects looked for per stack */
+#define PRE_PAGES 8		/* frame pages read with a thread's guess */
+#define PRE_CODES 16		/* code headers read with a thread's guess */
 
 /* What one code object gives its frames; linetable NULL = empty slot. */
 struct py_code {
@@ -77,12 +79,19 @@ struct pyrt {
 	 * checked at its end, in one system call. */
 	struct {
 		uint32_t tid;
-		uint64_t tstate, cframe, page;
+		uint64_t tstate, cframe;
+		/* the pages its recent chains were on, the code objects its
+		 * recent frames ran: read with the guess, in the same call,
+		 * so that a chain found there takes one call in all */
+		uint64_t pages[PRE_PAGES];
+		uint64_t codes[PRE_CODES];
+		uint8_t npages, ncodes;
 	} tids[TID_SLOTS];
 	uint64_t page_addr[PAGE_SLOTS];	/* 0 = empty, per stack read */
 	uint8_t *pages;			/* PAGE_SLOTS * PAGE */
 	uint8_t *codebuf;		/* MAX_PY_FRAMES code headers */
 	unsigned npages_used;
+	uint64_t page_reads;		/* by page_get(), ever */
 	struct py_code **codes;		/* open addressing by addr; the
 					 * entries never move */
 	size_t codes_cap, ncodes;

@@ -41,6 +41,9 @@ WORKLOADS = [
      [str(THREADS), '10000', '10000']),
     ('100 threads waking 10 times a second (100 ms sleeps)',
      [str(THREADS), '100000', '50000']),
+    # few switches for its CPU time: where auto still traces
+    ('20 threads waking 10 times a second, ~1 ms of work each',
+     ['20', '100000', '1000000']),
 ]
 KINDS = ['wall', 'block']
 # (row, kind, method, query): the reads of each round, each method's
@@ -49,14 +52,39 @@ KINDS = ['wall', 'block']
 READS = [(f'{k} {m}', k, m, '') for m in ('procfs', 'sched')
          for k in KINDS] + [('block sched kernel=0', 'block', 'sched',
                              '&kernel=0')]
+# and block by the default: the method auto took (its session line)
+READS += [('block auto', 'block', 'auto', '')]
 # what a session line counts the daemon's work in, by method
 PER = {'procfs': 'looks', 'sched': 'switches', 'cpu': 'samples'}
 
 
+class Sleepwork(bench.Target):
+    """sleepwork pinned to the targets' CPU: its count and its own CPU
+    time, to the nanosecond, from one line (at ~1% of a CPU, /proc's
+    10 ms ticks read apart from the count were noise of several %)."""
+
+    def _read(self):
+        for line in self.proc.stdout:
+            m = re.match(r'ops (\d+) cpu_ns (\d+)', line)
+            if m:
+                with self.lock:
+                    self.ops = (int(m.group(1)), int(m.group(2)) / 1e9)
+
+    def mark(self):
+        """(pieces of work done, own CPU seconds), at the next report."""
+        with self.lock:
+            seen = self.ops
+        while True:
+            time.sleep(0.02)
+            with self.lock:
+                if self.ops is not seen and self.ops:
+                    return self.ops
+
+
 def start(args, argv):
     path = os.path.join(args.build, 'tests', 'targets', 'sleepwork')
-    return [heap.Mallocs(['taskset', '-c', str(heap.TARGET_CPU), path] +
-                         argv) for _ in range(2)]
+    return [Sleepwork(['taskset', '-c', str(heap.TARGET_CPU), path] + argv)
+            for _ in range(2)]
 
 
 def session_line(d, kind):
@@ -71,12 +99,15 @@ def field(line, key):
 
 
 def profiled(args, d, t, kind, method, query=''):
-    """(speed ratio, daemon µs per thread-sample, event or CPU sample)."""
+    """(speed ratio, daemon µs per thread-sample, event or CPU sample):
+    t[0] profiled, t[1] its twin."""
     name = f'{kind}_{args.seconds}s?hz=99{query}.pb.gz'
     c0 = cpu_seconds(d.proc.pid)
     a, b = heap.pair_rates(t[0], t[1], lambda: d.read(t[0].pid, name))
     spent = cpu_seconds(d.proc.pid) - c0
     line = session_line(d, kind)
+    if method == 'auto':
+        method = re.search(r' method=(\w+) ', line).group(1)
     assert kind == 'cpu' or f'method={method} ' in line, line
     per = field(line, PER[method])
     return a / b, (spent * 1e6 / per if per else None), line
@@ -108,16 +139,26 @@ def run(args, argv):
     us = {k: [] for k in rows}
     lines = {}
     ds = {m: heap.Daemon(args.build, f'offcpu={m}')
-          for m in ('procfs', 'sched')}
+          for m in ('procfs', 'sched', 'auto')}
     try:
         for r in range(args.rounds):
             t = start(args, argv)
             try:
                 time.sleep(1)
-                a, b = heap.pair_rates(t[0], t[1],
-                                       lambda: time.sleep(args.seconds))
-                res['unprofiled'].append(a / b)
-                for row, kind, m, q in READS + [('cpu', 'cpu', 'cpu', '')]:
+                # the profiled one alternates between the two, the
+                # noise row read the same way round
+                if r % 2:
+                    t.reverse()
+                for row, kind, m, q in [('unprofiled', '', '', '')] + \
+                        READS + [('cpu', 'cpu', 'cpu', '')]:
+                    if args.only and row != 'unprofiled' and \
+                            not re.search(args.only, row):
+                        continue
+                    if row == 'unprofiled':
+                        a, b = heap.pair_rates(
+                            t[0], t[1], lambda: time.sleep(args.seconds))
+                        res[row].append(a / b)
+                        continue
                     d = ds['procfs' if m == 'cpu' else m]
                     ratio, per, line = profiled(args, d, t, kind, m, q)
                     res[row].append(ratio)
@@ -125,10 +166,13 @@ def run(args, argv):
                         us[row].append(per)
                     lines[row] = line
                 print(f'round {r + 1}: ' + ', '.join(
-                    f'{k} {v[-1]:.3f}' for k, v in res.items()), flush=True)
+                    f'{k} {v[-1]:.3f}' for k, v in res.items() if v),
+                    flush=True)
             finally:
                 for x in t:
                     x.stop()
+            if args.only and not re.search(args.only, 'cpu'):
+                continue
             per = cpu_sample_cost(args, ds['procfs'])
             if per:
                 us['cpu'].append(per)
@@ -144,13 +188,18 @@ def fusermount(d):
 
 
 def report(results, args):
-    lines = [f'sleepwork target, {THREADS} threads each doing a fixed '
+    lines = [f'sleepwork target, threads each doing a fixed '
              f'piece of work then sleeping. Each speed is the median of '
              f'{args.rounds} paired measurements of {args.seconds} s: two '
              f'fresh targets taking turns on one CPU, only one profiled '
              f'(the daemon on the other CPU), the profiled one\'s work per '
              f'second of its own CPU time over the other\'s (min-max '
-             f'after it). procfs: a thread-sample is one look at one '
+             f'after it); the target reports its work and its CPU time '
+             f'(to the nanosecond) on one line; the twin profiled '
+             f'alternates from round to round, the noise row (neither '
+             f'profiled) read the same way round. auto: the method '
+             f'offcpu=auto took, by the target\'s switches per second of '
+             f'its CPU time (above 5,000: procfs). procfs: a thread-sample is one look at one '
              f'thread at one tick (hz=99), its cost the daemon\'s CPU over '
              f'the read divided by the looks; sched: an event is a switch '
              f'of a thread out of its CPU and back, its cost the daemon\'s '
@@ -164,13 +213,18 @@ def report(results, args):
              '| workload | read | method | speed vs twin (median, min-max) '
              '| daemon CPU per thread-sample, event / CPU sample |',
              '| --- | --- | --- | --- | --- |']
-    for workload, (res, us, _) in results:
+    for workload, (res, us, sl) in results:
         for k, v in res.items():
+            if not v:
+                continue
             m = statistics.median(v)
             per = (f'{statistics.median(us[k]):.1f} µs'
                    if us.get(k) else '-')
             kind, _, method = k.partition(' ')
             method, _, query = method.partition(' ')
+            if method == 'auto':
+                took = re.search(r' method=(\w+) ', sl.get(k, ''))
+                method = f'auto: {took.group(1) if took else "?"}'
             what = 'unprofiled (noise)' if k == 'unprofiled' else \
                 f'{kind}_{args.seconds}s?hz=99' + (f'&{query}' if query
                                                    else '')
@@ -186,13 +240,20 @@ def report(results, args):
 
 
 def main():
-    ap = bench.arguments(seconds=10, rounds=3)
+    ap = bench.arguments(seconds=10, rounds=4)
+    ap.add_argument('--only', default='',
+                    help='the reads whose row matches this regex (and the '
+                    'noise row)')
+    ap.add_argument('--workload', default='',
+                    help='the workloads whose name has this')
     args = ap.parse_args()
     if os.cpu_count() < 2:
         sys.exit('needs two CPUs: the targets on one, the tools on the other')
     os.sched_setaffinity(0, {heap.TOOLS_CPU})
     results = []
     for workload, argv in WORKLOADS:
+        if args.workload not in workload:
+            continue
         print(f'== {workload}', flush=True)
         results.append((workload, run(args, argv)))
     report(results, args)

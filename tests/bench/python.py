@@ -10,8 +10,9 @@ second session of a daemon), for:
   - burn: the C program tests/targets/burn, a native sample.
 
 With --baseline DIR, the Python targets are also read by the proffs
-built in DIR (e.g. main's, which merges no Python frames): the same
-stacks, native frames only. Rounds alternate the daemons; the figure is
+built in DIR, named --label in the table: e.g. one that merges no
+Python frames (the same stacks, native frames only), or the build
+before a change. Rounds alternate the daemons; the figure is
 the median of the rounds. Ratios within one run only (a busy machine).
 The CPU time is the sampling thread's own (CLOCK_THREAD_CPUTIME_ID, in
 the session's log line): the baseline build needs that line too, or is
@@ -19,7 +20,7 @@ measured by the daemon's clock ticks, too coarse for a few seconds.
 Writes python-results.md in --out.
 
     tests/bench/python.py [--build DIR] [--baseline DIR] [--out DIR]
-                          [--window S] [--hz N] [--rounds N]
+                          [--window S] [--hz N] [--rounds N] [--label NAME]
 """
 
 import argparse
@@ -48,11 +49,12 @@ def targets(build, tmp):
     }
 
 
-def warm_us(build, argv, window, hz):
+def warm_us(build, argv, window, hz, cleanup=None):
     """µs of daemon CPU per sample in a daemon's second session, and the
     sample count. The CPU time is the session's sampling thread's, as its
-    log line says it (daemon_cpu_us, in ns), or else the whole daemon's,
-    counted in clock ticks (a build that does not log it)."""
+    log line says it (daemon_cpu_us), or else the whole daemon's,
+    counted in clock ticks (a build that does not log it). cleanup(pid)
+    runs once the target is gone."""
     t = bench.Target(argv)
     d = bench.Daemon(build)
     try:
@@ -61,6 +63,8 @@ def warm_us(build, argv, window, hz):
     finally:
         d.stop()
         t.stop()
+        if cleanup:
+            cleanup(t.pid)
     done = re.findall(r'session \d+ done: .*samples=(\d+) .*'
                       r'daemon_cpu_us=(\d+)', d.log_text())
     if done and int(done[-1][0]):
@@ -72,6 +76,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--build', default=os.path.join(REPO, 'build'))
     ap.add_argument('--baseline')
+    ap.add_argument('--label', default='baseline',
+                    help='the baseline reader\'s name in the table')
     ap.add_argument('--out', default=os.path.dirname(
         os.path.abspath(__file__)))
     ap.add_argument('--window', type=int, default=3)
@@ -82,8 +88,7 @@ def main():
         progs = targets(args.build, tmp)
         runs = [(name, 'proffs', args.build) for name in progs]
         if args.baseline:
-            runs += [(name, 'baseline', args.baseline) for name in progs
-                     if name != 'burn']
+            runs += [(name, args.label, args.baseline) for name in progs]
         got = {}
         for r in range(args.rounds):
             for name, who, build in runs:
@@ -91,24 +96,30 @@ def main():
                 got.setdefault((name, who), []).append((us, n))
                 print(f'round {r}: {name} {who}: {us:.1f} us/sample '
                       f'({n} samples)', flush=True)
-    med = {k: statistics.median(u for u, _ in v) for k, v in got.items()}
-    native = med[('burn', 'proffs')]
-    lines = ['# Daemon CPU per Python sample', '',
-             f'{args.rounds} rounds, cpu_{args.window}s?hz={args.hz}, '
-             'warm (second session of a daemon), median µs of daemon CPU '
-             'per sample; tests/bench/python.py.', '',
-             '| target | reader | µs/sample | × native (burn) | '
-             '× same stacks, native frames only |',
-             '| --- | --- | --- | --- | --- |']
-    for (name, who), us in sorted(med.items()):
-        base = med.get((name, 'baseline'))
-        same = f'{us / base:.2f}' if base and who == 'proffs' else ''
-        lines.append(f'| {name} | {who} | {us:.1f} | {us / native:.2f} | '
-                     f'{same} |')
-    text = '\n'.join(lines) + '\n'
+    text = table(got, args, 'Python', 'python.py')
     print(text)
     with open(os.path.join(args.out, 'python-results.md'), 'w') as f:
         f.write(text)
+
+
+def table(got, args, runtime, script):
+    """The results: medians of the rounds, each against burn read by the
+    same reader in the same run."""
+    med = {k: statistics.median(u for u, _ in v) for k, v in got.items()}
+    lines = [f'# Daemon CPU per {runtime} sample', '',
+             f'{args.rounds} rounds, cpu_{args.window}s?hz={args.hz}, '
+             'warm (second session of a daemon), median µs of daemon CPU '
+             f'per sample; tests/bench/{script}.', '',
+             '| target | reader | µs/sample | × native (burn) | '
+             f'× {args.label}, same stacks |',
+             '| --- | --- | --- | --- | --- |']
+    for (name, who), us in sorted(med.items()):
+        native = med.get(('burn', who), med[('burn', 'proffs')])
+        base = med.get((name, args.label))
+        same = f'{us / base:.2f}' if base and who == 'proffs' else ''
+        lines.append(f'| {name} | {who} | {us:.1f} | {us / native:.2f} | '
+                     f'{same} |')
+    return '\n'.join(lines) + '\n'
 
 
 if __name__ == '__main__':

@@ -348,6 +348,40 @@ def test_auto_traces_the_scheduler_as_root(proffs, target):
     assert not proffs.log_lines(r'offcpu: .*refuse'), proffs.log_text()
 
 
+def test_auto_reads_proc_where_tracing_every_switch_would_cost(proffs,
+                                                               target):
+    """offcpu=auto, as root, for block: a target whose threads switch more
+    than 5,000 times per second of their CPU time (20 threads doing
+    ~10 µs of work between 10 ms waits: ~60,000) is read from /proc,
+    with one log line that says why, as tracing each switch would slow
+    it by more (tests/bench/offcpu.py: 5-6%); one that switches rarely
+    (4 threads doing ~2 ms of work between 20 ms waits: ~700) is traced.
+    Either way the profile is right: the waits, in nap_cond, all of the
+    delay, about as long as the threads' window, and no work in it."""
+    quick = target('sleepwork', '20', '10000', '10000', 'cond')
+    busy = target('sleepwork', '4', '20000', '2000000', 'cond')
+    time.sleep(0.5)     # some CPU time to tell their rates by
+    for t, threads, method in ((quick, 20, 'procfs'), (busy, 4, 'sched')):
+        path = save(proffs.read(t.pid, 'block_2s.pb.gz'),
+                    f'block-auto-{method}.pb.gz')
+        p = validate_pprof(path)
+        assert_method(p, method)
+        assert proffs.log_lines(r'session \d+ done: pid=%d kind=block .*'
+                                r'method=%s ' % (t.pid, method)), \
+            proffs.log_text()
+        why = proffs.log_lines(r'offcpu: pid %d: \d+ switches per second '
+                               r'of its CPU time .* from /proc' % t.pid)
+        assert len(why) == (method == 'procfs'), proffs.log_text()
+        total = p.total('delay/nanoseconds')
+        i = p.index('delay/nanoseconds')
+        assert cum_share(p.samples, total, 'nap_cond', i) >= 0.95
+        assert not [s for s in p.samples if 'work' in s.frames]
+        # each thread waits most of the 2 s: a busy machine can keep
+        # the rare one's threads from their CPU, not from their waits
+        assert 0.5 * threads * 2e9 <= total <= 1.1 * threads * 2e9, \
+            (method, total)
+
+
 def read_as_nobody(d, pid, name):
     r = subprocess.run(['setpriv', f'--reuid={util.NOBODY}',
                         f'--regid={util.NOBODY}', '--clear-groups', '--',
