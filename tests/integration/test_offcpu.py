@@ -360,7 +360,11 @@ def test_auto_reads_proc_where_tracing_every_switch_would_cost(proffs,
     delay, about as long as the threads' window, and no work in it."""
     quick = target('sleepwork', '20', '10000', '10000', 'cond')
     busy = target('sleepwork', '4', '20000', '2000000', 'cond')
-    time.sleep(0.5)     # some CPU time to tell their rates by
+    # some CPU time to tell their rates by: auto judges none under 5 ms
+    end = time.monotonic() + 30
+    while min(run_ms(quick.pid), run_ms(busy.pid)) < 20:
+        assert time.monotonic() < end, 'the targets got no CPU time'
+        time.sleep(0.1)
     for t, threads, method in ((quick, 20, 'procfs'), (busy, 4, 'sched')):
         path = save(proffs.read(t.pid, 'block_2s.pb.gz'),
                     f'block-auto-{method}.pb.gz')
@@ -380,6 +384,18 @@ def test_auto_reads_proc_where_tracing_every_switch_would_cost(proffs,
         # the rare one's threads from their CPU, not from their waits
         assert 0.5 * threads * 2e9 <= total <= 1.1 * threads * 2e9, \
             (method, total)
+
+
+def run_ms(pid):
+    """CPU time of a process's threads so far (schedstat), in ms."""
+    total = 0
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        try:
+            with open(f'/proc/{pid}/task/{tid}/schedstat') as f:
+                total += int(f.read().split()[0])
+        except OSError:
+            pass
+    return total / 1e6
 
 
 def read_as_nobody(d, pid, name):
