@@ -19,11 +19,9 @@ built in DIR (e.g. a build before a change). Writes java-results.md in
                         [--window S] [--hz N] [--rounds N] [--label NAME]
 """
 
-import argparse
 import os
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402
@@ -52,34 +50,7 @@ def leftovers(pid):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--build', default=os.path.join(REPO, 'build'))
-    ap.add_argument('--baseline')
-    ap.add_argument('--label', default='baseline',
-                    help='the baseline reader\'s name in the table')
-    ap.add_argument('--out', default=os.path.dirname(
-        os.path.abspath(__file__)))
-    ap.add_argument('--window', type=int, default=3)
-    ap.add_argument('--hz', type=int, default=999)
-    ap.add_argument('--rounds', type=int, default=3)
-    args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        progs = targets(args.build, tmp)
-        runs = [(name, 'proffs', args.build) for name in progs]
-        if args.baseline:
-            runs += [(name, args.label, args.baseline) for name in progs]
-        got = {}
-        for r in range(args.rounds):
-            for name, who, build in runs:
-                us, n = python.warm_us(build, progs[name], args.window,
-                                       args.hz, cleanup=leftovers)
-                got.setdefault((name, who), []).append((us, n))
-                print(f'round {r}: {name} {who}: {us:.1f} us/sample '
-                      f'({n} samples)', flush=True)
-    text = python.table(got, args, 'Java', 'java.py')
-    print(text)
-    with open(os.path.join(args.out, 'java-results.md'), 'w') as f:
-        f.write(text)
+    python.main(targets, leftovers, 'Java', 'java.py', 'java-results.md')
 
 
 if __name__ == '__main__':

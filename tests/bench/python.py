@@ -72,7 +72,11 @@ def warm_us(build, argv, window, hz, cleanup=None):
     return bench.us_per_sample(m), m['samples']
 
 
-def main():
+def main(targets_of=None, cleanup=None, runtime='Python',
+         script='python.py', results='python-results.md'):
+    """The bench: each target of targets_of(build, tmp) (this file's by
+    default; java.py passes its own) read warm by this build and the
+    baseline's, round after round, against burn."""
     ap = argparse.ArgumentParser()
     ap.add_argument('--build', default=os.path.join(REPO, 'build'))
     ap.add_argument('--baseline')
@@ -85,20 +89,21 @@ def main():
     ap.add_argument('--rounds', type=int, default=3)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        progs = targets(args.build, tmp)
+        progs = (targets_of or targets)(args.build, tmp)
         runs = [(name, 'proffs', args.build) for name in progs]
         if args.baseline:
             runs += [(name, args.label, args.baseline) for name in progs]
         got = {}
         for r in range(args.rounds):
             for name, who, build in runs:
-                us, n = warm_us(build, progs[name], args.window, args.hz)
+                us, n = warm_us(build, progs[name], args.window, args.hz,
+                                cleanup=cleanup)
                 got.setdefault((name, who), []).append((us, n))
                 print(f'round {r}: {name} {who}: {us:.1f} us/sample '
                       f'({n} samples)', flush=True)
-    text = table(got, args, 'Python', 'python.py')
+    text = table(got, args, runtime, script)
     print(text)
-    with open(os.path.join(args.out, 'python-results.md'), 'w') as f:
+    with open(os.path.join(args.out, results), 'w') as f:
         f.write(text)
 
 
