@@ -21,7 +21,6 @@ import argparse
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -184,6 +183,16 @@ class Target:
             if m:
                 with self.lock:
                     self.ops = (time.monotonic(), int(m.group(1)))
+
+    def next_report(self):
+        """self.ops as the target's next report line sets it."""
+        with self.lock:
+            seen = self.ops
+        while True:
+            time.sleep(0.02)
+            with self.lock:
+                if self.ops is not seen and self.ops:
+                    return self.ops
 
     def rate(self, seconds):
         """Work done per second over the next `seconds`, or None for a

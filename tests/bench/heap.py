@@ -35,7 +35,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -58,13 +57,7 @@ class Mallocs(Target):
 
     def mark(self):
         """(blocks done, own CPU seconds), at the next report."""
-        with self.lock:
-            seen = self.ops
-        while True:
-            time.sleep(0.02)
-            with self.lock:
-                if self.ops is not seen and self.ops:
-                    return self.ops[1], cpu_seconds(self.pid)
+        return self.next_report()[1], cpu_seconds(self.pid)
 
 
 def pair_rates(a, b, span):
