@@ -37,7 +37,7 @@ K = 1000            # strings per turn in the main thread (3 K in the other)
 KEEP = 100          # turns each side keeps alive
 
 SCRIPT = r'''
-import collections, sys, threading
+import collections, sys, threading, time
 K, KEEP = %d, %d
 
 def build(k, tag):
@@ -72,7 +72,7 @@ while True:
     done.acquire()
     n += 1
     if n %% 10 == 0:
-        print(n, flush=True)
+        print(n, time.process_time(), flush=True)   # as distro.Loop reads it
 ''' % (K, KEEP)
 
 def site_bytes(p, sample_type):
