@@ -364,16 +364,27 @@ bool proc_parse_pid(const char *name, pid_t *pid)
 	return true;
 }
 
-int proc_thread_nice(int nice)
+static int thread_nice(int nice, bool raise_only, int *was)
 {
 	pid_t tid = gettid();
-	int cur;
 
 	errno = 0;
-	cur = getpriority(PRIO_PROCESS, tid);
-	if (cur == -1 && errno)
+	*was = getpriority(PRIO_PROCESS, tid);
+	if (*was == -1 && errno)
 		return -errno;
-	if (cur <= nice)
+	if (*was == nice || (raise_only && *was < nice))
 		return 0;
 	return setpriority(PRIO_PROCESS, tid, nice) ? -errno : 0;
+}
+
+int proc_thread_nice(int nice)
+{
+	int was;
+
+	return thread_nice(nice, true, &was);
+}
+
+int proc_thread_set_nice(int nice, int *was)
+{
+	return thread_nice(nice, false, was);
 }

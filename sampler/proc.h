@@ -94,6 +94,9 @@ int proc_creds(pid_t pid, struct proc_creds *creds);
 /* Move the calling thread to nice (lower is more urgent) unless it is
  * there or lower already: 0, or -EACCES/-EPERM without CAP_SYS_NICE. */
 int proc_thread_nice(int nice);
+/* Move the calling thread to exactly nice, either way; *was is where it
+ * stood. 0, or -EACCES/-EPERM without CAP_SYS_NICE (or RLIMIT_NICE). */
+int proc_thread_set_nice(int nice, int *was);
 
 /* True when the directory-entry name is a pid ("1234"); stores it. */
 bool proc_parse_pid(const char *name, pid_t *pid);

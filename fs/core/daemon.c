@@ -20,6 +20,7 @@
 #include "fs/core/registry.h"
 #include "sampler/heap/heap.h"
 #include "sampler/log.h"
+#include "sampler/proc.h"
 #include "sampler/unwind/dso.h"
 #include "sampler/unwind/kallsyms.h"
 
@@ -303,16 +304,11 @@ void daemon_process_setup(void)
 
 void daemon_serving_priority(const struct proffs *fs)
 {
-	pid_t tid = gettid();
-	int cur;
+	int was = 0, ret = proc_thread_set_nice(fs->opts.nice, &was);
 
-	errno = 0;
-	cur = getpriority(PRIO_PROCESS, tid);
-	if (cur == fs->opts.nice && !errno)
-		return;
-	if (setpriority(PRIO_PROCESS, tid, fs->opts.nice))
+	if (ret)
 		pr_notice("fs: the threads that answer requests stay at "
 			  "nice %d: %s (nice=%d needs CAP_SYS_NICE or "
-			  "RLIMIT_NICE)", cur, strerror(errno),
+			  "RLIMIT_NICE)", was, strerror(-ret),
 			  fs->opts.nice);
 }
