@@ -92,55 +92,74 @@ static uint32_t field32(const uint8_t *obj, uint32_t off)
 	return v;
 }
 
-/* A str object as UTF-8 (compact strings only: what code objects
- * hold), malloc()ed, cut at MAX_STR bytes. */
-static char *read_str(struct pyrt *r, uint64_t addr)
+/*
+ * A compact str object (what names, qualnames and file names are), read
+ * through rd (this file's page cache, or pythreads.c's direct reads), as
+ * UTF-8 into buf, cut at size - 1 bytes at a character's end; at most
+ * MAX_STR characters are read.
+ */
+int pyrt_str(struct pyrt *r, pyrt_read_fn rd, uint64_t addr, char *buf,
+	     size_t size)
 {
 	const struct py_offsets *o = r->o;
 	uint8_t hdr[80], data[MAX_STR * 4];
 	uint64_t len;
 	uint32_t state, kind;
 	size_t n = 0;
-	char *s;
 
-	if (mem(r, addr, hdr, o->str_compact_data))
-		return NULL;
+	if (!size || rd(r, addr, hdr, o->str_compact_data))
+		return -EFAULT;
 	len = field64(hdr, o->str_length);
 	state = field32(hdr, o->str_state);
 	kind = (state >> 2) & 7;
 	if (!((state >> 5) & 1) || kind < 1 || kind > 4 || kind == 3)
-		return NULL;	/* not compact */
+		return -EFAULT;	/* not compact */
 	if (len > MAX_STR)
 		len = MAX_STR;
-	if (mem(r, addr + ((state >> 6) & 1 ? o->str_ascii_data :
-			   o->str_compact_data), data, len * kind))
-		return NULL;
-	s = malloc(len * 4 + 1);
-	if (!s)
-		return NULL;
+	if (rd(r, addr + ((state >> 6) & 1 ? o->str_ascii_data :
+			  o->str_compact_data), data, len * kind))
+		return -EFAULT;
 	for (uint64_t i = 0; i < len; i++) {
 		uint32_t c = kind == 1 ? data[i] : kind == 2 ?
-			     ((uint16_t *)(void *)data)[i] :
-			     ((uint32_t *)(void *)data)[i];
+			     (uint32_t)data[2 * i] | data[2 * i + 1] << 8 :
+			     field32(data, 4 * i);
+		char u[4];
+		size_t k;
 
 		if (c < 0x80) {
-			s[n++] = c;
+			u[0] = c;
+			k = 1;
 		} else if (c < 0x800) {
-			s[n++] = 0xc0 | c >> 6;
-			s[n++] = 0x80 | (c & 0x3f);
+			u[0] = 0xc0 | c >> 6;
+			u[1] = 0x80 | (c & 0x3f);
+			k = 2;
 		} else if (c < 0x10000) {
-			s[n++] = 0xe0 | c >> 12;
-			s[n++] = 0x80 | ((c >> 6) & 0x3f);
-			s[n++] = 0x80 | (c & 0x3f);
+			u[0] = 0xe0 | c >> 12;
+			u[1] = 0x80 | ((c >> 6) & 0x3f);
+			u[2] = 0x80 | (c & 0x3f);
+			k = 3;
 		} else {
-			s[n++] = 0xf0 | c >> 18;
-			s[n++] = 0x80 | ((c >> 12) & 0x3f);
-			s[n++] = 0x80 | ((c >> 6) & 0x3f);
-			s[n++] = 0x80 | (c & 0x3f);
+			u[0] = 0xf0 | c >> 18;
+			u[1] = 0x80 | ((c >> 12) & 0x3f);
+			u[2] = 0x80 | ((c >> 6) & 0x3f);
+			u[3] = 0x80 | (c & 0x3f);
+			k = 4;
 		}
+		if (n + k >= size)
+			break;
+		memcpy(buf + n, u, k);
+		n += k;
 	}
-	s[n] = '\0';
-	return s;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* A code object's str, malloc()ed, cut at MAX_STR characters. */
+static char *read_str(struct pyrt *r, uint64_t addr)
+{
+	char buf[MAX_STR * 4 + 1];
+
+	return pyrt_str(r, mem, addr, buf, sizeof(buf)) ? NULL : strdup(buf);
 }
 
 /* Code objects */

@@ -109,6 +109,12 @@ void pyrt_names_free(struct pynames *pn);
 
 /* Grow r's code table (twice the slots); 0 or -ENOMEM. */
 int pyrt_codes_grow(struct pyrt *r);
+
+/* Reads len bytes of the target at addr: 0, or -EFAULT. */
+typedef int (*pyrt_read_fn)(struct pyrt *r, uint64_t addr, void *buf,
+			    size_t len);
+int pyrt_str(struct pyrt *r, pyrt_read_fn rd, uint64_t addr, char *buf,
+	     size_t size);
 /* Free what a code entry holds and zero it. */
 void pyrt_code_clear(struct py_code *c);
 

@@ -72,66 +72,9 @@ static int rd64(struct pyrt *r, uint64_t addr, uint64_t *v)
 	return rd(r, addr, v, sizeof(*v));
 }
 
-/*
- * A compact str object (what names and attribute names are) as UTF-8
- * into buf, cut at size - 1 bytes (at a character's end).
- */
 static int read_str(struct pyrt *r, uint64_t addr, char *buf, size_t size)
 {
-	const struct py_offsets *o = r->o;
-	uint8_t hdr[80], data[NAME_MAX_LEN * 4];
-	uint32_t state, kind, c;
-	uint64_t len;
-	size_t n = 0;
-
-	if (rd(r, addr, hdr, o->str_compact_data))
-		return -EFAULT;
-	memcpy(&len, hdr + o->str_length, sizeof(len));
-	memcpy(&state, hdr + o->str_state, sizeof(state));
-	kind = (state >> 2) & 7;
-	if (!((state >> 5) & 1) || kind < 1 || kind > 4 || kind == 3)
-		return -EFAULT;	/* not compact */
-	if (len > NAME_MAX_LEN)
-		len = NAME_MAX_LEN;
-	if (rd(r, addr + ((state >> 6) & 1 ? o->str_ascii_data :
-			  o->str_compact_data), data, len * kind))
-		return -EFAULT;
-	for (uint64_t i = 0; i < len; i++) {
-		char u[4];
-		size_t k;
-
-		if (kind == 1)
-			c = data[i];
-		else if (kind == 2)
-			c = data[2 * i] | (uint32_t)data[2 * i + 1] << 8;
-		else
-			memcpy(&c, data + 4 * i, 4);
-		if (c < 0x80) {
-			u[0] = c;
-			k = 1;
-		} else if (c < 0x800) {
-			u[0] = 0xc0 | c >> 6;
-			u[1] = 0x80 | (c & 0x3f);
-			k = 2;
-		} else if (c < 0x10000) {
-			u[0] = 0xe0 | c >> 12;
-			u[1] = 0x80 | ((c >> 6) & 0x3f);
-			u[2] = 0x80 | (c & 0x3f);
-			k = 3;
-		} else {
-			u[0] = 0xf0 | c >> 18;
-			u[1] = 0x80 | ((c >> 12) & 0x3f);
-			u[2] = 0x80 | ((c >> 6) & 0x3f);
-			u[3] = 0x80 | (c & 0x3f);
-			k = 4;
-		}
-		if (n + k >= size)
-			break;
-		memcpy(buf + n, u, k);
-		n += k;
-	}
-	buf[n] = '\0';
-	return 0;
+	return pyrt_str(r, rd, addr, buf, size);
 }
 
 static bool str_is(struct pyrt *r, uint64_t addr, const char *s)
