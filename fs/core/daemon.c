@@ -251,6 +251,10 @@ int daemon_init(struct proffs *fs, enum heap_method method)
 	/* root's daemons of one boot share the parsed table (kallsyms_i.h) */
 	if (!ret && !geteuid())
 		ret = kallsyms_set_cache_dir(fs->ksyms, "/run/proffs");
+	/* ... and the inflated forms of compressed debug files (libc6-dbg's:
+	 * most of a fresh daemon's first read; dso_debugcache.c) */
+	if (!ret && !geteuid())
+		ret = dso_cache_set_inflate_dir(fs->dsos, "/run/proffs");
 	ho.cache = fs->dsos;
 	if (!ret)
 		ret = heap_agents_new(&ho, &fs->heap);

@@ -195,6 +195,7 @@ static void dso_free(struct dso *d)
 	free(d->syms);
 	free(d->segs);
 	free(d->debug_roots);
+	free(d->inflate_dir);
 	free(d->sysroot);
 	free(d->build_id);
 	free(d->name);
@@ -236,8 +237,10 @@ static int dso_load(const struct dso_cache *c, int fd, const struct stat *st,
 	d->name = strdup(name);
 	d->sysroot = dso_sysroot(open_path, name);
 	d->debug_roots = strdup(c->roots);
+	d->inflate_dir = c->inflate_dir ? strdup(c->inflate_dir) : NULL;
 	ret = -ENOMEM;
-	if (!d->name || !d->sysroot || !d->debug_roots)
+	if (!d->name || !d->sysroot || !d->debug_roots ||
+	    (c->inflate_dir && !d->inflate_dir))
 		goto err;
 	ret = -ENOEXEC;
 	if (st->st_size <= 0 || (uint64_t)st->st_size > SIZE_MAX)
@@ -308,7 +311,19 @@ void dso_cache_free(struct dso_cache *c)
 	pthread_mutex_destroy(&c->lock);
 	free(c->tab);
 	free(c->roots);
+	free(c->inflate_dir);
 	free(c);
+}
+
+int dso_cache_set_inflate_dir(struct dso_cache *c, const char *dir)
+{
+	char *copy = strdup(dir);
+
+	if (!copy)
+		return -ENOMEM;
+	free(c->inflate_dir);
+	c->inflate_dir = copy;
+	return 0;
 }
 
 /* Called with c->lock held. */

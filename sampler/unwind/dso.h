@@ -43,6 +43,11 @@ struct dso_cache;
 int dso_cache_new(const char *debug_roots, struct dso_cache **out);
 /* Drops the cache's references; dsos still referenced live on. */
 void dso_cache_free(struct dso_cache *c);
+/* Keep the inflated forms of compressed separate debug files in dir
+ * (made 0700 if missing; refused unless private to this user), for later
+ * daemons of the boot, within DSO_DEBUG_CACHE_MAX bytes (dso_i.h); for
+ * dsos opened after the call. Set once, before the cache is shared. */
+int dso_cache_set_inflate_dir(struct dso_cache *c, const char *dir);
 
 /*
  * The cache's bound and expiry: a dso that no session or process context

@@ -62,6 +62,7 @@ struct dso {
 	char *build_id;		/* hex, "" when none */
 	char *sysroot;		/* open_path minus name, e.g. /proc/1/root */
 	char *debug_roots;	/* ':'-separated */
+	char *inflate_dir;	/* inflated debug files kept there, or NULL */
 	const unsigned char *map;
 	size_t map_size;
 	dev_t dev;
@@ -114,6 +115,7 @@ struct cache_ent {
 struct dso_cache {
 	pthread_mutex_t lock;
 	char *roots;
+	char *inflate_dir;	/* dso_cache_set_inflate_dir(), or NULL */
 	struct cache_ent **tab;	/* protected by lock */
 	size_t ntab, nent;
 	size_t nobj;		/* dsos the cache holds (owner entries) */
@@ -153,6 +155,21 @@ const struct dso_sym *dso_sym_find(const struct dso *d, uint64_t a);
  * caller's; fd stays open): 0; -ENOENT when it has none compressed;
  * -errno, *out_fd -1, when it cannot be made (use fd as it is). */
 int dso_debug_inflate(int fd, int *out_fd);
+/* The same into dst, an empty file of the caller's opened for writing
+ * (dst is *out_fd on success, and never closed here). */
+int dso_debug_inflate_into(int fd, int dst, int *out_fd);
+
+/* ---- dso_debugcache.c ---- */
+
+/* The debug file fd inflated as dso_debug_inflate() makes it, kept in
+ * dir (private to the daemon's user: /run/proffs for root) so that later
+ * daemons of the boot map it instead of inflating it again: a read-only
+ * fd of the kept file into *out_fd (the caller's); a file made here is
+ * kept only within DSO_DEBUG_CACHE_MAX bytes in all, the least recently
+ * used removed first. dir NULL, or any error with it, falls back to
+ * dso_debug_inflate(); returns what that returns. */
+#define DSO_DEBUG_CACHE_MAX	(128ull << 20)
+int dso_debug_inflate_cached(int fd, const char *dir, int *out_fd);
 
 /* ---- dso.c ---- */
 

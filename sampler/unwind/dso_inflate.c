@@ -171,7 +171,9 @@ static void copy_but(unsigned char *img, const unsigned char *map,
 		memcpy(img + at, map + at, size - at);
 }
 
-static int build(const unsigned char *map, size_t size, int *out_fd)
+/* Into dst (an empty file of ours) when dst >= 0, else a new memfd. */
+static int build(const unsigned char *map, size_t size, int dst,
+		 int *out_fd)
 {
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)map;
 	const Elf64_Shdr *sh, *strtab;
@@ -216,10 +218,12 @@ static int build(const unsigned char *map, size_t size, int *out_fd)
 	}
 	if (!todo)
 		return -ENOENT;
+	if (dst >= 0 && total > DSO_DEBUG_CACHE_MAX / 2)
+		return -E2BIG;	/* not worth keeping: a memfd instead */
 	sp = malloc(n * sizeof(*sp));
 	if (!sp)
 		return -ENOMEM;
-	fd = memfd_create("proffs-debug", MFD_CLOEXEC);
+	fd = dst >= 0 ? dst : memfd_create("proffs-debug", MFD_CLOEXEC);
 	if (fd < 0) {
 		free(sp);
 		return -errno;
@@ -228,6 +232,10 @@ static int build(const unsigned char *map, size_t size, int *out_fd)
 		ret = -errno;
 		goto out;
 	}
+	/* A kept file's space reserved: a full /run fails here, not as a
+	 * SIGBUS at a store below. */
+	if (fd == dst && (ret = -posix_fallocate(fd, 0, total)))
+		goto out;
 	img = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (img == MAP_FAILED) {
 		ret = -errno;
@@ -273,14 +281,15 @@ out:
 	if (img != MAP_FAILED)
 		munmap(img, total);
 	if (ret) {
-		close(fd);
+		if (fd != dst)
+			close(fd);
 		return ret;
 	}
 	*out_fd = fd;
 	return 0;
 }
 
-int dso_debug_inflate(int fd, int *out_fd)
+int dso_debug_inflate_into(int fd, int dst, int *out_fd)
 {
 	struct stat st;
 	void *map;
@@ -292,7 +301,12 @@ int dso_debug_inflate(int fd, int *out_fd)
 	map = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (map == MAP_FAILED)
 		return -errno;
-	ret = build(map, st.st_size, out_fd);
+	ret = build(map, st.st_size, dst, out_fd);
 	munmap(map, st.st_size);
 	return ret;
+}
+
+int dso_debug_inflate(int fd, int *out_fd)
+{
+	return dso_debug_inflate_into(fd, -1, out_fd);
 }

@@ -251,7 +251,7 @@ static int dso_find_debuginfo(Dwfl_Module *mod, void **userdata,
 		pr_debug("dso: %s: no separate debug file", d->name);
 		return fd;
 	}
-	if (!dso_debug_inflate(fd, &mfd)) {
+	if (!dso_debug_inflate_cached(fd, d->inflate_dir, &mfd)) {
 		close(fd);
 		fd = mfd;
 	}

@@ -58,7 +58,7 @@ harness_args()
 		max_len=65536 ;;
 	dso)
 		srcs="sampler/unwind/dso.c sampler/unwind/dso_dwarf.c
-		      sampler/unwind/dso_inflate.c
+		      sampler/unwind/dso_inflate.c sampler/unwind/dso_debugcache.c
 		      sampler/unwind/dso_expire.c
 		      sampler/unwind/dso_sym.c sampler/unwind/demangle.c
 		      sampler/unwind/cu_index.c sampler/unwind/gopclntab.c
@@ -69,7 +69,7 @@ harness_args()
 	cfi)
 		srcs="sampler/unwind/cfi.c sampler/unwind/dso.c
 		      sampler/unwind/dso_dwarf.c sampler/unwind/dso_sym.c
-		      sampler/unwind/dso_inflate.c
+		      sampler/unwind/dso_inflate.c sampler/unwind/dso_debugcache.c
 		      sampler/unwind/dso_expire.c
 		      sampler/unwind/demangle.c sampler/unwind/cu_index.c
 		      sampler/unwind/gopclntab.c sampler/log.c"
