@@ -3,10 +3,21 @@
  * cu_index.c - compile units by address, a sorted table of their ranges;
  * in each unit, a sorted table of its functions' ranges, made the first
  * time an address falls in the unit.
+ *
+ * Lazily: an address is first looked up in the file's own
+ * .debug_aranges (GCC writes it; read raw, without touching
+ * .debug_info), and the unit it names is taken when its own ranges hold
+ * the address. Only a file without it (Go, clang), or an address it
+ * does not place so, has every unit walked for the table of their
+ * ranges, once: for libc6-dbg's 2,000 units that walk was a tenth of a
+ * fresh daemon's first read.
  */
 #include <dwarf.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <gelf.h>
 
 #include "sampler/unwind/cu_index.h"
 
@@ -34,8 +45,11 @@ struct unit {
 
 struct cu_index {
 	Dwarf *dw;
-	struct ranges cus;
-	struct unit *units;	/* by DIE offset, as the units come */
+	bool full;		/* cus made: every unit's ranges */
+	bool ar_tried;		/* ar read (maybe empty) */
+	struct ranges cus;	/* die: the unit's DIE */
+	struct ranges ar;	/* .debug_aranges; die: the unit's offset */
+	struct unit *units;	/* sorted by DIE offset */
 	size_t nunits, cap_units;
 };
 
@@ -107,10 +121,24 @@ static const struct range *ranges_find(const struct ranges *r,
 	return NULL;
 }
 
-static int add_unit(struct cu_index *ix, Dwarf_Die *cudie)
+/* The unit of DIE offset off in units (kept sorted), added if new. */
+static int unit_add(struct cu_index *ix, Dwarf_Off off)
 {
+	size_t lo = 0, hi = ix->nunits;
 	struct unit *nu;
 
+	if (hi && ix->units[hi - 1].die < off)
+		lo = hi;	/* in order, as the full walk comes */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ix->units[mid].die == off)
+			return 0;
+		if (ix->units[mid].die < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	if (ix->nunits == ix->cap_units) {
 		size_t cap = ix->cap_units ? ix->cap_units * 2 : 64;
 
@@ -120,43 +148,161 @@ static int add_unit(struct cu_index *ix, Dwarf_Die *cudie)
 		ix->units = nu;
 		ix->cap_units = cap;
 	}
-	ix->units[ix->nunits] = (struct unit){ .die = dwarf_dieoffset(cudie) };
-	return ranges_add_die(&ix->cus, cudie, ix->nunits++);
+	memmove(&ix->units[lo + 1], &ix->units[lo],
+		(ix->nunits - lo) * sizeof(*nu));
+	ix->units[lo] = (struct unit){ .die = off };
+	ix->nunits++;
+	return 0;
+}
+
+/* Every unit's ranges into cus, once. */
+static int build_full(struct cu_index *ix)
+{
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die cudie;
+	uint8_t unit_type;
+	Dwarf_Half version;
+	int ret = 0;
+
+	ix->full = true;
+	while (!ret && !dwarf_get_units(ix->dw, cu, &cu, &version,
+					&unit_type, &cudie, NULL)) {
+		if (unit_type == DW_UT_compile || unit_type == DW_UT_partial ||
+		    unit_type == DW_UT_skeleton)
+			ret = unit_add(ix, dwarf_dieoffset(&cudie));
+		if (!ret)
+			ret = ranges_add_die(&ix->cus, &cudie, 0);
+	}
+	ranges_sort(&ix->cus);
+	return ret;
+}
+
+static uint64_t get_le(const unsigned char *p, int n)
+{
+	uint64_t v = 0;
+
+	while (n--)
+		v = v << 8 | p[n];
+	return v;
+}
+
+/* .debug_aranges (version 2, 8-byte addresses, no segments, this
+ * machine's byte order, not compressed) into ix->ar, raw; anything else
+ * leaves it empty. */
+static void read_aranges(struct cu_index *ix)
+{
+	Elf *elf = dwarf_getelf(ix->dw);
+	const unsigned char *p, *end, *set_end;
+	Elf_Scn *scn = NULL;
+	Elf_Data *data;
+	GElf_Shdr sh;
+	size_t shstr;
+	uint64_t len, cu_off, a, n;
+	int off, ob;
+
+	ix->ar_tried = true;
+	if (!elf || elf_getshdrstrndx(elf, &shstr) ||
+	    elf_kind(elf) != ELF_K_ELF ||
+	    elf_getident(elf, NULL)[EI_DATA] != ELFDATA2LSB ||
+	    __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
+		return;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+
+		if (gelf_getshdr(scn, &sh) && (name = elf_strptr(elf, shstr,
+								   sh.sh_name)) &&
+		    !strcmp(name, ".debug_aranges"))
+			break;
+	}
+	if (!scn || sh.sh_type != SHT_PROGBITS ||
+	    (sh.sh_flags & SHF_COMPRESSED) || !(data = elf_getdata(scn, NULL)) ||
+	    !data->d_buf)
+		return;
+	p = data->d_buf;
+	end = p + data->d_size;
+	while (end - p >= 4) {
+		const unsigned char *set = p;
+
+		len = get_le(p, 4);
+		off = 4;
+		if (len == 0xffffffff) {
+			if (end - p < 12)
+				break;
+			len = get_le(p + 4, 8);
+			off = 12;
+		}
+		if (len > (uint64_t)(end - p - off))
+			break;
+		set_end = p + off + len;
+		p += off;
+		/* version 2, the unit's offset, 8-byte addresses, no segment */
+		ob = off == 12 ? 8 : 4;
+		if (set_end - p < 2 + ob + 2 || get_le(p, 2) != 2)
+			break;
+		cu_off = get_le(p + 2, ob);
+		p += 2 + ob;
+		if (p[0] != 8 || p[1] != 0)
+			break;
+		p = set + (((p + 2 - set) + 15) & ~(size_t)15);
+		for (; set_end - p >= 16; p += 16) {
+			a = get_le(p, 8);
+			n = get_le(p + 8, 8);
+			if (!a && !n)
+				break;
+			if (n && a + n > a &&
+			    ranges_add(&ix->ar, a, a + n, cu_off, 0)) {
+				free(ix->ar.v);
+				ix->ar = (struct ranges){ 0 };
+				return;
+			}
+		}
+		p = set_end;
+	}
+	ranges_sort(&ix->ar);
 }
 
 int cu_index_build(Dwarf *dw, struct cu_index **out)
 {
-	Dwarf_CU *cu = NULL;
-	Dwarf_Die cudie;
 	struct cu_index *ix;
-	uint8_t unit_type;
-	Dwarf_Half version;
-	int ret = 0;
 
 	ix = calloc(1, sizeof(*ix));
 	if (!ix)
 		return -ENOMEM;
 	ix->dw = dw;
-	while (!ret && !dwarf_get_units(dw, cu, &cu, &version, &unit_type,
-					&cudie, NULL)) {
-		if (unit_type == DW_UT_compile || unit_type == DW_UT_partial ||
-		    unit_type == DW_UT_skeleton)
-			ret = add_unit(ix, &cudie);
-	}
-	if (ret) {
-		cu_index_free(ix);
-		return ret;
-	}
-	ranges_sort(&ix->cus);
 	*out = ix;
 	return 0;
 }
 
-bool cu_index_find(const struct cu_index *ix, Dwarf_Addr addr,
-		   Dwarf_Die *cu)
+/* The unit .debug_aranges places addr in, if its own ranges hold addr. */
+static bool aranges_find(struct cu_index *ix, Dwarf_Addr addr,
+			 Dwarf_Die *cu)
 {
-	const struct range *r = ranges_find(&ix->cus, addr);
+	const struct range *r;
+	Dwarf_Off next;
+	size_t hsize;
 
+	if (!ix->ar_tried)
+		read_aranges(ix);
+	r = ranges_find(&ix->ar, addr);
+	return r && !dwarf_next_unit(ix->dw, r->die, &next, &hsize, NULL,
+				     NULL, NULL, NULL, NULL, NULL) &&
+	       dwarf_offdie(ix->dw, r->die + hsize, cu) &&
+	       (dwarf_tag(cu) == DW_TAG_compile_unit ||
+		dwarf_tag(cu) == DW_TAG_partial_unit ||
+		dwarf_tag(cu) == DW_TAG_skeleton_unit) &&
+	       dwarf_haspc(cu, addr) > 0 &&
+	       !unit_add(ix, dwarf_dieoffset(cu));
+}
+
+bool cu_index_find(struct cu_index *ix, Dwarf_Addr addr, Dwarf_Die *cu)
+{
+	const struct range *r;
+
+	if (!ix->full && aranges_find(ix, addr, cu))
+		return true;
+	if (!ix->full && build_full(ix))
+		return false;	/* no memory: what was made is kept */
+	r = ranges_find(&ix->cus, addr);
 	return r && dwarf_offdie(ix->dw, r->die, cu);
 }
 
@@ -295,5 +441,6 @@ void cu_index_free(struct cu_index *ix)
 		free(ix->units[i].funcs.v);
 	free(ix->units);
 	free(ix->cus.v);
+	free(ix->ar.v);
 	free(ix);
 }

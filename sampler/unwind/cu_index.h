@@ -27,13 +27,13 @@
 
 struct cu_index;
 
-/* Index every compile unit of dw with code. 0, or -ENOMEM. An index of no
- * unit is not an error: every lookup then misses. */
+/* An index of the compile units of dw with code, made as lookups need it
+ * (cu_index.c). 0, or -ENOMEM. An index of no unit is not an error:
+ * every lookup then misses. */
 int cu_index_build(Dwarf *dw, struct cu_index **out);
 
 /* The compile unit's DIE whose ranges hold addr (a DWARF address). */
-bool cu_index_find(const struct cu_index *ix, Dwarf_Addr addr,
-		   Dwarf_Die *cu);
+bool cu_index_find(struct cu_index *ix, Dwarf_Addr addr, Dwarf_Die *cu);
 
 /*
  * The DIEs holding code (functions, inlined subroutines, lexical blocks)
