@@ -552,16 +552,36 @@ static int load_tasks(struct dump *d)
 	return 0;
 }
 
+/* Whether tid is a thread of this daemon. */
+static bool own_thread(pid_t tid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
+	return !access(path, F_OK);
+}
+
+/* A tracer that is one of the daemon's own threads (a heap agent being
+ * loaded, a few hundred ms at most on a busy machine) is waited for this
+ * long before the dump is refused. */
+#define OWN_TRACER_WAIT_MS 3000
+
 static int check_target(pid_t pid)
 {
 	pid_t tracer;
-	int ret;
+	int ret, waited = 0;
 
 	if (pid <= 0)
 		return -EINVAL;
 	if (pid == getpid())
 		return -EPERM;	/* no process may trace its own threads */
 	ret = tracee_tracer_of(pid, ".", &tracer);
+	while (!ret && tracer && waited < OWN_TRACER_WAIT_MS &&
+	       own_thread(tracer)) {
+		usleep(5000);
+		waited += 5;
+		ret = tracee_tracer_of(pid, ".", &tracer);
+	}
 	if (ret)
 		return ret;
 	if (tracer) {
