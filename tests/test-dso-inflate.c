@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gelf.h>
@@ -240,6 +241,66 @@ static void test_symbolize(void)
 	CHECK(!strcmp(plain, z), "\n  plain: %s\n  zlib:  %s", plain, z);
 }
 
+/* The inflated file kept in a private dir: made once, the same bytes as
+ * the memfd's; a later call gets the kept file (the same inode); a debug
+ * file touched since gets a new one; a dir that is not private is not
+ * used (a memfd instead); an uncompressed file is never kept. */
+static void test_kept(void)
+{
+	char kdir[1200], odir[1200];
+	struct stat st1, st2, st3;
+	int zfd, pfd, out1, out2, out3, mfd, ret;
+	void *a, *b;
+	size_t alen, blen;
+	GElf_Shdr sh;
+
+	snprintf(kdir, sizeof(kdir), "%s", path("kept"));
+	snprintf(odir, sizeof(odir), "%s", path("open"));
+	zfd = open(path("z.debug"), O_RDONLY | O_CLOEXEC);
+	pfd = open(path("plain.debug"), O_RDONLY | O_CLOEXEC);
+	CHECK(zfd >= 0 && pfd >= 0, "fixtures");
+	ret = dso_debug_inflate_cached(zfd, kdir, &out1);
+	CHECK(!ret && out1 >= 0 && !fstat(out1, &st1) && st1.st_nlink == 1,
+	      "first: %d", ret);
+	run_sh("test $(ls %s | grep -c '^debug1-') = 1 && "
+	       "test $(stat -c %%a %s) = 700", kdir, kdir);
+	MUST(dso_debug_inflate(zfd, &mfd));
+	a = section(out1, ".debug_info", &sh, &alen);
+	b = section(mfd, ".debug_info", &sh, &blen);
+	CHECK(a && b && alen == blen && !memcmp(a, b, alen),
+	      "kept .debug_info: %zu bytes, memfd's %zu", alen, blen);
+	free(a);
+	free(b);
+	close(mfd);
+	ret = dso_debug_inflate_cached(zfd, kdir, &out2);
+	CHECK(!ret && out2 >= 0 && !fstat(out2, &st2) &&
+	      st2.st_ino == st1.st_ino && st2.st_dev == st1.st_dev,
+	      "second: %d, inode %lu and %lu", ret, (unsigned long)st2.st_ino,
+	      (unsigned long)st1.st_ino);
+	/* a new modification time: another key, another file */
+	run_sh("touch -d '2001-01-01' %s", path("z.debug"));
+	ret = dso_debug_inflate_cached(zfd, kdir, &out3);
+	CHECK(!ret && out3 >= 0 && !fstat(out3, &st3) &&
+	      st3.st_ino != st1.st_ino, "touched: %d", ret);
+	run_sh("test $(ls %s | grep -c '^debug1-') = 2", kdir);
+	/* nothing compressed: -ENOENT, nothing kept */
+	ret = dso_debug_inflate_cached(pfd, kdir, &mfd);
+	CHECK(ret == -ENOENT && mfd == -1, "plain: %d %d", ret, mfd);
+	run_sh("test $(ls %s | grep -c '^debug1-') = 2", kdir);
+	/* a dir others may write: a memfd, nothing written there */
+	run_sh("mkdir -m 755 %s", odir);
+	ret = dso_debug_inflate_cached(zfd, odir, &mfd);
+	CHECK(!ret && mfd >= 0, "open dir: %d", ret);
+	run_sh("test -z \"$(ls %s)\"", odir);
+	if (mfd >= 0)
+		close(mfd);
+	for (int *f = (int[]){ out1, out2, out3, -1 }; *f != -1; f++)
+		if (*f >= 0)
+			close(*f);
+	close(zfd);
+	close(pfd);
+}
+
 int main(void)
 {
 	elf_version(EV_CURRENT);
@@ -248,6 +309,7 @@ int main(void)
 	test_corrupt();
 	test_bounds();
 	test_symbolize();
+	test_kept();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;

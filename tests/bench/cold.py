@@ -12,9 +12,10 @@ time, because the machines this runs on are shared and noisy.
                         [--first-of-boot] [--out DIR] [--readme]
                         [--check MAX_RATIO]
 
---first-of-boot removes the kernel symbol table root's daemons share
-(/run/proffs/kallsyms-*) before each daemon, so that each pays for
-/proc/kallsyms as the first daemon after a boot does. --check exits 1
+--first-of-boot removes the kernel symbol table and the inflated debug
+files root's daemons share (/run/proffs/kallsyms-*, debug*) before each
+daemon, so that each pays for /proc/kallsyms and for inflating libc6-dbg's
+DWARF as the first daemon after a boot does. --check exits 1
 when the best of the runs is above MAX_RATIO (the CI guard,
 tests/integration/test_bench_guard.py).
 """
@@ -42,7 +43,8 @@ def daemon_cpu_s(d):
 
 def cold_read(build, t, window, hz, first_of_boot):
     if first_of_boot:
-        for f in glob.glob('/run/proffs/kallsyms-*'):
+        for f in (glob.glob('/run/proffs/kallsyms-*') +
+                  glob.glob('/run/proffs/debug*')):
             os.unlink(f)
     d = bench.Daemon(build)
     try:
