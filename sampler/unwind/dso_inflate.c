@@ -153,14 +153,35 @@ static int span_cmp(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
+/* The space of the file's bytes but for the spans (sorted, maybe
+ * overlapping) reserved in fd, and of the inflated sections from
+ * inflated on: 0, or -errno (ENOSPC). */
+static int reserve_but(int fd, size_t size, const struct span *sp,
+		       size_t nsp, size_t inflated, size_t total)
+{
+	size_t at = 0;
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < nsp; i++) {
+		if (sp[i].off > at)
+			ret = posix_fallocate(fd, at, sp[i].off - at);
+		if (sp[i].end > at)
+			at = sp[i].end;
+	}
+	if (!ret && at < size)
+		ret = posix_fallocate(fd, at, size - at);
+	if (!ret && inflated < total)
+		ret = posix_fallocate(fd, inflated, total - inflated);
+	return -ret;
+}
+
 /* The file into img but for the spans (sorted, maybe overlapping): the
  * compressed streams, left as holes of the memfd. */
 static void copy_but(unsigned char *img, const unsigned char *map,
-		     size_t size, struct span *sp, size_t nsp)
+		     size_t size, const struct span *sp, size_t nsp)
 {
 	size_t at = 0;
 
-	qsort(sp, nsp, sizeof(*sp), span_cmp);
 	for (size_t i = 0; i < nsp; i++) {
 		if (sp[i].off > at)
 			memcpy(img + at, map + at, sp[i].off - at);
@@ -232,10 +253,6 @@ static int build(const unsigned char *map, size_t size, int dst,
 		ret = -errno;
 		goto out;
 	}
-	/* A kept file's space reserved: a full /run fails here, not as a
-	 * SIGBUS at a store below. */
-	if (fd == dst && (ret = -posix_fallocate(fd, 0, total)))
-		goto out;
 	img = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (img == MAP_FAILED) {
 		ret = -errno;
@@ -249,6 +266,12 @@ static int build(const unsigned char *map, size_t size, int dst,
 			sp[nsp++] = (struct span){ sh[i].sh_offset,
 						   sh[i].sh_offset +
 						   sh[i].sh_size };
+	qsort(sp, nsp, sizeof(*sp), span_cmp);
+	/* A kept file's space reserved: a full /run fails here, not as a
+	 * SIGBUS at a store below. */
+	if (fd == dst &&
+	    (ret = reserve_but(fd, size, sp, nsp, align_up(size, 4096), total)))
+		goto out;
 	copy_but(img, map, size, sp, nsp);
 	nsh = (Elf64_Shdr *)(img + eh->e_shoff);
 	at = align_up(size, 4096);
