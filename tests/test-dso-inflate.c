@@ -283,10 +283,24 @@ static void test_kept(void)
 	CHECK(!ret && out3 >= 0 && !fstat(out3, &st3) &&
 	      st3.st_ino != st1.st_ino, "touched: %d", ret);
 	run_sh("test $(ls %s | grep -c '^debug1-') = 2", kdir);
+	CHECK(dso_debug_kept_bytes(kdir) == (uint64_t)(st1.st_blocks +
+						       st3.st_blocks) * 512,
+	      "kept bytes %llu", (unsigned long long)dso_debug_kept_bytes(kdir));
+	/* over the bound: the least recently used goes, the new one stays */
+	dso_debug_kept_max = st3.st_blocks * 512 * 3 / 2;
+	run_sh("touch -d '2002-02-02' %s", path("z.debug"));
+	ret = dso_debug_inflate_cached(zfd, kdir, &mfd);
+	CHECK(!ret && mfd >= 0, "third: %d", ret);
+	run_sh("test $(ls %s | grep -c '^debug1-') = 1", kdir);
+	CHECK(dso_debug_kept_bytes(kdir) <= dso_debug_kept_max, "bound");
+	dso_debug_kept_max = DSO_DEBUG_CACHE_MAX;
+	if (mfd >= 0)
+		close(mfd);
+	run_sh("rm %s/debug1-*", kdir);
 	/* nothing compressed: -ENOENT, nothing kept */
 	ret = dso_debug_inflate_cached(pfd, kdir, &mfd);
 	CHECK(ret == -ENOENT && mfd == -1, "plain: %d %d", ret, mfd);
-	run_sh("test $(ls %s | grep -c '^debug1-') = 2", kdir);
+	run_sh("test -z \"$(ls %s)\"", kdir);
 	/* a dir others may write: a memfd, nothing written there */
 	run_sh("mkdir -m 755 %s", odir);
 	ret = dso_debug_inflate_cached(zfd, odir, &mfd);

@@ -207,10 +207,13 @@ static void write_text(FILE *f, const struct snapshot *s)
 	fprintf(f, "cpu_user_us: %llu\ncpu_system_us: %llu\nrss_kb: %llu\n"
 		"dso_cache_objects: %zu\ndso_cache_max_objects: %zu\n"
 		"dso_cache_idle_seconds: %llu\ndso_cache_expired: %llu\n"
-		"kallsyms_symbols: %zu\nkallsyms_bytes: %zu\n",
+		"kallsyms_symbols: %zu\nkallsyms_bytes: %zu\n"
+		"debug_kept_bytes: %llu\ndebug_kept_max_bytes: %llu\n",
 		s->cpu_user_us, s->cpu_system_us, s->rss_kb, s->dsos.objects,
 		s->dsos.max, (unsigned long long)s->dsos.idle_ms / 1000,
-		(unsigned long long)s->dsos.expired, s->ksyms, s->ksyms_bytes);
+		(unsigned long long)s->dsos.expired, s->ksyms, s->ksyms_bytes,
+		(unsigned long long)s->dsos.kept_bytes,
+		(unsigned long long)s->dsos.kept_max);
 	if (s->has_rec)	/* the flight recorder (record.h) */
 		fprintf(f, "record_bytes: %llu\nrecord_max_bytes: %llu\n"
 			"record_procs: %u\nrecord_samples: %llu\n"
@@ -375,6 +378,11 @@ static void metrics_self(FILE *f, const struct snapshot *s)
 	scalar(f, "kallsyms_bytes", "gauge", "The kernel's symbol table, read "
 	       "once (0 until a profile has kernel frames).",
 	       s->ksyms_bytes);
+	scalar(f, "debug_kept_bytes", "gauge", "Inflated debug files kept "
+	       "for later daemons of the boot (root's, in /run/proffs).",
+	       s->dsos.kept_bytes);
+	scalar(f, "debug_kept_max_bytes", "gauge", "The most they may take.",
+	       s->dsos.kept_max);
 }
 
 static void write_metrics(FILE *f, const struct snapshot *s)

@@ -76,6 +76,8 @@ struct dso_cache_stats {
 	size_t max;		/* the bound */
 	uint64_t idle_ms;	/* the expiry */
 	uint64_t expired;	/* dsos let go so far */
+	uint64_t kept_bytes;	/* inflated debug files kept for the boot */
+	uint64_t kept_max;	/* their bound; 0: none kept */
 };
 /* After a sweep; for the status file. */
 void dso_cache_stats(struct dso_cache *c, struct dso_cache_stats *st);

@@ -35,6 +35,8 @@
 #define PREFIX "debug1-"
 #define MAX_FILES 4096
 
+unsigned long long dso_debug_kept_max = DSO_DEBUG_CACHE_MAX;
+
 static bool private_to_us(const struct stat *st, mode_t type)
 {
 	return (st->st_mode & S_IFMT) == type && st->st_uid == geteuid() &&
@@ -68,37 +70,70 @@ static int kept_cmp(const void *a, const void *b)
 	       (x->used.tv_nsec < y->used.tv_nsec);
 }
 
-/* The kept files of dir within max bytes, the least recently used
- * removed first (of any format: an older daemon's count too). */
-static void evict(const char *dir, unsigned long long max)
+/* The kept files of dir (of any format: an older daemon's count too):
+ * their bytes into *total, and the first cap of them into k (may be
+ * NULL); the count, or 0 when dir cannot be read. */
+static size_t scan(DIR *dp, struct kept *k, size_t cap,
+		   unsigned long long *total)
 {
-	unsigned long long total = 0;
-	struct kept *k = NULL;
-	size_t n = 0, i;
 	struct dirent *e;
 	struct stat st;
-	DIR *dp;
-	int dfd;
+	size_t n = 0;
 
-	dp = opendir(dir);
-	if (!dp)
-		return;
-	dfd = dirfd(dp);
-	k = malloc(MAX_FILES * sizeof(*k));
-	while (k && n < MAX_FILES && (e = readdir(dp))) {
+	*total = 0;
+	rewinddir(dp);
+	while ((e = readdir(dp))) {
 		if (strncmp(e->d_name, "debug", 5) ||
-		    fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    fstatat(dirfd(dp), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
 		    !S_ISREG(st.st_mode))
 			continue;
-		k[n].used = st.st_mtim;
-		k[n].bytes = st.st_blocks * 512;
-		snprintf(k[n].name, sizeof(k[n].name), "%s", e->d_name);
-		total += k[n++].bytes;
+		*total += st.st_blocks * 512;
+		if (n < cap) {
+			k[n].used = st.st_mtim;
+			k[n].bytes = st.st_blocks * 512;
+			snprintf(k[n].name, sizeof(k[n].name), "%s",
+				 e->d_name);
+		}
+		n++;
+	}
+	return n;
+}
+
+uint64_t dso_debug_kept_bytes(const char *dir)
+{
+	unsigned long long total = 0;
+	DIR *dp = opendir(dir);
+
+	if (dp) {
+		scan(dp, NULL, 0, &total);
+		closedir(dp);
+	}
+	return total;
+}
+
+/* The kept files of dir within max bytes, the least recently used
+ * removed first. */
+static void evict(const char *dir, unsigned long long max)
+{
+	unsigned long long total;
+	struct kept *k = NULL;
+	size_t n, i, cap = 0;
+	DIR *dp = opendir(dir);
+
+	if (!dp)
+		return;
+	n = scan(dp, NULL, 0, &total);
+	if (total > max && n) {
+		cap = n < MAX_FILES ? n : MAX_FILES;
+		k = malloc(cap * sizeof(*k));
+		if (k)
+			n = scan(dp, k, cap, &total);
 	}
 	if (k && total > max) {
+		n = n < cap ? n : cap;
 		qsort(k, n, sizeof(*k), kept_cmp);
 		for (i = 0; i < n && total > max; i++)
-			if (!unlinkat(dfd, k[i].name, 0)) {
+			if (!unlinkat(dirfd(dp), k[i].name, 0)) {
 				total -= k[i].bytes;
 				pr_debug("dso: %s/%s let go (debug files kept "
 					 "over %llu MiB)", dir, k[i].name,
@@ -136,7 +171,7 @@ static int make(int fd, const char *dir, const char *path, int *out_fd)
 		*out_fd = -1;
 		return ret;
 	}
-	evict(dir, DSO_DEBUG_CACHE_MAX);
+	evict(dir, dso_debug_kept_max);
 	return 0;
 }
 

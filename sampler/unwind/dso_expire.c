@@ -137,4 +137,8 @@ void dso_cache_stats(struct dso_cache *c, struct dso_cache_stats *st)
 					.idle_ms = c->idle_ms,
 					.expired = c->expired };
 	pthread_mutex_unlock(&c->lock);
+	if (c->inflate_dir) {	/* set before the cache is shared */
+		st->kept_bytes = dso_debug_kept_bytes(c->inflate_dir);
+		st->kept_max = dso_debug_kept_max;
+	}
 }

@@ -169,7 +169,11 @@ int dso_debug_inflate_into(int fd, int dst, int *out_fd);
  * used removed first. dir NULL, or any error with it, falls back to
  * dso_debug_inflate(); returns what that returns. */
 #define DSO_DEBUG_CACHE_MAX	(128ull << 20)
+/* The bound in force: DSO_DEBUG_CACHE_MAX unless a test sets it. */
+extern unsigned long long dso_debug_kept_max;
 int dso_debug_inflate_cached(int fd, const char *dir, int *out_fd);
+/* The bytes the kept files of dir take (0 when there are none). */
+uint64_t dso_debug_kept_bytes(const char *dir);
 
 /* ---- dso.c ---- */
 

@@ -239,7 +239,7 @@ static int build(const unsigned char *map, size_t size, int dst,
 	}
 	if (!todo)
 		return -ENOENT;
-	if (dst >= 0 && total > DSO_DEBUG_CACHE_MAX / 2)
+	if (dst >= 0 && total > dso_debug_kept_max / 2)
 		return -E2BIG;	/* not worth keeping: a memfd instead */
 	sp = malloc(n * sizeof(*sp));
 	if (!sp)
