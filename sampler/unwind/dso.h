@@ -186,6 +186,12 @@ const char *dso_symbol_name(struct dso *d, uint64_t vaddr);
  * does not say so. */
 bool dso_is_go(const struct dso *d);
 
+/* The ELF address and size of the section called name (a Go program's
+ * .bss, where the runtime keeps its list of goroutines). 0, or -ENOENT
+ * (no such section, or one not loaded). */
+int dso_section(const struct dso *d, const char *name, uint64_t *vaddr,
+		uint64_t *size);
+
 /*
  * A Go program's own table of functions, lines and frame sizes
  * (gopclntab.h), or NULL. Owned by the dso, immutable: for symbols and
