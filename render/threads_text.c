@@ -18,13 +18,14 @@
 
 enum tlabel {
 	TL_THREAD, TL_NAME, TL_STATE, TL_SYSCALL, TL_GOROUTINE, TL_WAIT,
-	TL__COUNT
+	TL_CREATED_BY, TL_CREATED_AT, TL__COUNT
 };
 
 static const char *const tlabel_keys[TL__COUNT] = {
 	[TL_THREAD] = "thread", [TL_NAME] = "thread_name",
 	[TL_STATE] = "state", [TL_SYSCALL] = "syscall",
 	[TL_GOROUTINE] = "goroutine", [TL_WAIT] = "wait_minutes",
+	[TL_CREATED_BY] = "created_by", [TL_CREATED_AT] = "created_at",
 };
 
 /* Label values of one sample; "" when absent. */
@@ -332,6 +333,9 @@ static void put_thread(struct folded_buf *b, const struct profile *p,
 		for (uint32_t i = 0; i < s->nlocs; i++)
 			put_go_frames(b, p, profile_location(p, s->loc_ids[i]),
 				      true);
+		if (*v[TL_CREATED_BY])
+			folded_buf_printf(b, "created by %s\n\t%s\n",
+					  v[TL_CREATED_BY], v[TL_CREATED_AT]);
 		folded_buf_puts(b, "\n");
 		return;
 	}

@@ -677,7 +677,7 @@ static struct profile *go_dump_profile(void)
 	static const struct {
 		const char *goroutine, *state, *wait, *thread;
 	} g[] = {
-		{ "7", "chan receive", "3", NULL },
+		{ "7", "chan receive", "3", "created" },
 		{ "5", "chan receive", NULL, NULL },
 		{ "1", "running", NULL, "42" },
 		{ NULL, "sleeping", NULL, "43" },
@@ -691,7 +691,7 @@ static struct profile *go_dump_profile(void)
 	stack[0] = loc(p, 0, fn(p, "runtime.gopark"), 0);
 	stack[1] = loc(p, 0, fn(p, "main.waitHere"), 0);
 	for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++) {
-		struct pf_label l[4];
+		struct pf_label l[5];
 		int n = 0;
 
 		l[n++] = (struct pf_label){ profile_intern(p, "state"),
@@ -704,10 +704,18 @@ static struct profile *go_dump_profile(void)
 			l[n++] = (struct pf_label){
 				profile_intern(p, "wait_minutes"),
 				profile_intern(p, g[i].wait) };
-		if (g[i].thread)
+		if (g[i].thread && !strcmp(g[i].thread, "created")) {
+			l[n++] = (struct pf_label){
+				profile_intern(p, "created_by"),
+				profile_intern(p, "main.main") };
+			l[n++] = (struct pf_label){
+				profile_intern(p, "created_at"),
+				profile_intern(p, "/src/m.go:9") };
+		} else if (g[i].thread) {
 			l[n++] = (struct pf_label){
 				profile_intern(p, "thread"),
 				profile_intern(p, g[i].thread) };
+		}
 		MUST(profile_add_sample(p, stack, 2, l, n, &one));
 	}
 	MUST(profile_add_comment(p, "proffs: 2 threads stopped"));
@@ -727,7 +735,9 @@ static void test_goroutines_text(void)
 	      buf);
 	at = strstr(buf, "goroutine 5 [chan receive]:\n");
 	CHECK(at && at < strstr(buf, "goroutine 7 [chan receive, "
-				"3 minutes]:\n"), "by id, minutes: %s", buf);
+				"3 minutes]:\nmain.waitHere(...)\n\tapp.c:10\n"
+				"created by main.main\n\t/src/m.go:9\n\n"),
+	      "by id, minutes, created by: %s", buf);
 	at = strstr(buf, "thread 43 [sleeping]: \nruntime.gopark(...)");
 	CHECK(at && at > strstr(buf, "goroutine 7"),
 	      "threads after, with every frame: %s", buf);

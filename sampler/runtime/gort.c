@@ -29,7 +29,7 @@
 struct g_layout {
 	const char *version;	/* "go1.19": go1.19, go1.19.8, ... */
 	unsigned stack_lo, stack_hi, m, sched_sp, sched_pc, sched_bp;
-	unsigned status, goid, waitsince, waitreason, lockedm, startpc;
+	unsigned status, goid, waitsince, waitreason, lockedm, gopc, startpc;
 	unsigned size;		/* bytes read: past the last one used */
 	unsigned m_procid;
 	uint8_t wrapper;	/* funcID_wrapper: frames Go's traceback hides */
@@ -54,6 +54,7 @@ static const struct g_layout layouts[] = {
 	{ .version = "go1.19", .stack_lo = 0, .stack_hi = 8, .m = 48,
 	  .sched_sp = 56, .sched_pc = 64, .sched_bp = 104, .status = 144,
 	  .goid = 152, .waitsince = 168, .waitreason = 176, .lockedm = 232,
+	  .gopc = 296,
 	  .startpc = 312, .size = 320, .m_procid = 72,
 	  .wrapper = 21,
 	  .reasons = reasons_119,
@@ -222,6 +223,7 @@ static int read_g(struct reader *r, uint64_t addr, struct gort_g *g)
 	g->pc = u64_at(b, l->sched_pc);
 	g->bp = u64_at(b, l->sched_bp);
 	g->locked = u64_at(b, l->lockedm) != 0;
+	g->gopc = u64_at(b, l->gopc);
 	if (g->goid <= 0 || !g->stack_lo || g->stack_lo >= g->stack_hi ||
 	    g->stack_hi - g->stack_lo > STACK_SIZE_MAX)
 		return -1;
@@ -244,8 +246,8 @@ static int read_g(struct reader *r, uint64_t addr, struct gort_g *g)
 	return 1;
 }
 
-int gort_read(pid_t pid, struct proc_maps *maps, struct gort_g **out,
-	      size_t *n, struct gort_stats *st)
+int gort_read(pid_t pid, struct proc_maps *maps, size_t max,
+	      struct gort_g **out, size_t *n, struct gort_stats *st)
 {
 	struct map_entry *e = maps_main(maps);
 	struct reader r = { .pid = pid };
@@ -272,6 +274,10 @@ int gort_read(pid_t pid, struct proc_maps *maps, struct gort_g **out,
 	ret = find_allgs(&r, e, st, &array, &len);
 	if (ret)
 		goto out;
+	if (len > max) {
+		st->unread = (unsigned)(len - max);
+		len = max;
+	}
 	ptrs = malloc((len ? len : 1) * sizeof(*ptrs));
 	gs = calloc(len ? len : 1, sizeof(*gs));
 	ret = -ENOMEM;
@@ -353,4 +359,34 @@ bool gort_wrapper(const struct gort_g *g, struct proc_maps *maps,
 	tab = dso_gopcln(e->dso);
 	return tab && !gopcln_func(tab, pc - e->bias, &f) &&
 	       f.funcid == l->wrapper;
+}
+
+int gort_created_by(const struct gort_g *g, struct proc_maps *maps,
+		    const char **func, const char **file, int *line)
+{
+	struct map_entry *e = maps_main(maps);
+	struct gopcln_frame fr[8];
+	const struct gopcln *tab;
+	struct gopcln_func f;
+	uint64_t pc;
+	int n = 0;
+
+	if (!e || !e->dso || g->gopc < e->start || g->gopc >= e->end ||
+	    !(tab = dso_gopcln(e->dso)))
+		return -ENOENT;
+	pc = g->gopc - e->bias;
+	/* as Go's printCreatedBy: not for main, nor a runtime function */
+	if (g->goid == 1 || gopcln_func(tab, pc, &f) ||
+	    (!strncmp(f.name, "runtime.", 8) &&
+	     !(f.name[8] >= 'A' && f.name[8] <= 'Z')))
+		return -ENOENT;
+	/* gopc returns from the call to newproc: its line is the call's */
+	if (pc > f.entry)
+		pc--;
+	if (gopcln_frames(tab, pc, fr, 8, &n) || !n || !fr[0].file)
+		return -ENOENT;
+	*func = f.name;
+	*file = fr[0].file;
+	*line = fr[0].line;
+	return 0;
 }

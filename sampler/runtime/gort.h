@@ -55,6 +55,7 @@ struct gort_g {
 				 * call, else 0 */
 	bool system;		/* the runtime's own (Go hides it) */
 	bool locked;		/* locked to its thread */
+	uint64_t gopc;		/* the go statement that started it */
 	const void *layout;	/* gort.c's, for the version read */
 };
 
@@ -62,17 +63,19 @@ struct gort_stats {
 	unsigned seen;		/* g's in allgs */
 	unsigned dropped;	/* inconsistent when read (racing) */
 	unsigned dead;		/* dead or idle: not goroutines */
+	unsigned unread;	/* past max: not read */
 	bool stripped;		/* allgs found by a search of .bss */
 	char version[32];	/* "go1.19.8" */
 };
 
 /*
  * Read the goroutines of pid (maps: its address space, for the program
- * and its Go table). Dead and idle g's are left out; system goroutines
- * are kept, marked. *out (*n of them) in allgs order.
+ * and its Go table), of the first max g's of allgs (the rest counted in
+ * st->unread). Dead and idle g's are left out; system goroutines are
+ * kept, marked. *out (*n of them) in allgs order.
  */
-int gort_read(pid_t pid, struct proc_maps *maps, struct gort_g **out,
-	      size_t *n, struct gort_stats *st);
+int gort_read(pid_t pid, struct proc_maps *maps, size_t max,
+	      struct gort_g **out, size_t *n, struct gort_stats *st);
 
 /*
  * Whether g (read by gort_read()) is still switched out where it was:
@@ -86,6 +89,15 @@ bool gort_unchanged(pid_t pid, const struct gort_g *g);
  * leaves out of a goroutine's stack. */
 bool gort_wrapper(const struct gort_g *g, struct proc_maps *maps,
 		  uint64_t pc);
+
+/*
+ * Where g was started, as Go's "created by" line says it: the function
+ * of the go statement, and its file and line. Strings borrowed from the
+ * program's Go table (alive while maps holds it). 0, or -ENOENT (the
+ * main goroutine, or a pc outside the table).
+ */
+int gort_created_by(const struct gort_g *g, struct proc_maps *maps,
+		    const char **func, const char **file, int *line);
 
 /* The status as Go's traceback prints it: the wait reason of a waiting
  * goroutine ("chan receive"), else "running", "syscall", ... */

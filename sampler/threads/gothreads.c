@@ -22,6 +22,7 @@
 #include "sampler/threads/threads_i.h"
 #include "sampler/unwind/symbolize.h"
 
+#define MAX_GOROUTINES 10000	/* shown in one dump (~11 MB of stacks) */
 #define NOT_HERE "[running on another thread: stack unavailable]"
 
 static int thread_of(const struct dump *d, pid_t tid)
@@ -71,7 +72,8 @@ int gothreads_read(struct dump *d)
 	size_t n;
 	int ret;
 
-	ret = gort_read(d->pid, d->sc.maps, &gs, &n, &d->gst);
+	ret = gort_read(d->pid, d->sc.maps, MAX_GOROUTINES, &gs, &n,
+			&d->gst);
 	if (ret) {
 		d->gret = ret;
 		return ret == -ENOMEM ? ret : 0;
@@ -125,27 +127,36 @@ static void go_values(const struct gorec *r, char id[24], char mins[24])
 		snprintf(mins, 24, "%" PRId64, m);
 }
 
+static int add_label(struct profile *p, int64_t key, const char *val,
+		     struct pf_label *labels, int *n)
+{
+	labels[*n] = (struct pf_label){ .key = key,
+					.str = profile_intern(p, val) };
+	return labels[(*n)++].str < 0 ? -ENOMEM : 0;
+}
+
 int gothreads_labels(const struct dump *d, int gi, struct profile *p,
 		     const int64_t *keys, struct pf_label *labels, int *n,
 		     const char **state)
 {
 	const struct gorec *r;
-	char id[24], mins[24];
+	const char *func, *file;
+	char id[24], mins[24], at[512];
+	int line, ret;
 
 	if (gi < 0 || (size_t)gi >= d->ngor)
 		return 0;
 	r = &d->gor[gi];
 	go_values(r, id, mins);
 	*state = gort_status(&r->g);
-	labels[*n] = (struct pf_label){ .key = keys[GK_GOROUTINE],
-					.str = profile_intern(p, id) };
-	if (labels[(*n)++].str < 0)
-		return -ENOMEM;
-	if (!mins[0])
-		return 0;
-	labels[*n] = (struct pf_label){ .key = keys[GK_WAIT],
-					.str = profile_intern(p, mins) };
-	return labels[(*n)++].str < 0 ? -ENOMEM : 0;
+	ret = add_label(p, keys[GK_GOROUTINE], id, labels, n);
+	if (!ret && mins[0])
+		ret = add_label(p, keys[GK_WAIT], mins, labels, n);
+	if (ret || gort_created_by(&r->g, d->sc.maps, &func, &file, &line))
+		return ret;
+	snprintf(at, sizeof(at), "%s:%d", file, line);
+	ret = add_label(p, keys[GK_CREATED_BY], func, labels, n);
+	return ret ? ret : add_label(p, keys[GK_CREATED_AT], at, labels, n);
 }
 
 static int add_parked(struct dump *d, struct profile *p, const int64_t *keys,
@@ -153,7 +164,7 @@ static int add_parked(struct dump *d, struct profile *p, const int64_t *keys,
 {
 	uint64_t locs[MAX_FRAMES + RUNTIME_FRAMES];
 	struct gorec *r = &d->gor[gi];
-	struct pf_label labels[3];
+	struct pf_label labels[GK__COUNT];
 	struct pf_line line = { 0 };
 	const char *state = NULL;
 	int64_t one = 1;
@@ -196,8 +207,11 @@ int gothreads_add(struct dump *d, struct profile *p, const int64_t *keys)
 
 int gothreads_comment(struct dump *d, struct profile *p)
 {
-	char text[320];
+	char text[384], more[64] = "";
 
+	if (d->gst.unread)
+		snprintf(more, sizeof(more), "; %u past the first %u not read",
+			 d->gst.unread, MAX_GOROUTINES);
 	if (d->gret == -ENOENT && !d->gst.version[0])
 		return 0;	/* not a Go program */
 	if (d->gret == -EPROTONOSUPPORT)
@@ -213,8 +227,8 @@ int gothreads_comment(struct dump *d, struct profile *p)
 		snprintf(text, sizeof(text), "goroutines: %zu of %s read "
 			 "from runtime.allgs%s without stopping the world; "
 			 "%u runtime goroutines not shown; %u dropped "
-			 "(changed while read)", d->ngor, d->gst.version,
+			 "(changed while read)%s", d->ngor, d->gst.version,
 			 d->gst.stripped ? " (found in .bss: stripped)" : "",
-			 d->ghidden, d->gst.dropped);
+			 d->ghidden, d->gst.dropped, more);
 	return profile_add_comment(p, text);
 }

@@ -55,9 +55,10 @@ def builds(tmp_path_factory):
     return out
 
 
-def parse_debug2(text):
+def parse_debug2(text, created=None):
     """{goid: (status, [(function, file, line)])} of a debug=2 dump, ours
-    or Go's ("created by" lines left out)."""
+    or Go's; created: {goid: (function, file, line)} of its "created by"
+    lines."""
     out = {}
     for block in text.split('\n\n'):
         lines = block.strip('\n').split('\n')
@@ -72,6 +73,11 @@ def parse_debug2(text):
                     frames.append((fn, f[1] if f else None,
                                    int(f[2]) if f else 0))
                 fn = None
+            elif ln.startswith('created by ') and created is not None:
+                fn = None
+                where = lines[lines.index(ln) + 1]
+                f = re.match(r'\t(.*?):(\d+)(?: \+0x[0-9a-f]+)?$', where)
+                created[int(m[1])] = (ln.split()[2], f[1], int(f[2]))
             elif ln.startswith('created by ') or ln.startswith('#'):
                 fn = None
             else:
@@ -104,17 +110,18 @@ def mains(frames):
 @pytest.mark.parametrize('name', ['goroutines', 'goroutines-s'])
 def test_goroutines_named_like_go(proffs, builds, tmp_path, name):
     dump_path = str(tmp_path / 'go.dump')
+    created, their_created = {}, {}
     t = util.Target(name, dump_path, path=builds[name])
     try:
         text = proffs.read(t.pid, 'goroutine.txt?debug=2').decode()
         print(text)
         grouped = proffs.read(t.pid, 'goroutine.txt').decode()
         pb = proffs.read(t.pid, 'goroutine.pb.gz')
-        theirs = parse_debug2(go_dump(t, dump_path))
+        theirs = parse_debug2(go_dump(t, dump_path), their_created)
     finally:
         t.kill()
     save(pb, f'{name}.pb.gz')
-    ours = parse_debug2(text)
+    ours = parse_debug2(text, created)
     how = 'found in .bss: stripped' if name.endswith('-s') else \
         'read from runtime.allgs without'
     assert re.search(r'^# goroutines: \d+ of go1\.\d+.*' + re.escape(how),
@@ -151,6 +158,10 @@ def test_goroutines_named_like_go(proffs, builds, tmp_path, name):
             assert go_frames(tfr)[0] in go_frames(fr), (goid, fr, tfr)
         elif st == tst and st not in ('running', 'runnable'):
             assert go_frames(fr)[0] == go_frames(tfr)[0], (goid, fr, tfr)
+
+    # "created by": the go statement, as Go's dump names it
+    assert created == their_created and len(created) >= 6, \
+        (created, their_created)
 
     # debug=1 groups the three waiters
     assert grouped.startswith('goroutine profile: total '), grouped
