@@ -290,6 +290,27 @@ static bool go_hidden(const char *name)
 	       !(name[8] >= 'A' && name[8] <= 'Z');
 }
 
+/* Whether a goroutine's stack has a frame Go would show. */
+static bool go_visible(const struct profile *p, const struct pf_sample *s)
+{
+	for (uint32_t i = 0; i < s->nlocs; i++) {
+		const struct pf_location *loc = profile_location(p,
+								 s->loc_ids[i]);
+
+		if (!loc->nlines)
+			return true;
+		for (uint32_t j = 0; j < loc->nlines; j++) {
+			const struct pf_function *f =
+				profile_function(p, loc->lines[j].function_id);
+			const char *name = f ? profile_str(p, f->name) : NULL;
+
+			if (!name || !go_hidden(name))
+				return true;
+		}
+	}
+	return false;
+}
+
 /* Go's "function(...)\n\tfile:line" pairs of one location; of a
  * goroutine (go), without the frames Go hides. */
 static void put_go_frames(struct folded_buf *b, const struct profile *p,
@@ -325,6 +346,9 @@ static void put_thread(struct folded_buf *b, const struct profile *p,
 
 	sample_labels(p, s, v);
 	if (*v[TL_GOROUTINE]) {	/* Go's own header */
+		/* as Go: every frame when none would be shown */
+		bool all = !go_visible(p, s);
+
 		folded_buf_printf(b, "goroutine %s [%s", v[TL_GOROUTINE],
 				  *v[TL_STATE] ? v[TL_STATE] : "unknown");
 		if (*v[TL_WAIT])
@@ -332,7 +356,7 @@ static void put_thread(struct folded_buf *b, const struct profile *p,
 		folded_buf_puts(b, "]:\n");
 		for (uint32_t i = 0; i < s->nlocs; i++)
 			put_go_frames(b, p, profile_location(p, s->loc_ids[i]),
-				      true);
+				      !all);
 		if (*v[TL_CREATED_BY])
 			folded_buf_printf(b, "created by %s\n\t%s\n",
 					  v[TL_CREATED_BY], v[TL_CREATED_AT]);

@@ -117,10 +117,12 @@ def test_goroutines_named_like_go(proffs, builds, tmp_path, name):
         print(text)
         grouped = proffs.read(t.pid, 'goroutine.txt').decode()
         pb = proffs.read(t.pid, 'goroutine.pb.gz')
+        folded = proffs.read(t.pid, 'goroutine.folded').decode()
         theirs = parse_debug2(go_dump(t, dump_path), their_created)
     finally:
         t.kill()
-    save(pb, f'{name}.pb.gz')
+    path = save(pb, f'{name}.pb.gz')
+    assert re.search(r'^\S*main\.waitHere;\S* 3$', folded, re.M), folded
     ours = parse_debug2(text, created)
     how = 'found in .bss: stripped' if name.endswith('-s') else \
         'read from runtime.allgs without'
@@ -163,9 +165,55 @@ def test_goroutines_named_like_go(proffs, builds, tmp_path, name):
     assert created == their_created and len(created) >= 6, \
         (created, their_created)
 
+    # the pprof carries them as labels
+    tags = util.pprof('-tags', path)
+    assert f'goroutine: Total {len(ours)}.0' in tags and \
+        'chan receive' in tags and 'created_by' in tags, tags
+
     # debug=1 groups the three waiters
     assert grouped.startswith('goroutine profile: total '), grouped
     block = next(b for b in grouped.split('\n\n')
                  if '\tmain.waitHere\t' in b)
     assert re.search(r'^3 @ 0x', block, re.M), block
     assert '"state":"chan receive"' in block, block
+
+
+# where a goroutine's stack ends, unwound whole (main.deep: cut at 128
+# frames, as Go's traceback cuts at 100)
+STARTS = {'main.main', 'main.waitHere', 'main.sleepHere', 'main.lockHere',
+          'main.main.func1', 'main.churn', 'main.churn.func1',
+          'main.churn.func2', 'main.deep',
+          'os/signal.loop'}
+
+
+def test_goroutines_read_while_they_come_and_go(builds, tmp_path):
+    """Goroutines that start, grow their stacks (the runtime moves them)
+    and end all the time: each of 10 dumps, read meanwhile (by
+    tests/tools/proffs-threads: a mount's dump is cached for 10 s) shows
+    consistent goroutines only, the parked ones still named, counts what
+    it dropped, and the target runs on."""
+    tool = os.path.join(util.BUILD, 'tests', 'proffs-threads')
+    t = util.Target('goroutines', str(tmp_path / 'dump'), 'churn',
+                    path=builds['goroutines'])
+    dropped = 0
+    try:
+        for _ in range(10):
+            r = subprocess.run([tool, str(t.pid), '2'], capture_output=True,
+                               text=True, timeout=60)
+            assert r.returncode == 0, r.stderr
+            text = r.stdout
+            m = re.search(r'^# goroutines: (\d+) of .*; (\d+) dropped',
+                          text, re.M)
+            assert m, text
+            dropped += int(m[2])
+            ours = parse_debug2(text)
+            assert int(m[1]) == len(ours), text
+            assert len([g for g in ours.values()
+                        if 'main.waitHere' in mains(g[1])]) == 3, text
+            for st, fr in ours.values():    # never a torn stack
+                assert st and fr and (st == 'running' or
+                                      fr[-1][0] in STARTS), text
+        assert t.proc.poll() is None
+    finally:
+        t.kill()
+    print(f'{dropped} goroutines dropped over 10 dumps')

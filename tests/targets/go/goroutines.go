@@ -5,7 +5,10 @@
 // main burning CPU in burn. On SIGUSR1 it writes its own goroutine dump
 // (pprof.Lookup("goroutine").WriteTo(f, 2)) to os.Args[1] (through a
 // temporary file, renamed when complete). Prints "ready" once every
-// goroutine is parked.
+// goroutine is parked. With a second argument "churn", goroutines also
+// start and end all the time, each growing its stack (the runtime moves
+// it) before it ends: what a dump read while the program runs races
+// with.
 package main
 
 import (
@@ -50,6 +53,30 @@ func burn() {
 	}
 }
 
+//go:noinline
+func deep(n int) int {
+	var pad [64]byte
+	pad[n%64] = byte(n)
+	if n == 0 {
+		return int(pad[0])
+	}
+	return deep(n-1) + int(pad[n%64])
+}
+
+func churn() {
+	for {
+		done := make(chan int, 64)
+		for i := 0; i < 64; i++ {
+			go func(i int) {
+				done <- deep(100 + i*10)
+			}(i)
+		}
+		for i := 0; i < 64; i++ {
+			<-done
+		}
+	}
+}
+
 func dump(out string) {
 	f, err := os.Create(out + ".tmp")
 	if err != nil {
@@ -80,6 +107,9 @@ func main() {
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(50 * time.Millisecond)
+	if len(os.Args) > 2 && os.Args[2] == "churn" {
+		go churn()
+	}
 	fmt.Println("ready")
 	burn()
 }
