@@ -27,7 +27,8 @@
 
 /* Where runtime.g's fields are, and m.procid, for one Go version. */
 struct g_layout {
-	const char *version;	/* "go1.19": go1.19, go1.19.8, ... */
+	const char *version;	/* "go1.19": go1.19, go1.19.8, ...; or
+				 * "DWARF" */
 	unsigned stack_lo, stack_hi, m, sched_sp, sched_pc, sched_bp;
 	unsigned status, goid, waitsince, waitreason, lockedm, gopc, startpc;
 	unsigned size;		/* bytes read: past the last one used */
@@ -67,6 +68,86 @@ static const char *const status_names[] = {
 	[GORT_WAITING] = "waiting", [GORT_DEAD] = "dead",
 	[GORT_COPYSTACK] = "copystack", [GORT_PREEMPTED] = "preempted",
 };
+
+#define MAX_REASONS 64
+#define REASON_MAX 64		/* bytes of one wait reason */
+
+/* One read: the layout, from the table or the program's DWARF, and the
+ * wait reasons, Go's table or read from the program. */
+struct gort {
+	struct g_layout l;
+	const char *reasons[MAX_REASONS];
+	char rbuf[MAX_REASONS][REASON_MAX];
+};
+
+/* The members dwarf_layout() asks the DWARF for, in g_layout's order. */
+static const char *const g_members[] = {
+	"stack.lo", "stack.hi", "m", "sched.sp", "sched.pc", "sched.bp",
+	"atomicstatus", "goid", "waitsince", "waitreason", "lockedm",
+	"gopc", "startpc",
+};
+
+/* runtime.g's layout from the program's DWARF, where it has one (a
+ * program not built with -w): any Go version. */
+static bool dwarf_layout(struct dso *d, struct g_layout *l)
+{
+	static const char *const m_members[] = { "procid" };
+	long off[sizeof(g_members) / sizeof(g_members[0])], procid;
+	unsigned *dst[] = {
+		&l->stack_lo, &l->stack_hi, &l->m, &l->sched_sp, &l->sched_pc,
+		&l->sched_bp, &l->status, &l->goid, &l->waitsince,
+		&l->waitreason, &l->lockedm, &l->gopc, &l->startpc,
+	};
+
+	if (dso_struct_offsets(d, "runtime", "runtime.g", g_members, off,
+			       sizeof(off) / sizeof(off[0])) ||
+	    dso_struct_offsets(d, "runtime", "runtime.m", m_members, &procid,
+			       1) || procid < 0)
+		return false;
+	l->size = 0;
+	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
+		if (off[i] < 0 || off[i] > 4096)
+			return false;
+		*dst[i] = (unsigned)off[i];
+		if (*dst[i] + 8 > l->size)
+			l->size = *dst[i] + 8;
+	}
+	l->m_procid = (unsigned)procid;
+	l->version = "DWARF";
+	return true;
+}
+
+/* Go's waitReasonStrings, read from the program where its symbol table
+ * names them (any version): 0, or -ENOENT. */
+static int read_reasons(struct gort *c, pid_t pid, struct map_entry *e)
+{
+	uint64_t va, size, str[2 * MAX_REASONS];
+	size_t n;
+
+	if (dso_object_vaddr(e->dso, "runtime.waitReasonStrings", &va, &size) ||
+	    !size || size % 16 || size / 16 > MAX_REASONS ||
+	    proc_mem_read(pid, va + e->bias, str, size))
+		return -ENOENT;
+	n = size / 16;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t len = str[2 * i + 1];
+
+		if (len >= REASON_MAX || (len && proc_mem_read(pid, str[2 * i],
+							       c->rbuf[i],
+							       len)))
+			return -ENOENT;
+		c->rbuf[i][len] = '\0';
+		c->reasons[i] = c->rbuf[i];
+	}
+	c->l.reasons = c->reasons;
+	c->l.nreasons = (unsigned)n;
+	return 0;
+}
+
+void gort_free(struct gort *c)
+{
+	free(c);
+}
 
 struct reader {
 	pid_t pid;
@@ -246,31 +327,65 @@ static int read_g(struct reader *r, uint64_t addr, struct gort_g *g)
 	return 1;
 }
 
+/* The layout of the program's runtime.g into c: DWARF first, else the
+ * table of its version; its wait reasons from the program, else the
+ * table's. */
+static int find_layout(struct gort *c, pid_t pid, struct map_entry *e,
+		       struct gort_stats *st)
+{
+	const struct g_layout *t = layout_of(st->version);
+
+	if (dwarf_layout(e->dso, &c->l)) {
+		st->dwarf = true;
+		/* what the tables know that DWARF does not say */
+		c->l.wrapper = t ? t->wrapper : 0xff;
+		c->l.reasons = t ? t->reasons : NULL;
+		c->l.nreasons = t ? t->nreasons : 0;
+	} else if (t) {
+		c->l = *t;
+	} else {
+		return -EPROTONOSUPPORT;
+	}
+	read_reasons(c, pid, e);
+	return 0;
+}
+
 int gort_read(pid_t pid, struct proc_maps *maps, size_t max,
-	      struct gort_g **out, size_t *n, struct gort_stats *st)
+	      struct gort **ctx, struct gort_g **out, size_t *n,
+	      struct gort_stats *st)
 {
 	struct map_entry *e = maps_main(maps);
 	struct reader r = { .pid = pid };
 	uint64_t array = 0, len = 0, *ptrs = NULL;
 	struct gort_g *gs = NULL;
+	struct gort *c = NULL;
 	size_t k = 0;
 	int ret;
 
 	memset(st, 0, sizeof(*st));
 	*out = NULL;
+	*ctx = NULL;
 	*n = 0;
 	if (!e || !e->dso || !dso_is_go(e->dso) ||
 	    !(r.tab = dso_gopcln(e->dso)))
 		return -ENOENT;
 	snprintf(st->version, sizeof(st->version), "%s",
 		 gopcln_version(r.tab));
-	r.l = layout_of(st->version);
-	if (!r.l)
-		return -EPROTONOSUPPORT;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	ret = find_layout(c, pid, e, st);
+	if (ret) {
+		free(c);
+		return ret;
+	}
+	r.l = &c->l;
 	r.bias = e->bias;
 	r.buf = malloc(r.l->size);
-	if (!r.buf)
+	if (!r.buf) {
+		free(c);
 		return -ENOMEM;
+	}
 	ret = find_allgs(&r, e, st, &array, &len);
 	if (ret)
 		goto out;
@@ -300,11 +415,14 @@ int gort_read(pid_t pid, struct proc_maps *maps, size_t max,
 	}
 	*out = gs;
 	*n = k;
+	*ctx = c;
 	gs = NULL;
+	c = NULL;
 out:
 	if (ret && ret != -ENOMEM)
 		pr_info("gort: %d: goroutines not read (%s): %s", (int)pid,
 			st->version, strerror(-ret));
+	free(c);
 	free(gs);
 	free(ptrs);
 	free(r.buf);
@@ -314,7 +432,7 @@ out:
 bool gort_unchanged(pid_t pid, const struct gort_g *g)
 {
 	const struct g_layout *l = g->layout;
-	uint8_t b[512];
+	uint8_t b[4096 + 8];	/* dwarf_layout()'s bound */
 
 	if (l->size > sizeof(b) || proc_mem_read(pid, g->addr, b, l->size))
 		return false;
@@ -329,7 +447,7 @@ const char *gort_status(const struct gort_g *g)
 {
 	const struct g_layout *l = g->layout;
 
-	if (g->status == GORT_WAITING && g->waitreason)
+	if (g->status == GORT_WAITING && g->waitreason && l->reasons)
 		return g->waitreason < l->nreasons ? l->reasons[g->waitreason]
 						   : "unknown wait reason";
 	if (g->status < sizeof(status_names) / sizeof(status_names[0]) &&

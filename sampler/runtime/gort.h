@@ -13,17 +13,22 @@
  * -ldflags='-s -w' has none, and its .bss is searched for the slice
  * header whose first g is goroutine 1 with a sane stack.
  *
- * runtime.g's layout is the one of the Go version the program was built
- * with (.go.buildinfo): a table per version (Go 1.19, Debian's, read
- * from its DWARF); another version gives -EPROTONOSUPPORT and the caller
- * says so. The wait reasons are Go's own strings for that version.
+ * runtime.g's layout comes from the program's DWARF where it has one
+ * (any Go version), else from a table per version (Go 1.19, Debian's,
+ * read from the DWARF of a program it built), by the version in
+ * .go.buildinfo; another version without DWARF gives -EPROTONOSUPPORT
+ * and the caller says so. The wait reasons are Go's own strings, read
+ * from the program (runtime.waitReasonStrings) where its symbol table
+ * has them, else the table's.
  *
  * Errors: -ENOENT when the process is not a Go program (or its runtime
  * cannot be found), -EPROTONOSUPPORT for an unknown Go version, -ESRCH
  * when it is gone, -ENOMEM. A g that cannot be read is counted in
  * st->dropped, not an error.
  *
- * Ownership: *out is malloc()ed, freed by the caller with free().
+ * Ownership: *out is malloc()ed, freed by the caller with free(); *ctx
+ * (the layout and strings the g's refer to) with gort_free(), after the
+ * last use of the g's.
  */
 #ifndef PROFFS_GORT_H
 #define PROFFS_GORT_H
@@ -56,7 +61,7 @@ struct gort_g {
 	bool system;		/* the runtime's own (Go hides it) */
 	bool locked;		/* locked to its thread */
 	uint64_t gopc;		/* the go statement that started it */
-	const void *layout;	/* gort.c's, for the version read */
+	const void *layout;	/* in the struct gort of its read */
 };
 
 struct gort_stats {
@@ -65,6 +70,7 @@ struct gort_stats {
 	unsigned dead;		/* dead or idle: not goroutines */
 	unsigned unread;	/* past max: not read */
 	bool stripped;		/* allgs found by a search of .bss */
+	bool dwarf;		/* the layout read from the DWARF */
 	char version[32];	/* "go1.19.8" */
 };
 
@@ -74,8 +80,11 @@ struct gort_stats {
  * st->unread). Dead and idle g's are left out; system goroutines are
  * kept, marked. *out (*n of them) in allgs order.
  */
+struct gort;
 int gort_read(pid_t pid, struct proc_maps *maps, size_t max,
-	      struct gort_g **out, size_t *n, struct gort_stats *st);
+	      struct gort **ctx, struct gort_g **out, size_t *n,
+	      struct gort_stats *st);
+void gort_free(struct gort *c);
 
 /*
  * Whether g (read by gort_read()) is still switched out where it was:

@@ -72,8 +72,8 @@ int gothreads_read(struct dump *d)
 	size_t n;
 	int ret;
 
-	ret = gort_read(d->pid, d->sc.maps, MAX_GOROUTINES, &gs, &n,
-			&d->gst);
+	ret = gort_read(d->pid, d->sc.maps, MAX_GOROUTINES, &d->gctx, &gs,
+			&n, &d->gst);
 	if (ret) {
 		d->gret = ret;
 		return ret == -ENOMEM ? ret : 0;
@@ -225,10 +225,19 @@ int gothreads_comment(struct dump *d, struct profile *p)
 			 " in a stripped program's .bss" : "");
 	else
 		snprintf(text, sizeof(text), "goroutines: %zu of %s read "
-			 "from runtime.allgs%s without stopping the world; "
+			 "from runtime.allgs%s%s without stopping the world; "
 			 "%u runtime goroutines not shown; %u dropped "
 			 "(changed while read)%s", d->ngor, d->gst.version,
 			 d->gst.stripped ? " (found in .bss: stripped)" : "",
+			 d->gst.dwarf ? " (layout from DWARF)" : "",
 			 d->ghidden, d->gst.dropped, more);
 	return profile_add_comment(p, text);
+}
+
+void gothreads_free(struct dump *d)
+{
+	free(d->gor);
+	gort_free(d->gctx);
+	d->gor = NULL;
+	d->gctx = NULL;
 }

@@ -584,7 +584,7 @@ int threads_profile(const struct threads_opts *o, struct profile **out,
 		free(d.t[i].kstack);
 	}
 	free(d.t);
-	free(d.gor);
+	gothreads_free(&d);
 	free(d.stack);
 	free(d.kbuf);
 	stackctx_close(&d.sc);

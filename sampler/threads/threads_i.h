@@ -71,6 +71,7 @@ struct dump {
 	struct gorec *gor;	/* a Go program's goroutines, or NULL */
 	size_t ngor;
 	struct gort_stats gst;
+	struct gort *gctx;	/* what the goroutines' records refer to */
 	unsigned ghidden;	/* the runtime's own, not shown */
 	int gret;		/* why they were not read, or 0 */
 };
@@ -99,6 +100,9 @@ int gothreads_labels(const struct dump *d, int gi, struct profile *p,
 /* The samples of the goroutines on no thread of the dump (parked). 0 or
  * -ENOMEM. */
 int gothreads_add(struct dump *d, struct profile *p, const int64_t *keys);
+
+/* Free what gothreads_read() made. */
+void gothreads_free(struct dump *d);
 
 /* The comment saying what was read of the goroutines, and what not
  * (nothing for a program that is not Go's). 0 or -ENOMEM. */

@@ -213,6 +213,17 @@ int dso_object_vaddr(struct dso *d, const char *name, uint64_t *vaddr,
 		     uint64_t *size);
 
 /*
+ * Where members of a structure type are, from the DWARF (a Go runtime's
+ * "runtime.g"): the type is looked for among the top-level types of the
+ * units called unit first (Go puts a package's types in its unit), then
+ * of every unit (unit NULL: at once). members[i] may name a member of a
+ * member, "sched.sp"; offs[i] is its byte offset, or -1 when there is no
+ * such member. 0; -ENOENT without DWARF or such a type.
+ */
+int dso_struct_offsets(struct dso *d, const char *unit, const char *type,
+		       const char *const *members, long *offs, size_t n);
+
+/*
  * The address ranges of every function symbol whose name (without its
  * "@VERSION") match() accepts, aliases included: the symbol tables keep
  * one name per address for symbolization, so a caller that asks "is this
