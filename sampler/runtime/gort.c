@@ -22,6 +22,7 @@
 
 #define GORT_MAX_G (1u << 20)	/* more than any program runs */
 #define BSS_MAX (64u << 20)	/* of .bss searched for allgs */
+#define BSS_CHUNK (1u << 20)	/* read at a time */
 #define STACK_SIZE_MAX (1ull << 30)	/* Go's own limit on 64-bit */
 #define SCAN_BIT 0x1000u	/* _Gscan */
 
@@ -219,29 +220,38 @@ static bool looks_like_g1(struct reader *r, uint64_t g)
 static int search_allgs(struct reader *r, struct map_entry *e,
 			uint64_t *array, uint64_t *len)
 {
-	uint64_t vaddr, size;
-	uint64_t *bss;
-	size_t got;
+	uint64_t vaddr, size, *bss;
+	size_t got = 0, n;
 	int ret = -ENOENT;
 
 	if (dso_section(e->dso, ".bss", &vaddr, &size))
 		return -ENOENT;
 	if (size > BSS_MAX)
 		size = BSS_MAX;
-	bss = malloc(size + 8);
+	bss = malloc(BSS_CHUNK + 16);
 	if (!bss)
 		return -ENOMEM;
-	got = proc_mem_copy(r->pid, vaddr + r->bias, bss, size);
-	for (size_t i = 0; i + 3 <= got / 8 && ret; i++) {
-		uint64_t a = bss[i], n = bss[i + 1], c = bss[i + 2], g;
+	/* chunks that overlap by the two words a header may run over */
+	for (uint64_t at = 0; at < size && ret; at += BSS_CHUNK) {
+		n = proc_mem_copy(r->pid, vaddr + r->bias + at, bss,
+				  size - at < BSS_CHUNK + 16 ? size - at :
+							       BSS_CHUNK + 16);
+		got += n;
+		for (size_t i = 0; i + 3 <= n / 8 && i < BSS_CHUNK / 8 && ret;
+		     i++) {
+			uint64_t a = bss[i], cnt = bss[i + 1], c = bss[i + 2];
+			uint64_t g;
 
-		if (!a || a & 7 || !n || n > c || c > GORT_MAX_G ||
-		    proc_mem_read(r->pid, a, &g, sizeof(g)) ||
-		    !looks_like_g1(r, g))
-			continue;
-		*array = a;
-		*len = n;
-		ret = 0;
+			if (!a || a & 7 || !cnt || cnt > c || c > GORT_MAX_G ||
+			    proc_mem_read(r->pid, a, &g, sizeof(g)) ||
+			    !looks_like_g1(r, g))
+				continue;
+			*array = a;
+			*len = cnt;
+			ret = 0;
+		}
+		if (n < BSS_CHUNK)
+			break;
 	}
 	free(bss);
 	if (!got)
