@@ -18,7 +18,7 @@
 
 enum tlabel {
 	TL_THREAD, TL_NAME, TL_STATE, TL_SYSCALL, TL_GOROUTINE, TL_WAIT,
-	TL_CREATED_BY, TL_CREATED_AT, TL__COUNT
+	TL_CREATED_BY, TL_CREATED_AT, TL_LOCKED, TL__COUNT
 };
 
 static const char *const tlabel_keys[TL__COUNT] = {
@@ -26,6 +26,7 @@ static const char *const tlabel_keys[TL__COUNT] = {
 	[TL_STATE] = "state", [TL_SYSCALL] = "syscall",
 	[TL_GOROUTINE] = "goroutine", [TL_WAIT] = "wait_minutes",
 	[TL_CREATED_BY] = "created_by", [TL_CREATED_AT] = "created_at",
+	[TL_LOCKED] = "locked_to_thread",
 };
 
 /* Label values of one sample; "" when absent. */
@@ -353,6 +354,8 @@ static void put_thread(struct folded_buf *b, const struct profile *p,
 				  *v[TL_STATE] ? v[TL_STATE] : "unknown");
 		if (*v[TL_WAIT])
 			folded_buf_printf(b, ", %s minutes", v[TL_WAIT]);
+		if (*v[TL_LOCKED])
+			folded_buf_puts(b, ", locked to thread");
 		folded_buf_puts(b, "]:\n");
 		for (uint32_t i = 0; i < s->nlocs; i++)
 			put_go_frames(b, p, profile_location(p, s->loc_ids[i]),

@@ -41,7 +41,7 @@
  * Go's dump hides (the runtime's unexported functions, unless that leaves
  * none), and with Go's "created by" line:
  *
- *   goroutine 18 [chan receive, 2 minutes]:
+ *   goroutine 18 [chan receive, 2 minutes, locked to thread]:
  *   main.waitHere(...)
  *   	/src/app.go:29
  *   created by main.main
@@ -53,7 +53,7 @@
  * end of debug=2).
  *
  * Labels read: thread, thread_name, state, syscall, goroutine,
- * wait_minutes, created_by, created_at (all optional).
+ * wait_minutes, created_by, created_at, locked_to_thread (all optional).
  *
  * Ownership and errors as in folded.h: *buf is malloc()ed and
  * NUL-terminated, owned by the caller; -ENOMEM, or -EINVAL when the

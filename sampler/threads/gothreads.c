@@ -152,6 +152,8 @@ int gothreads_labels(const struct dump *d, int gi, struct profile *p,
 	ret = add_label(p, keys[GK_GOROUTINE], id, labels, n);
 	if (!ret && mins[0])
 		ret = add_label(p, keys[GK_WAIT], mins, labels, n);
+	if (!ret && r->g.locked)
+		ret = add_label(p, keys[GK_LOCKED], "true", labels, n);
 	if (ret || gort_created_by(&r->g, d->sc.maps, &func, &file, &line))
 		return ret;
 	snprintf(at, sizeof(at), "%s:%d", file, line);

@@ -444,7 +444,7 @@ static int build_profile(struct dump *d, struct profile *p)
 {
 	static const char *const key_names[GK__COUNT] = {
 		"thread", "thread_name", "state", "syscall", "goroutine",
-		"wait_minutes", "created_by", "created_at",
+		"wait_minutes", "created_by", "created_at", "locked_to_thread",
 	};
 	struct kframes *kf;
 	int64_t keys[GK__COUNT];

@@ -47,6 +47,8 @@
  *   wait_minutes how long it has waited, when the runtime knows, >= 1
  *   created_by   the function of the go statement that started it
  *   created_at   that statement's file:line
+ *   locked_to_thread  "true" for one locked to its thread
+ *                (runtime.LockOSThread)
  * and a comment "goroutines: ..." says how many were read, hidden (the
  * runtime's own) and dropped (they moved while read), or why none were.
  * The profile is not merged by stack: threads_text.h and the pprof writer

@@ -84,12 +84,13 @@ int gothreads_read(struct dump *d);
 
 /* A thread dump's label keys, in this order in keys[]. */
 enum { GK_THREAD, GK_NAME, GK_STATE, GK_SYSCALL, GK_GOROUTINE, GK_WAIT,
-       GK_CREATED_BY, GK_CREATED_AT, GK__COUNT };
+       GK_CREATED_BY, GK_CREATED_AT, GK_LOCKED, GK__COUNT };
 
 /*
  * Goroutine gi's labels (gi < 0: none), appended at labels[*n]:
  * goroutine (its id), wait_minutes (when known and >= 1), created_by
- * and created_at (the go statement's function and file:line); *state is
+ * and created_at (the go statement's function and file:line),
+ * locked_to_thread ("true", runtime.LockOSThread()); *state is
  * set to Go's status for it ("chan receive", "running"). 0 or -ENOMEM.
  */
 struct pf_label;

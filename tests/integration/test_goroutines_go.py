@@ -5,8 +5,9 @@ list of goroutines (runtime.allgs) with nothing stopped.
 
 goroutines.go parks three goroutines in a channel receive in waitHere,
 one in time.Sleep in sleepHere, one on a locked sync.Mutex in lockHere,
-and burns CPU in main; on SIGUSR1 it writes its own dump
-(pprof.Lookup("goroutine").WriteTo(f, 2)), which ours must agree with.
+one locked to its thread in pinnedHere, and burns CPU in main; on
+SIGUSR1 it writes its own dump (pprof.Lookup("goroutine").WriteTo(f, 2)),
+which ours must agree with.
 It is built twice: with its symbol table, and with -ldflags='-s -w' as
 Go programs ship (runtime.allgs is then found in .bss)."""
 
@@ -38,6 +39,8 @@ WANT = {    # function -> (Go's status for it, line it waits at)
     'main.waitHere': ('chan receive', line_of('<-c')),
     'main.sleepHere': ('sleep', line_of('time.Sleep(time.Hour)')),
     'main.lockHere': ('semacquire', line_of('mu.Lock()')),
+    'main.pinnedHere': ('select (no cases), locked to thread',
+                        line_of('select {}')),
 }
 
 
@@ -184,6 +187,7 @@ def test_goroutines_named_like_go(proffs, builds, tmp_path, name):
 # frames, as Go's traceback cuts at 100)
 STARTS = {'main.main', 'main.waitHere', 'main.sleepHere', 'main.lockHere',
           'main.main.func1', 'main.churn', 'main.churn.func1',
+          'main.pinnedHere',
           'main.churn.func2', 'main.deep',
           'os/signal.loop'}
 

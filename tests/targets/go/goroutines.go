@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // goroutines: known goroutines for proffs' goroutine.txt (issue 26).
 // Three goroutines parked in a channel receive in waitHere, one in
-// time.Sleep in sleepHere, one blocked on a sync.Mutex in lockHere, and
-// main burning CPU in burn. On SIGUSR1 it writes its own goroutine dump
-// (pprof.Lookup("goroutine").WriteTo(f, 2)) to os.Args[1] (through a
-// temporary file, renamed when complete). Prints "ready" once every
-// goroutine is parked. With a second argument "churn", goroutines also
-// start and end all the time, each growing its stack (the runtime moves
-// it) before it ends: what a dump read while the program runs races
-// with.
+// time.Sleep in sleepHere, one blocked on a sync.Mutex in lockHere, one
+// locked to its thread (runtime.LockOSThread) in an empty select in
+// pinnedHere, and main burning CPU in burn. On SIGUSR1 it writes its own
+// goroutine dump (pprof.Lookup("goroutine").WriteTo(f, 2)) to os.Args[1]
+// (through a temporary file, renamed when complete). Prints "ready" once
+// every goroutine is parked. With a second argument "churn", goroutines
+// also start and end all the time, each growing its stack (the runtime
+// moves it) before it ends: what a dump read while the program runs
+// races with.
 package main
 
 import (
@@ -40,6 +41,12 @@ func sleepHere() {
 //go:noinline
 func lockHere() {
 	mu.Lock()
+}
+
+//go:noinline
+func pinnedHere() {
+	runtime.LockOSThread()
+	select {}
 }
 
 //go:noinline
@@ -96,6 +103,7 @@ func main() {
 	go sleepHere()
 	mu.Lock()
 	go lockHere()
+	go pinnedHere()
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGUSR1)
 	go func() {
@@ -103,7 +111,7 @@ func main() {
 			dump(out)
 		}
 	}()
-	for runtime.NumGoroutine() < 8 {
+	for runtime.NumGoroutine() < 9 {
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(50 * time.Millisecond)
