@@ -13,6 +13,7 @@
 #include "sampler/runtime/jattach.h"
 #include "sampler/runtime/java.h"
 #include "sampler/runtime/javamethod.h"
+#include "sampler/runtime/javascope.h"
 #include "sampler/runtime/javastack.h"
 #include "sampler/unwind/maps.h"
 
@@ -43,6 +44,9 @@ struct javart {
 	size_t nframes, cap_frames;
 	int heads[FRAME_HASH];	/* frames with a location, by text */
 	struct javamethod *methods;	/* NULL without maps (tests) */
+	struct javascope *scopes;	/* with methods */
+	/* javart_compiled()'s names and files */
+	char names[JAVA_INLINE_MAX][512], files[JAVA_INLINE_MAX][256];
 };
 
 static bool is_jvm(struct proc_maps *maps)
@@ -79,7 +83,9 @@ int javart_open(struct proc_maps *maps, struct profile *p,
 	if (!is_jvm(maps))
 		return 0;
 	ret = javart_new(maps_pid(maps), p, out);
-	if (!ret && javamethod_new(maps, &(*out)->methods)) {
+	if (!ret && (javamethod_new(maps, &(*out)->methods) ||
+		     javascope_new((*out)->methods, (*out)->pid,
+				   &(*out)->scopes))) {
 		javart_free(*out);
 		*out = NULL;
 		ret = -ENOMEM;
@@ -107,6 +113,42 @@ int javart_method(struct javart *j, uint64_t pc, char *buf, size_t size,
 	    javamethod_line(j->methods, addr, bcp16, file, fsize, line) ==
 	    -ENOMEM)
 		ret = -ENOMEM;
+	return ret;
+}
+
+int javart_compiled(struct javart *j, uint64_t pc, uint64_t start,
+		    uint64_t size, const char *name, struct javart_frame *f,
+		    int max, int *n)
+{
+	struct javascope_frame sf[JAVA_INLINE_MAX];
+	int ret, k;
+
+	*n = 0;
+	if (!j || !j->scopes)
+		return -ENOENT;
+	if (max > JAVA_INLINE_MAX)
+		max = JAVA_INLINE_MAX;
+	ret = javascope_find(j->scopes, pc, start, size, sf, max, &k);
+	for (int i = 0; !ret && i < k; i++) {
+		f[i] = (struct javart_frame){ .name = j->names[i],
+					      .file = j->files[i] };
+		/* the compiled method itself by its perf map's name */
+		if (i == k - 1)
+			snprintf(j->names[i], sizeof(j->names[i]), "%s", name);
+		else
+			ret = javamethod_external_name(j->methods,
+						       sf[i].method,
+						       j->names[i],
+						       sizeof(j->names[i]));
+		/* a line that cannot be had leaves the name */
+		if (!ret && javamethod_line_bci(j->methods, sf[i].method,
+						sf[i].bci, j->files[i],
+						sizeof(j->files[i]),
+						&f[i].line) == -ENOMEM)
+			ret = -ENOMEM;
+	}
+	if (!ret)
+		*n = k;
 	return ret;
 }
 
@@ -140,6 +182,7 @@ void javart_free(struct javart *j)
 	if (!j)
 		return;
 	dump_clear(j);
+	javascope_free(j->scopes);
 	javamethod_free(j->methods);
 	free(j);
 }

@@ -32,6 +32,7 @@
 #include <sys/types.h>
 
 #define JAVA_PERFMAP_MS 1000
+#define JAVA_INLINE_MAX 16	/* frames of one pc of compiled code */
 
 struct javart;
 struct proc_maps;
@@ -67,6 +68,26 @@ int javart_perfmap(struct javart *j);
  */
 int javart_method(struct javart *j, uint64_t pc, char *buf, size_t size,
 		  char *file, size_t fsize, int *line);
+
+/* A Java frame of compiled code: names and files owned by the javart,
+ * until its next javart_compiled(). */
+struct javart_frame {
+	const char *name;	/* "long pkg.Class.method(int)" */
+	const char *file;	/* "Known.java", "" when not known */
+	int line;		/* 0 when not known */
+};
+
+/*
+ * The Java frames of pc in the compiled method whose code is [start,
+ * start + size) and whose perf map name is name (javascope.h): the
+ * methods inlined there, innermost first, then the compiled method
+ * itself (named name), each with its file and line, into f[0..max), *n
+ * of them. 0; -ENOENT (j NULL, no layout for it), else what
+ * javascope_find() returns: the caller names the code by name alone.
+ */
+int javart_compiled(struct javart *j, uint64_t pc, uint64_t start,
+		    uint64_t size, const char *name, struct javart_frame *f,
+		    int max, int *n);
 
 /*
  * Whether name, a line of the JVM's perf map, is a compiled Java
