@@ -653,14 +653,38 @@ static int sig_type(const char **d, const char *end, char *buf, size_t size,
 	return ret;
 }
 
+int javamethod_external(const char *name, const char *desc, size_t dlen,
+			char *buf, size_t size)
+{
+	const char *d, *end = desc + dlen, *close;
+	size_t len = 0;
+
+	close = memchr(desc, ')', dlen);
+	if (!dlen || desc[0] != '(' || !close || !size)
+		return -EINVAL;
+	buf[0] = '\0';
+	/* "RET pkg.Class.method(T1, T2)", as Method::external_name() */
+	d = close + 1;
+	if (sig_type(&d, end, buf, size, &len) || d != end ||
+	    append(buf, size, &len, " ", 1) ||
+	    append(buf, size, &len, name, strlen(name)) ||
+	    append(buf, size, &len, "(", 1))
+		return -EINVAL;
+	for (d = desc + 1; d < close;) {
+		if ((d > desc + 1 && append(buf, size, &len, ", ", 2)) ||
+		    sig_type(&d, close, buf, size, &len))
+			return -EINVAL;
+	}
+	return append(buf, size, &len, ")", 1) ? -EINVAL : 0;
+}
+
 int javamethod_external_name(struct javamethod *m, uint64_t addr, char *buf,
 			     size_t size)
 {
 	char name[512], desc[256];
-	const char *d, *end, *close;
 	uint64_t cm, cp, sym;
 	uint16_t idx;
-	size_t len = 0, dlen = 0;
+	size_t dlen = 0;
 	int ret;
 
 	ret = javamethod_name(m, addr, name, sizeof(name));
@@ -668,29 +692,15 @@ int javamethod_external_name(struct javamethod *m, uint64_t addr, char *buf,
 		return ret;
 	if (!m->scopes)
 		return -ENOENT;
+	/* the descriptor's '/' become '.', as Java names its classes */
 	if (rd64(m, addr + m->off[F_CONST_METHOD], &cm) ||
 	    rd64(m, cm + m->off[F_CONSTANTS], &cp) ||
 	    rd(m, cm + m->off[F_SIG_INDEX], &idx, sizeof(idx)) ||
 	    rd64(m, cp + m->pool_size + 8ull * idx, &sym) ||
-	    symbol(m, sym, desc, sizeof(desc), &dlen))
+	    symbol(m, sym, desc, sizeof(desc), &dlen) ||
+	    javamethod_external(name, desc, dlen, buf, size))
 		return -EFAULT;
-	end = desc + dlen;
-	close = memchr(desc, ')', dlen);
-	if (desc[0] != '(' || !close)
-		return -EFAULT;
-	/* "RET pkg.Class.method(T1, T2)", as Method::external_name() */
-	d = close + 1;
-	if (sig_type(&d, end, buf, size, &len) || d != end ||
-	    append(buf, size, &len, " ", 1) ||
-	    append(buf, size, &len, name, strlen(name)) ||
-	    append(buf, size, &len, "(", 1))
-		return -EFAULT;
-	for (d = desc + 1; d < close;) {
-		if ((d > desc + 1 && append(buf, size, &len, ", ", 2)) ||
-		    sig_type(&d, close, buf, size, &len))
-			return -EFAULT;
-	}
-	return append(buf, size, &len, ")", 1) ? -EFAULT : 0;
+	return 0;
 }
 
 int javamethod_layout(struct javamethod *m, struct javamethod_nm *nm)

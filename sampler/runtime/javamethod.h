@@ -56,6 +56,12 @@ int javamethod_line_bci(struct javamethod *m, uint64_t addr, int bci,
 int javamethod_external_name(struct javamethod *m, uint64_t addr, char *buf,
 			     size_t size);
 
+/* The same from a method's name "pkg.Class.method" and its descriptor
+ * desc[0..dlen), with '.' for '/': "(J[Lpkg.T;)V". 0 or -EINVAL (no
+ * descriptor, or buf too small). */
+int javamethod_external(const char *name, const char *desc, size_t dlen,
+			char *buf, size_t size);
+
 /*
  * Where a compiled method (nmethod) keeps what javascope.h reads: the
  * offsets of fields in the nmethod (its CodeBlob and CompiledMethod

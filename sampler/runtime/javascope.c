@@ -59,6 +59,13 @@ void javascope_free(struct javascope *s)
 	free(s);
 }
 
+void javascope_set_layout(struct javascope *s, const struct javamethod_nm *l)
+{
+	s->l = *l;
+	s->have_layout = true;
+	s->layout_err = 0;
+}
+
 unsigned long javascope_failures(const struct javascope *s)
 {
 	return s ? s->failures : 0;
@@ -280,15 +287,19 @@ int javascope_find(struct javascope *s, uint64_t pc, uint64_t start,
 		if (d < 0)
 			return fail(s, start, -EINVAL, "bad PcDesc");
 		ret = decode(nm, (uint32_t)d, f, max, n);
-		if (ret)
+		if (ret) {
+			*n = 0;
 			return fail(s, start, ret, "bad scopes");
+		}
 	}
 	if (!*n) {
 		/* no scope: the method, at no known bci */
 		f[0] = (struct javascope_frame){ nm->method, -1 };
 		*n = 1;
 	}
-	if (f[*n - 1].method != nm->method)
+	if (f[*n - 1].method != nm->method) {
+		*n = 0;
 		return fail(s, start, -EINVAL, "scopes of another method");
+	}
 	return 0;
 }

@@ -38,6 +38,7 @@
 #include <sys/types.h>
 
 struct javamethod;
+struct javamethod_nm;
 struct javascope;
 
 struct javascope_frame {
@@ -58,6 +59,9 @@ void javascope_free(struct javascope *s);
  */
 int javascope_find(struct javascope *s, uint64_t pc, uint64_t start,
 		   uint64_t size, struct javascope_frame *f, int max, int *n);
+
+/* For tests: use layout l instead of the JVM's. */
+void javascope_set_layout(struct javascope *s, const struct javamethod_nm *l);
 
 /* How many javascope_find() calls failed with -EINVAL or -E2BIG. */
 unsigned long javascope_failures(const struct javascope *s);
