@@ -8,10 +8,12 @@
  * piece of code in its code cache to /tmp/perf-<pid>.map on the command
  * Compiler.perfmap (HotSpot 17 and later), which jitmap.h reads; the
  * command is sent again, at most every JAVA_PERFMAP_MS, when a pc in
- * anonymous executable memory has no name (code compiled since). Threads:
- * the command threaddump (what jcmd Thread.print prints) gives each Java
- * thread's name, state and frames, matched to a native thread by its nid
- * (the thread's id in the JVM's pid namespace).
+ * anonymous executable memory has no name (code compiled since); a pc of
+ * a compiled method also gets the methods inlined there and lines, from
+ * the method's own debug information (javart_compiled(), javascope.h).
+ * Threads: the command threaddump (what jcmd Thread.print prints) gives
+ * each Java thread's name, state and frames, matched to a native thread
+ * by its nid (the thread's id in the JVM's pid namespace).
  *
  * Attaching is the caller's decision (javart_allow_attach()): only for a
  * session a caller opened on this one process after the ptrace check

@@ -3,8 +3,9 @@
 26): tests/targets/Known.java, compiled here by javac, run by Debian's
 OpenJDK 17. proffs names its compiled methods by asking the JVM itself,
 through the attach protocol, for its perf map (Compiler.perfmap, what
-jcmd sends), and merges the JVM's thread dump (Thread.print) into
-goroutine.txt.
+jcmd sends), gives compiled frames their lines and the methods inlined
+into them from the nmethod's debug information, and merges the JVM's
+thread dump (Thread.print) into goroutine.txt.
 
 Held to the CPU time the target itself counted in heavy() and light()
 (ThreadMXBean) over the same window; heavy() does three times light()'s
