@@ -10,7 +10,7 @@
  * names other code, offsets out of order or past the blob, a metadata
  * index out of range, a chain that loops, scopes of another method, too
  * deep a chain, random scopes data), each an error and counted, never a
- * crash. Also the external names of methods (javamethod_external()).
+ * crash; a layout whose fields fall outside what is read, refused. Also the external names of methods (javamethod_external()).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -29,7 +29,7 @@ static const struct javamethod_nm layout = {
 	.size = 0, .header_size = 4, .code_begin = 8, .code_end = 16,
 	.method = 24, .scopes_data_begin = 32, .metadata_offset = 40,
 	.scopes_pcs_offset = 44, .dependencies_offset = 48,
-	.compile_id = 52, .pc_offset = 0, .scope_offset = 4,
+	.pc_offset = 0, .scope_offset = 4,
 	.nm_size = 128, .pc_size = 16,
 };
 
@@ -234,6 +234,32 @@ static void test_bad(struct fake *f)
 	}
 }
 
+/* A layout whose fields fall outside the header or PcDesc: none. */
+static void test_layout(struct fake *f)
+{
+	struct javascope_frame fr[4];
+	struct javamethod_nm l = layout;
+	struct javascope *s;
+	int n, ret;
+
+	build(f);
+	MUST(javascope_new(NULL, getpid(), &s));
+	l.dependencies_offset = l.nm_size - 4;
+	javascope_set_layout(s, &l);
+	ret = javascope_find(s, f->code + 39, f->code, CODE, fr, 4, &n);
+	CHECK(ret == -ENOENT && !n, "%d", ret);
+	l = layout;
+	l.scope_offset = 14;
+	javascope_set_layout(s, &l);
+	ret = javascope_find(s, f->code + 39, f->code, CODE, fr, 4, &n);
+	CHECK(ret == -ENOENT, "%d", ret);
+	l = layout;
+	javascope_set_layout(s, &l);
+	ret = javascope_find(s, f->code + 39, f->code, CODE, fr, 4, &n);
+	CHECK(!ret && n == 2, "%d", ret);
+	javascope_free(s);
+}
+
 static void test_external(void)
 {
 	static const struct {
@@ -277,6 +303,7 @@ int main(void)
 	proffs_log_set_level(PROFFS_LOG_WARNING);
 	test_scopes(&f);
 	test_bad(&f);
+	test_layout(&f);
 	test_external();
 	if (failures)
 		return 1;

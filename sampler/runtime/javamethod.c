@@ -25,7 +25,7 @@ enum field {
 	/* for compiled methods' scopes (javascope.h): without them, none */
 	F_SIG_INDEX = F__LINES, F_CB_SIZE, F_CB_HEADER_SIZE, F_CB_CODE_BEGIN,
 	F_CB_CODE_END, F_CM_METHOD, F_CM_SCOPES_DATA, F_NM_METADATA,
-	F_NM_SCOPES_PCS, F_NM_DEPENDENCIES, F_NM_COMPILE_ID, F_PC_OFFSET,
+	F_NM_SCOPES_PCS, F_NM_DEPENDENCIES, F_PC_OFFSET,
 	F_PC_SCOPE,
 	F__COUNT
 };
@@ -54,7 +54,6 @@ static const struct {
 	[F_NM_METADATA] = { "nmethod", "_metadata_offset" },
 	[F_NM_SCOPES_PCS] = { "nmethod", "_scopes_pcs_offset" },
 	[F_NM_DEPENDENCIES] = { "nmethod", "_dependencies_offset" },
-	[F_NM_COMPILE_ID] = { "nmethod", "_compile_id" },
 	[F_PC_OFFSET] = { "PcDesc", "_pc_offset" },
 	[F_PC_SCOPE] = { "PcDesc", "_scope_decode_offset" },
 };
@@ -721,7 +720,6 @@ int javamethod_layout(struct javamethod *m, struct javamethod_nm *nm)
 		.metadata_offset = m->off[F_NM_METADATA],
 		.scopes_pcs_offset = m->off[F_NM_SCOPES_PCS],
 		.dependencies_offset = m->off[F_NM_DEPENDENCIES],
-		.compile_id = m->off[F_NM_COMPILE_ID],
 		.pc_offset = m->off[F_PC_OFFSET],
 		.scope_offset = m->off[F_PC_SCOPE],
 		.nm_size = m->nm_size,

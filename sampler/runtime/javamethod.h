@@ -75,7 +75,7 @@ struct javamethod_nm {
 	uint64_t method;		/* CompiledMethod: Method* */
 	uint64_t scopes_data_begin;	/* CompiledMethod: address */
 	uint64_t metadata_offset, scopes_pcs_offset;	/* nmethod: int */
-	uint64_t dependencies_offset, compile_id;	/* nmethod: int */
+	uint64_t dependencies_offset;	/* nmethod: int */
 	uint64_t pc_offset, scope_offset;	/* PcDesc: int */
 	uint64_t nm_size, pc_size;	/* sizeof(nmethod), sizeof(PcDesc) */
 };

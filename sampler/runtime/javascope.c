@@ -59,16 +59,37 @@ void javascope_free(struct javascope *s)
 	free(s);
 }
 
+static bool layout_ok(const struct javamethod_nm *l);
+
 void javascope_set_layout(struct javascope *s, const struct javamethod_nm *l)
 {
 	s->l = *l;
 	s->have_layout = true;
-	s->layout_err = 0;
+	s->layout_err = layout_ok(l) ? 0 : -ENOENT;
 }
 
 unsigned long javascope_failures(const struct javascope *s)
 {
 	return s ? s->failures : 0;
+}
+
+/* Every field within the header or PcDesc it is read from. */
+static bool layout_ok(const struct javamethod_nm *l)
+{
+	const uint64_t in_header[] = {
+		l->size, l->header_size, l->code_begin, l->code_end,
+		l->method, l->scopes_data_begin, l->metadata_offset,
+		l->scopes_pcs_offset, l->dependencies_offset,
+	};
+
+	if (l->nm_size < 16 || l->nm_size > HEADER_WINDOW / 2 ||
+	    l->nm_size % 8 || l->pc_size < 8 || l->pc_size > 64 ||
+	    l->pc_offset > l->pc_size - 4 || l->scope_offset > l->pc_size - 4)
+		return false;
+	for (size_t i = 0; i < sizeof(in_header) / sizeof(in_header[0]); i++)
+		if (in_header[i] > l->nm_size - 8)
+			return false;
+	return true;
 }
 
 static int32_t i32_at(const uint8_t *p, uint64_t off)
@@ -126,7 +147,7 @@ static int nm_read(struct javascope *s, struct nm *n, uint64_t start,
 		   uint64_t size)
 {
 	const struct javamethod_nm *l = &s->l;
-	uint8_t hdr[4096];
+	uint8_t hdr[HEADER_WINDOW / 2];
 	int64_t cb_size, md, sd, pcs, deps;
 	uint64_t h;
 	int ret;
@@ -269,8 +290,11 @@ int javascope_find(struct javascope *s, uint64_t pc, uint64_t start,
 	if (!s->have_layout) {
 		s->have_layout = true;
 		s->layout_err = javamethod_layout(s->m, &s->l);
-		if (!s->layout_err && s->l.nm_size > 4096)
+		if (!s->layout_err && !layout_ok(&s->l)) {
+			pr_info("java: %d: an nmethod layout out of bounds: "
+				"no inlined frames", (int)s->pid);
 			s->layout_err = -ENOENT;
+		}
 	}
 	if (s->layout_err)
 		return s->layout_err;
