@@ -218,7 +218,7 @@ static struct rendered *find_output_locked(struct session *s,
  * cpu_2s.svg: the same samples), and so do results only HTTP clients
  * read (Go's pprof fetches a URL twice, from two processes). A thread
  * dump stays for cache_ms whoever read it: it stops every thread, and
- * a dump while a heap agent is being loaded would be EBUSY.
+ * a dump while a heap agent is being loaded waits for it.
  */
 static struct session *find_locked(struct registry *r,
 				   const struct session_key *k,
