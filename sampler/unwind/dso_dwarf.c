@@ -45,13 +45,42 @@ static bool dwarf_has_section(Dwarf *dw, const char *want)
 		       dso_elf_has_section(elf, z));
 }
 
+/* The sections loading the symbol table reads through. */
+static const char *const symtab_sections[] = {
+	".symtab", ".strtab", ".dynsym", ".dynstr", NULL,
+};
+
+static void dso_dw_load(struct dso *d);
+
+/* Loads libdw's module once, its heap measured (dso_mem.c). */
 static void dso_dw_init(struct dso *d)
 {
-	void **ud;
+	Dwarf_Addr bias;
+	uint64_t before;
+	Elf *elf, *debug;
 
 	if (d->dw_tried)
 		return;
 	d->dw_tried = true;
+	before = dso_heap_now();
+	dso_dw_load(d);
+	dso_heap_since(d, before);
+	elf = d->mod ? dwfl_module_getelf(d->mod, &bias) : NULL;
+	debug = d->dw ? dwarf_getelf(d->dw) : NULL;
+	d->file_bytes += dso_sections_bytes(elf, symtab_sections);
+	if (debug && debug != elf && !d->memfd_bytes)
+		d->file_bytes += dso_sections_bytes(debug, symtab_sections);
+	dso_mem_update(d);
+	pr_debug("dso: %s: loaded: libdw's heap %lld bytes, inflated debug "
+		 "file %llu, mapped sections %llu", d->name,
+		 (long long)d->dw_heap, (unsigned long long)d->memfd_bytes,
+		 (unsigned long long)d->file_bytes);
+}
+
+static void dso_dw_load(struct dso *d)
+{
+	void **ud;
+
 	d->dwfl = dwfl_begin(&dso_dwfl_callbacks);
 	if (!d->dwfl)
 		goto err;
@@ -159,6 +188,8 @@ static const char *dso_demangle(struct dso *d, const char *raw)
 			free(s);
 		return raw;
 	}
+	if (s != raw)
+		d->str_bytes += dso_alloc_bytes(strlen(s) + 1);
 	return s;
 }
 
@@ -179,6 +210,28 @@ static int dso_go_frames(struct dso *d, uint64_t vaddr, struct dso_frame *f)
 	return n;
 }
 
+/*
+ * The first lookup in a unit loads its tables (cu_index's table of its
+ * functions, libdw's abbrevs and lines): done here once per unit, the
+ * heap measured around it (dso_mem.c).
+ */
+static void dso_unit_load(struct dso *d, Dwarf_Die *cu, Dwarf_Addr pc)
+{
+	Dwarf_Die path[64];
+	Dwarf_Lines *lines;
+	uint64_t off = dwarf_dieoffset(cu), v, before;
+	size_t n;
+
+	if (dso_map_get(&d->cus_seen, off, &v) ||
+	    dso_map_put(&d->cus_seen, off, 1))
+		return;
+	d->ncus_seen++;
+	before = dso_heap_now();
+	cu_index_scopes(d->cus, cu, pc, path, 64);
+	dwarf_getsrclines(cu, &lines, &n);
+	dso_heap_since(d, before);
+}
+
 /* Frames for vaddr into f; 0 when nothing covers it. */
 static int dso_resolve(struct dso *d, uint64_t vaddr, struct dso_frame *f)
 {
@@ -196,6 +249,8 @@ static int dso_resolve(struct dso *d, uint64_t vaddr, struct dso_frame *f)
 		return dso_go_frames(d, vaddr, f);
 	sym = dso_sym_find(d, vaddr);
 	have_cu = d->cus && cu_index_find(d->cus, pc, &cu);
+	if (have_cu)
+		dso_unit_load(d, &cu, pc);
 	if (have_cu)
 		n = dwarf_func_dies(d, &cu, pc, dies);
 	for (i = 0; i < n; i++) {
@@ -243,6 +298,7 @@ static int dso_memo(struct dso *d, uint64_t vaddr, uint64_t *v)
 	if (n)
 		memcpy(d->pool + d->npool, f, n * sizeof(*f));
 	d->npool += n;
+	dso_mem_update(d);
 	return 0;
 }
 
@@ -524,8 +580,10 @@ int dso_debug_frame(struct dso *d, void *(*make_index)(const uint8_t *data,
 {
 	if (!atomic_load_explicit(&d->df_done, memory_order_acquire)) {
 		pthread_mutex_lock(&d->lock);
-		if (!atomic_load_explicit(&d->df_done, memory_order_relaxed))
+		if (!atomic_load_explicit(&d->df_done, memory_order_relaxed)) {
 			dso_df_load(d, make_index, drop);
+			dso_mem_update(d);
+		}
 		atomic_store_explicit(&d->df_done, true, memory_order_release);
 		pthread_mutex_unlock(&d->lock);
 	}
