@@ -88,6 +88,13 @@ bool dso_cache_pressed(struct dso_cache *c);
  * through (dso_mem.c says how each is counted). Grows as it symbolizes.
  */
 uint64_t dso_mem_bytes(const struct dso *d);
+/* The same in its parts (their sum is dso_mem_bytes()). */
+struct dso_mem_parts {
+	uint64_t heap;		/* our tables, and libdw's (estimated) */
+	uint64_t inflated;	/* the inflated debug file (a memfd) */
+	uint64_t mapped;	/* file sections read through */
+};
+void dso_mem_parts(struct dso *d, struct dso_mem_parts *p);
 
 struct dso_cache_stats {
 	size_t objects;		/* dsos held now */

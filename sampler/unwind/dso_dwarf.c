@@ -52,29 +52,29 @@ static const char *const symtab_sections[] = {
 
 static void dso_dw_load(struct dso *d);
 
-/* Loads libdw's module once, its heap measured (dso_mem.c). */
+/* Loads libdw's module once, and counts what it holds (dso_mem.c). */
 static void dso_dw_init(struct dso *d)
 {
 	Dwarf_Addr bias;
-	uint64_t before;
 	Elf *elf, *debug;
 
 	if (d->dw_tried)
 		return;
 	d->dw_tried = true;
-	before = dso_heap_now();
 	dso_dw_load(d);
-	dso_heap_since(d, before);
+	d->cuix_bytes = cu_index_mem_bytes(d->cus);
 	elf = d->mod ? dwfl_module_getelf(d->mod, &bias) : NULL;
 	debug = d->dw ? dwarf_getelf(d->dw) : NULL;
 	d->file_bytes += dso_sections_bytes(elf, symtab_sections);
 	if (debug && debug != elf && !d->memfd_bytes)
 		d->file_bytes += dso_sections_bytes(debug, symtab_sections);
 	dso_mem_update(d);
-	pr_debug("dso: %s: loaded: libdw's heap %lld bytes, inflated debug "
-		 "file %llu, mapped sections %llu", d->name,
-		 (long long)d->dw_heap, (unsigned long long)d->memfd_bytes,
-		 (unsigned long long)d->file_bytes);
+	pr_debug("dso: %s: loaded: %llu bytes, of which inflated debug file "
+		 "%llu, mapped sections %llu; %zu symbols, %zu DWARF units",
+		 d->name, (unsigned long long)dso_mem_bytes(d),
+		 (unsigned long long)d->memfd_bytes,
+		 (unsigned long long)d->file_bytes, d->nsyms,
+		 cu_index_units(d->cus));
 }
 
 static void dso_dw_load(struct dso *d)
@@ -212,24 +212,25 @@ static int dso_go_frames(struct dso *d, uint64_t vaddr, struct dso_frame *f)
 
 /*
  * The first lookup in a unit loads its tables (cu_index's table of its
- * functions, libdw's abbrevs and lines): done here once per unit, the
- * heap measured around it (dso_mem.c).
+ * functions, libdw's abbrevs and lines): done here once per unit, what
+ * they hold counted (dso_mem.c).
  */
 static void dso_unit_load(struct dso *d, Dwarf_Die *cu, Dwarf_Addr pc)
 {
 	Dwarf_Die path[64];
 	Dwarf_Lines *lines;
-	uint64_t off = dwarf_dieoffset(cu), v, before;
-	size_t n;
+	uint64_t off = dwarf_dieoffset(cu), v;
+	size_t n = 0;
 
 	if (dso_map_get(&d->cus_seen, off, &v) ||
 	    dso_map_put(&d->cus_seen, off, 1))
 		return;
 	d->ncus_seen++;
-	before = dso_heap_now();
 	cu_index_scopes(d->cus, cu, pc, path, 64);
-	dwarf_getsrclines(cu, &lines, &n);
-	dso_heap_since(d, before);
+	if (dwarf_getsrclines(cu, &lines, &n))
+		n = 0;
+	d->dw_lines += n;
+	d->cuix_bytes = cu_index_mem_bytes(d->cus);
 }
 
 /* Frames for vaddr into f; 0 when nothing covers it. */

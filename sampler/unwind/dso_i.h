@@ -98,13 +98,14 @@ struct dso {
 	void *df_index;
 	void (*df_drop)(void *index);
 	/* what it holds beyond its own tables (dso_mem.c) */
-	int64_t dw_heap;	/* libdw's heap, measured (may dip below 0) */
-	bool dw_measured;	/* mallinfo2 works here */
+	size_t syms_cap;	/* entries allocated in syms */
+	uint64_t cuix_bytes;	/* cu_index_mem_bytes(cus), when it grew */
 	uint64_t str_bytes;	/* interned and demangled strings */
 	uint64_t memfd_bytes;	/* the inflated debug file */
 	uint64_t file_bytes;	/* mapped sections read in full */
 	struct u64map cus_seen;	/* DWARF units libdw has loaded */
 	size_t ncus_seen;
+	uint64_t dw_lines;	/* line table rows libdw has loaded */
 };
 
 /* A string made here (absolute source path, unversioned symbol). */
@@ -171,12 +172,6 @@ int dso_debug_inflate(int fd, int *out_fd);
 
 /* What one malloc() of n bytes takes, about. */
 uint64_t dso_alloc_bytes(uint64_t n);
-/* The process's heap in use now (mallinfo2), 0 where a sanitizer or
- * valgrind owns the heap. */
-uint64_t dso_heap_now(void);
-/* d->dw_heap += what the heap grew by since before (dso_heap_now()).
- * Called with d->lock held. */
-void dso_heap_since(struct dso *d, uint64_t before);
 /* The sizes of the sections of elf named in names (NULL-terminated). */
 uint64_t dso_sections_bytes(Elf *elf, const char *const *names);
 /* Recount d->mem. Called with d->lock held (or before d is shared). */

@@ -3,29 +3,33 @@
  * dso_mem.c - what a cached dso holds, in bytes, for the cache's byte
  * bound (dso.h: DSO_CACHE_BYTES, dso_mem_bytes()).
  *
- * A dso holds four kinds of memory, counted so:
- *  - its own tables (the object, names, segments, the memo of symbolized
- *    addresses and its frame pool, interned and demangled strings, the
- *    .debug_frame copy): counted from their sizes, as malloc() rounds.
- *  - libdw's heap (Elf and Dwarf handles, section headers, its abbrev,
- *    unit and line tables) with ours built over it (the sorted symbol
- *    table, the unit index): libdw's allocations cannot be seen one by
- *    one, so the heap in use (mallinfo2) is measured around the calls
- *    that grow it: loading the module (once) and the first lookup in
- *    each DWARF unit (its unit table and line table). Other threads
- *    allocate and free meanwhile, so each measure is off by what they
- *    did; that noise goes both ways and mostly cancels over the many
- *    measures of a dso. Where a sanitizer or valgrind owns the heap
- *    mallinfo2 says 0, and the estimate below stands in.
- *  - the inflated debug file (dso_inflate.c): a memfd, its whole size.
- *  - pages of mapped files: the sections read through in full (.eh_frame
- *    and its header, .gopclntab, the symbol and string tables). Pages of
- *    uncompressed DWARF in a debug file that lookups touch are not
- *    counted: they are page cache the kernel may take back at any time.
+ * A dso holds three kinds of memory, counted so:
+ *  - heap: its own tables (the object, names, segments, the sorted symbol
+ *    table, the DWARF unit index, the memo of symbolized addresses and
+ *    its frame pool, interned and demangled strings, the .debug_frame
+ *    copy), counted from their sizes as malloc() rounds them; and
+ *    libdw's (Elf and Dwarf handles, its unit, abbrev and line tables),
+ *    which cannot be seen one by one, so estimated from what drives it:
+ *    DW_MODULE for the module, DW_UNIT for each DWARF unit (the unit
+ *    index reads every unit's header and root), DW_LINE for each row of
+ *    the line tables loaded (one per unit looked into). The constants
+ *    are mallinfo2 deltas around loading on Debian 12's libc with
+ *    libc6-dbg (tests/test-dso-mem.c prints both, and checks them).
+ *    mallinfo2 itself cannot be used at run time: it walks every free
+ *    chunk of every arena, with every arena locked, tens of ms in a
+ *    fragmented heap.
+ *  - inflated: the inflated debug file (dso_inflate.c), a memfd, its
+ *    whole size (its pages are in memory whether or not mapped).
+ *  - mapped: pages of mapped files, the sections read through in full
+ *    (.eh_frame and its header, .gopclntab, the symbol and string
+ *    tables). Pages of uncompressed DWARF in a debug file that lookups
+ *    touch are not counted: page cache the kernel may take back.
  *
+ * Not counted: the unwinder's index of .debug_frame (cfi.c, objects
+ * without .eh_frame only) and the cache's own entries (a key each).
  * docs/performance.md compares the sum with the daemon's RSS growth.
  */
-#include <malloc.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -34,35 +38,19 @@
 #include "sampler/unwind/dso.h"
 #include "sampler/unwind/dso_i.h"
 
-/* Without mallinfo2 (sanitizers, valgrind): libdw's module, and each
- * DWARF unit looked into, as measured on Debian 12's libc, python3 and
- * libjvm (docs/performance.md). */
-#define DW_EST_MODULE	(64u << 10)
-#define DW_EST_UNIT	(24u << 10)
+/* libdw's heap, from mallinfo2 deltas: libc with its debug file, 2063
+ * units, 4.1 MB at load less our tables, 1.7 KB a unit; 166 units looked
+ * into, 115075 rows, 5.8 MB, 50 bytes a row; without DWARF 11-16 KB a
+ * module besides the symbol table. */
+#define DW_MODULE	(16u << 10)
+#define DW_UNIT		1700u
+#define DW_LINE		50u
 
 uint64_t dso_alloc_bytes(uint64_t n)
 {
 	uint64_t m = (n + 8 + 15) & ~15ull;
 
 	return m < 32 ? 32 : m;
-}
-
-uint64_t dso_heap_now(void)
-{
-	struct mallinfo2 mi = mallinfo2();
-
-	return mi.uordblks + mi.hblkhd;
-}
-
-void dso_heap_since(struct dso *d, uint64_t before)
-{
-	uint64_t now;
-
-	if (!before)
-		return;
-	now = dso_heap_now();
-	d->dw_heap += (int64_t)(now - before);
-	d->dw_measured = true;
 }
 
 uint64_t dso_sections_bytes(Elf *elf, const char *const *names)
@@ -97,7 +85,7 @@ static uint64_t str_bytes(const char *s)
 	return s ? dso_alloc_bytes(strlen(s) + 1) : 0;
 }
 
-void dso_mem_update(struct dso *d)
+static uint64_t heap_bytes(const struct dso *d)
 {
 	uint64_t m = dso_alloc_bytes(sizeof(*d)) + str_bytes(d->name) +
 		     str_bytes(d->build_id) + str_bytes(d->sysroot) +
@@ -110,16 +98,31 @@ void dso_mem_update(struct dso *d)
 		m += dso_alloc_bytes(d->cap_pool * sizeof(*d->pool));
 	if (d->df_data)
 		m += dso_alloc_bytes(d->df_size + DSO_DEBUG_FRAME_PAD);
-	if (d->dw_measured && d->dw_heap > 0)
-		m += (uint64_t)d->dw_heap;
-	else if (d->dw_tried && !d->dw_measured)
-		m += DW_EST_MODULE + d->nsyms * sizeof(*d->syms) +
-		     d->ncus_seen * DW_EST_UNIT;
-	m += d->memfd_bytes + d->file_bytes;
-	atomic_store_explicit(&d->mem, m, memory_order_relaxed);
+	if (d->syms_cap)
+		m += dso_alloc_bytes(d->syms_cap * sizeof(*d->syms));
+	m += d->cuix_bytes;
+	if (d->mod)
+		m += DW_MODULE + (uint64_t)cu_index_units(d->cus) * DW_UNIT +
+		     d->dw_lines * DW_LINE;
+	return m;
+}
+
+void dso_mem_update(struct dso *d)
+{
+	atomic_store_explicit(&d->mem, heap_bytes(d) + d->memfd_bytes +
+			      d->file_bytes, memory_order_relaxed);
 }
 
 uint64_t dso_mem_bytes(const struct dso *d)
 {
 	return atomic_load_explicit(&d->mem, memory_order_relaxed);
+}
+
+void dso_mem_parts(struct dso *d, struct dso_mem_parts *p)
+{
+	pthread_mutex_lock(&d->lock);
+	*p = (struct dso_mem_parts){ .heap = heap_bytes(d),
+				     .inflated = d->memfd_bytes,
+				     .mapped = d->file_bytes };
+	pthread_mutex_unlock(&d->lock);
 }

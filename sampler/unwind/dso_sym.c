@@ -405,6 +405,7 @@ void dso_load_syms(struct dso *d)
 	d->syms = malloc(cnt * sizeof(*d->syms));
 	if (!d->syms)
 		return;
+	d->syms_cap = cnt;
 	for (k = 1; k < cnt; k++)
 		n += sym_take(d, k, &d->syms[n]);
 	qsort(d->syms, n, sizeof(*d->syms), sym_cmp);
