@@ -49,6 +49,14 @@ static bool dwarf_has_section(Dwarf *dw, const char *want)
 static const char *const symtab_sections[] = {
 	".symtab", ".strtab", ".dynsym", ".dynstr", NULL,
 };
+/* The DWARF sections symbolizing reads (dso_inflate.c keeps these): the
+ * unit index touches every unit, and the kernel maps pages around each
+ * one touched, so a mapped file's are counted whole. */
+static const char *const dwarf_sections[] = {
+	".debug_info", ".debug_abbrev", ".debug_line", ".debug_line_str",
+	".debug_str", ".debug_str_offsets", ".debug_rnglists",
+	".debug_ranges", ".debug_aranges", ".debug_addr", NULL,
+};
 
 static void dso_dw_load(struct dso *d);
 
@@ -68,6 +76,8 @@ static void dso_dw_init(struct dso *d)
 	d->file_bytes += dso_sections_bytes(elf, symtab_sections);
 	if (debug && debug != elf && !d->memfd_bytes)
 		d->file_bytes += dso_sections_bytes(debug, symtab_sections);
+	if (debug && !d->memfd_bytes)	/* not inflated: the file's own */
+		d->file_bytes += dso_sections_bytes(debug, dwarf_sections);
 	dso_mem_update(d);
 	pr_debug("dso: %s: loaded: %llu bytes, of which inflated debug file "
 		 "%llu, mapped sections %llu; %zu symbols, %zu DWARF units",

@@ -20,10 +20,11 @@
  *    fragmented heap.
  *  - inflated: the inflated debug file (dso_inflate.c), a memfd, its
  *    whole size (its pages are in memory whether or not mapped).
- *  - mapped: pages of mapped files, the sections read through in full
- *    (.eh_frame and its header, .gopclntab, the symbol and string
- *    tables). Pages of uncompressed DWARF in a debug file that lookups
- *    touch are not counted: page cache the kernel may take back.
+ *  - mapped: pages of mapped files, the sections read through (.eh_frame
+ *    and its header, .gopclntab, the symbol and string tables, DWARF
+ *    read where it lies in a file, uncompressed), whole: the kernel maps
+ *    the pages around each one touched (fault-around), and they count in
+ *    the daemon's RSS, though the kernel may take them back (page cache).
  *
  * Not counted: the unwinder's index of .debug_frame (cfi.c, objects
  * without .eh_frame only) and the cache's own entries (a key each).
