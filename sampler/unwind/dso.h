@@ -70,13 +70,15 @@ void dso_cache_set_limits(struct dso_cache *c, uint64_t idle_ms, size_t max);
  * The bound in bytes (what dso_mem_bytes() counts): past it, the dsos no
  * one but the cache holds go, the least recently let go first, but none
  * let go less than grace_ms ago. Dsos in use stay; when they alone
- * exceed the bound the log says so once (until they fit again) and
+ * exceed the bound the log says so (once an hour at most) and
  * dso_cache_pressed() is true, for a holder that can let go (the flight
  * recorder). max_bytes 0: no byte bound. DSO_CACHE_BYTES and
- * DSO_CACHE_GRACE_MS unless set (-o dso_mem= in the daemon).
+ * DSO_CACHE_GRACE_MS unless set (-o dso_mem= in the daemon). The log
+ * says it at most every DSO_CACHE_SAY_MS, with how often it happened.
  */
 #define DSO_CACHE_BYTES		(64ull << 20)
 #define DSO_CACHE_GRACE_MS	2000
+#define DSO_CACHE_SAY_MS	(3600 * 1000ull)
 void dso_cache_set_bytes(struct dso_cache *c, uint64_t max_bytes,
 			 uint64_t grace_ms);
 /* Whether the cache held more than its byte bound at its last sweep. */

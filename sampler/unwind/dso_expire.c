@@ -117,8 +117,9 @@ static void cache_count(struct dso_cache *c)
 /* Called with c->lock held: past the byte bound, the least recently let
  * go of the idle dsos go, but none let go within the grace time (a
  * profile read every few seconds keeps its objects). In-use dsos stay:
- * when they alone exceed the bound, that is said once (until they fit
- * again), and the recorder lets go of what it can (dso_cache_pressed). */
+ * when they alone exceed the bound, that is said once an hour at most
+ * (with how many times it happened), and the recorder lets go of what
+ * it can (dso_cache_pressed). */
 static size_t cache_shrink(struct dso_cache *c, uint64_t ms)
 {
 	uint64_t until = ms > c->grace_ms ? ms - c->grace_ms : 0;
@@ -134,10 +135,17 @@ static size_t cache_shrink(struct dso_cache *c, uint64_t ms)
 		dropped++;
 	}
 	over = c->max_bytes && c->in_use > c->max_bytes;
-	if (over && !c->over)
+	c->overs += over && !c->over;
+	if (over && !c->over && (!c->said_ms ||
+				 ms - c->said_ms >= DSO_CACHE_SAY_MS)) {
 		pr_warn("dso: objects in use hold %.1f MiB, over the cache's "
-			"bound (dso_mem=%.1f MiB); idle ones go once let go",
-			c->in_use / 1048576.0, c->max_bytes / 1048576.0);
+			"bound (dso_mem=%.1f MiB), %llu time%s since the last "
+			"such line; idle ones go once let go",
+			c->in_use / 1048576.0, c->max_bytes / 1048576.0,
+			(unsigned long long)c->overs, c->overs == 1 ? "" : "s");
+		c->said_ms = ms ? ms : 1;
+		c->overs = 0;
+	}
 	c->over = over;
 	return dropped;
 }

@@ -132,6 +132,8 @@ struct dso_cache {
 	uint64_t grace_ms;	/* DSO_CACHE_GRACE_MS unless set */
 	uint64_t bytes, in_use;	/* at the last sweep */
 	bool over;		/* in-use objects alone exceed max_bytes */
+	uint64_t overs;		/* times they began to, since said_ms */
+	uint64_t said_ms;	/* when the log last said so, 0: never */
 	uint64_t idle_ms;	/* DSO_CACHE_IDLE_S unless set */
 	uint64_t swept_ms, expired;
 };
