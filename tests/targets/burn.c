@@ -4,6 +4,11 @@
  * CPU of sibling(), in their own bodies (so flat and cumulative shares
  * agree), both reached only through main() -> level1() -> level2(). The
  * two calls alternate in a short loop, so any window sees the 3:1 ratio.
+ * Each turn's length varies (0.5 to 1.5 times the base, the same for both
+ * calls, so the 3:1 holds): a fixed turn near a multiple of the sampler's
+ * period (999 Hz is ~1 ms) is sampled at nearly the same phase turn after
+ * turn, and two profilers reading one window then differ by several
+ * points (as shapes.cc and shapes.rs found before).
  * Built with -fomit-frame-pointer: only DWARF CFI unwinds it correctly.
  * Prints "ready" once running. With -DFAR_TEXT, hot() and level2() go in
  * a section of their own, which a linker told where to put it
@@ -18,6 +23,7 @@
 #endif
 
 static volatile unsigned long sink;
+static volatile unsigned long turn = 1000000;	/* this turn's length */
 
 /* No inlining, no tail calls: every frame stays on the stack. */
 #define KEEP() asm volatile("" ::: "memory")
@@ -30,13 +36,17 @@ static volatile unsigned long sink;
 
 FAR __attribute__((noinline)) void hot(void)
 {
-	BURN(3000000);
+	unsigned long n = 3 * turn;
+
+	BURN(n);
 	KEEP();
 }
 
 __attribute__((noinline)) void sibling(void)
 {
-	BURN(1000000);
+	unsigned long n = turn;
+
+	BURN(n);
 	KEEP();
 }
 
@@ -59,7 +69,9 @@ int main(void)
 {
 	printf("ready\n");
 	fflush(stdout);
-	for (;;) {
+	for (unsigned long r = 1;;) {
+		r = r * 6364136223846793005UL + 1442695040888963407UL;
+		turn = 500000 + (r >> 33) % 1000000;
 		level1(1);
 		KEEP();
 		level1(0);
