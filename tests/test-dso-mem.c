@@ -32,7 +32,7 @@ static int warnings;
 static void count_sink(enum proffs_log_level level, const char *fmt,
 		       va_list ap)
 {
-	if (level == PROFFS_LOG_WARNING && strstr(fmt, "dso_mem="))
+	if (level == PROFFS_LOG_NOTICE && strstr(fmt, "dso_mem="))
 		warnings++;
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);

@@ -81,7 +81,8 @@ void dso_cache_set_limits(struct dso_cache *c, uint64_t idle_ms, size_t max);
 #define DSO_CACHE_SAY_MS	(3600 * 1000ull)
 void dso_cache_set_bytes(struct dso_cache *c, uint64_t max_bytes,
 			 uint64_t grace_ms);
-/* Whether the cache held more than its byte bound at its last sweep. */
+/* Whether, at the cache's last sweep, the dsos in use alone held more
+ * than its byte bound. */
 bool dso_cache_pressed(struct dso_cache *c);
 
 /*
