@@ -16,7 +16,8 @@
  * Three files, along the module's sections (dso_i.h is what they share):
  * this one, the ELF headers, the cache and addresses; dso_sym.c, the
  * address map, separate debug files and the symbol table; dso_dwarf.c,
- * DWARF and .debug_frame.
+ * DWARF and .debug_frame. Beside them: dso_expire.c (the cache's bounds
+ * and expiry) and dso_mem.c (what an object holds, in bytes).
  */
 #include <errno.h>
 #include <fcntl.h>

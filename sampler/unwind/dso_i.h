@@ -5,7 +5,8 @@
  * address map, separate debug files and the symbol table (dso_sym.c),
  * and DWARF and .debug_frame (dso_dwarf.c). Private to them; dso.h is
  * the module's interface. dso_inflate.c readies a separate debug file
- * for libdw.
+ * for libdw; dso_expire.c is the cache's bounds and expiry, dso_mem.c
+ * what each object holds in bytes (for the byte bound).
  */
 #ifndef PROFFS_DSO_I_H
 #define PROFFS_DSO_I_H
