@@ -16,11 +16,17 @@
 #include "sampler/model/profile.h"
 #include "render/threads_text.h"
 
-enum tlabel { TL_THREAD, TL_NAME, TL_STATE, TL_SYSCALL, TL__COUNT };
+enum tlabel {
+	TL_THREAD, TL_NAME, TL_STATE, TL_SYSCALL, TL_GOROUTINE, TL_WAIT,
+	TL_CREATED_BY, TL_CREATED_AT, TL_LOCKED, TL__COUNT
+};
 
 static const char *const tlabel_keys[TL__COUNT] = {
 	[TL_THREAD] = "thread", [TL_NAME] = "thread_name",
 	[TL_STATE] = "state", [TL_SYSCALL] = "syscall",
+	[TL_GOROUTINE] = "goroutine", [TL_WAIT] = "wait_minutes",
+	[TL_CREATED_BY] = "created_by", [TL_CREATED_AT] = "created_at",
+	[TL_LOCKED] = "locked_to_thread",
 };
 
 /* Label values of one sample; "" when absent. */
@@ -39,6 +45,38 @@ static void sample_labels(const struct profile *p, const struct pf_sample *s,
 	for (int k = 0; k < TL__COUNT; k++)
 		if (!v[k])
 			v[k] = "";
+}
+
+/* The comments a Go program's dump carries about its goroutines
+ * (gothreads.c): printed as "# ..." lines. */
+#define GO_COMMENT "goroutines: "
+
+static void put_go_comments(struct folded_buf *b, const struct profile *p)
+{
+	for (size_t i = 0; i < profile_ncomments(p); i++) {
+		const char *c = profile_str(p, profile_comment(p, i));
+
+		if (c && !strncmp(c, GO_COMMENT, strlen(GO_COMMENT)))
+			folded_buf_printf(b, "# %s\n", c);
+	}
+}
+
+static const char *label_of(const struct profile *p,
+			    const struct pf_sample *s, enum tlabel k)
+{
+	const char *v[TL__COUNT];
+
+	sample_labels(p, s, v);
+	return v[k];
+}
+
+/* Whether the dump is a Go program's, with goroutines. */
+static bool has_goroutines(const struct profile *p)
+{
+	for (size_t i = 0; i < profile_nsamples(p); i++)
+		if (*label_of(p, profile_sample(p, i), TL_GOROUTINE))
+			return true;
+	return false;
 }
 
 static int cmp_stack(const struct pf_sample *a, const struct pf_sample *b)
@@ -187,8 +225,10 @@ static void put_group(struct folded_buf *b, const struct profile *p,
 	for (size_t i = 0; i < nsets; i++) {
 		put_label_set(b, p, profile_sample(p, idx[sets[i].start]));
 		if (nsets > 1)
-			folded_buf_printf(b, " (%" PRId64 " threads)",
-					  sets[i].count);
+			folded_buf_printf(b, " (%" PRId64 " %s)",
+					  sets[i].count,
+					  *label_of(p, s, TL_GOROUTINE) ?
+					  "goroutines" : "threads");
 		folded_buf_puts(b, "\n");
 	}
 	free(sets);
@@ -207,36 +247,75 @@ static int render_grouped(struct folded_buf *b, const struct profile *p,
 	groups = split_runs(p, idx, 0, n, false, &ngroups);
 	if (!groups)
 		return -ENOMEM;
-	folded_buf_printf(b, "threads profile: total %" PRId64 "\n",
+	folded_buf_printf(b, "%s profile: total %" PRId64 "\n",
+			  has_goroutines(p) ? "goroutine" : "threads",
 			  profile_total(p, 0));
+	put_go_comments(b, p);
 	for (size_t i = 0; i < ngroups && !b->err; i++)
 		put_group(b, p, idx, &groups[i]);
 	free(groups);
 	return 0;
 }
 
-static long sample_tid(const struct profile *p, size_t i)
+/* Goroutines first, by id, then threads by tid. */
+static void sample_order(const struct profile *p, size_t i, long long *key)
 {
 	const char *v[TL__COUNT];
 
 	sample_labels(p, profile_sample(p, i), v);
-	return *v[TL_THREAD] ? strtol(v[TL_THREAD], NULL, 10) : -1;
+	key[0] = *v[TL_GOROUTINE] ? 0 : 1;
+	key[1] = *v[TL_GOROUTINE] ? strtoll(v[TL_GOROUTINE], NULL, 10) :
+		 *v[TL_THREAD] ? strtoll(v[TL_THREAD], NULL, 10) : -1;
 }
 
 static int cmp_by_tid(const void *x, const void *y, void *arg)
 {
 	const struct profile *p = arg;
 	size_t i = *(const size_t *)x, j = *(const size_t *)y;
-	long a = sample_tid(p, i), b = sample_tid(p, j);
+	long long a[2], b[2];
 
-	if (a != b)
-		return a < b ? -1 : 1;
+	sample_order(p, i, a);
+	sample_order(p, j, b);
+	for (int k = 0; k < 2; k++)
+		if (a[k] != b[k])
+			return a[k] < b[k] ? -1 : 1;
 	return (i > j) - (i < j);
 }
 
-/* Go's "function(...)\n\tfile:line" pairs of one location. */
+/* Frames Go's own goroutine dump leaves out (traceback.go's
+ * showfuncinfo at GOTRACEBACK's default): the runtime's unexported
+ * functions, runtime.gopark and its like. */
+static bool go_hidden(const char *name)
+{
+	return !strncmp(name, "runtime.", 8) &&
+	       !(name[8] >= 'A' && name[8] <= 'Z');
+}
+
+/* Whether a goroutine's stack has a frame Go would show. */
+static bool go_visible(const struct profile *p, const struct pf_sample *s)
+{
+	for (uint32_t i = 0; i < s->nlocs; i++) {
+		const struct pf_location *loc = profile_location(p,
+								 s->loc_ids[i]);
+
+		if (!loc->nlines)
+			return true;
+		for (uint32_t j = 0; j < loc->nlines; j++) {
+			const struct pf_function *f =
+				profile_function(p, loc->lines[j].function_id);
+			const char *name = f ? profile_str(p, f->name) : NULL;
+
+			if (!name || !go_hidden(name))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Go's "function(...)\n\tfile:line" pairs of one location; of a
+ * goroutine (go), without the frames Go hides. */
 static void put_go_frames(struct folded_buf *b, const struct profile *p,
-			  const struct pf_location *loc)
+			  const struct pf_location *loc, bool go)
 {
 	if (!loc->nlines) {
 		folded_buf_printf(b, "?(...)\n\t%s 0x%" PRIx64 "\n",
@@ -249,6 +328,8 @@ static void put_go_frames(struct folded_buf *b, const struct profile *p,
 		const char *name = f ? profile_str(p, f->name) : "?";
 		const char *file = f ? profile_str(p, f->filename) : "";
 
+		if (go && name && go_hidden(name))
+			continue;
 		folded_buf_printf(b, "%s(...)\n\t", name);
 		if (file && *file)
 			folded_buf_printf(b, "%s:%" PRId64 "\n", file,
@@ -265,6 +346,26 @@ static void put_thread(struct folded_buf *b, const struct profile *p,
 	const char *v[TL__COUNT];
 
 	sample_labels(p, s, v);
+	if (*v[TL_GOROUTINE]) {	/* Go's own header */
+		/* as Go: every frame when none would be shown */
+		bool all = !go_visible(p, s);
+
+		folded_buf_printf(b, "goroutine %s [%s", v[TL_GOROUTINE],
+				  *v[TL_STATE] ? v[TL_STATE] : "unknown");
+		if (*v[TL_WAIT])
+			folded_buf_printf(b, ", %s minutes", v[TL_WAIT]);
+		if (*v[TL_LOCKED])
+			folded_buf_puts(b, ", locked to thread");
+		folded_buf_puts(b, "]:\n");
+		for (uint32_t i = 0; i < s->nlocs; i++)
+			put_go_frames(b, p, profile_location(p, s->loc_ids[i]),
+				      !all);
+		if (*v[TL_CREATED_BY])
+			folded_buf_printf(b, "created by %s\n\t%s\n",
+					  v[TL_CREATED_BY], v[TL_CREATED_AT]);
+		folded_buf_puts(b, "\n");
+		return;
+	}
 	folded_buf_printf(b, "thread %s [%s",
 			  *v[TL_THREAD] ? v[TL_THREAD] : "?",
 			  *v[TL_STATE] ? v[TL_STATE] : "unknown");
@@ -275,7 +376,7 @@ static void put_thread(struct folded_buf *b, const struct profile *p,
 		folded_buf_printf(b, " (%" PRId64 " threads)", sample_count(s));
 	folded_buf_puts(b, "\n");
 	for (uint32_t i = 0; i < s->nlocs; i++)
-		put_go_frames(b, p, profile_location(p, s->loc_ids[i]));
+		put_go_frames(b, p, profile_location(p, s->loc_ids[i]), false);
 	folded_buf_puts(b, "\n");
 }
 
@@ -285,6 +386,7 @@ static int render_each(struct folded_buf *b, const struct profile *p,
 	qsort_r(idx, n, sizeof(*idx), cmp_by_tid, (void *)p);
 	for (size_t i = 0; i < n && !b->err; i++)
 		put_thread(b, p, profile_sample(p, idx[i]));
+	put_go_comments(b, p);
 	return 0;
 }
 

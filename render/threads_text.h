@@ -36,7 +36,24 @@
  * 0x7f..."). Samples carrying a count above 1 (a profile merged by stack)
  * say "(N threads)" after the name.
  *
- * Labels read: thread, thread_name, state, syscall (all optional).
+ * A sample with a "goroutine" label (a Go program's, threads.h) is
+ * printed as Go prints it, by id before the threads, without the frames
+ * Go's dump hides (the runtime's unexported functions, unless that leaves
+ * none), and with Go's "created by" line:
+ *
+ *   goroutine 18 [chan receive, 2 minutes, locked to thread]:
+ *   main.waitHere(...)
+ *   	/src/app.go:29
+ *   created by main.main
+ *   	/src/app.go:67
+ *
+ * debug=1's header is then "goroutine profile: total N", and "(N
+ * goroutines)" counts a group's label variants. Comments starting
+ * "goroutines: " follow as "# ..." lines (after debug=1's header, at the
+ * end of debug=2).
+ *
+ * Labels read: thread, thread_name, state, syscall, goroutine,
+ * wait_minutes, created_by, created_at, locked_to_thread (all optional).
  *
  * Ownership and errors as in folded.h: *buf is malloc()ed and
  * NUL-terminated, owned by the caller; -ENOMEM, or -EINVAL when the

@@ -6,7 +6,8 @@
  * which writes no .debug_aranges, with compressed DWARF), a stripped
  * shared library (.dynsym only), the cache, raw reads against readelf,
  * .debug_frame (own, compressed, in a debug file) against objcopy's dump
- * of it, and corrupt files. Also prints the cost of dso_symbolize().
+ * of it, corrupt files, and the members of a structure type from the
+ * DWARF (dso_struct_offsets()). Also prints the cost of dso_symbolize().
  */
 #include <dirent.h>
 #include <errno.h>
@@ -47,6 +48,13 @@ static const char *const fx_src[] = {
 	"\t(void)argv;",
 	"\treturn caller_fn(argc);",
 	"}",
+	"",
+	"struct fx_in { char c; long lo, hi; };",
+	"struct fx_g { int pad; struct fx_in stack; void *m; };",
+	"typedef struct fx_in fx_in_t;",
+	"struct fx_t { char c; fx_in_t in; };",
+	"struct fx_g fx_g_var;",
+	"struct fx_t fx_t_var;",
 };
 enum { L_INL_DECL = 1, L_ASM = 4, L_CALLER_DECL = 9, L_CALL = 11,
        L_MAIN_DECL = 15 };
@@ -271,6 +279,36 @@ static void test_dwarf_forms(void)
 		check_caps(d, true, true, true, file);
 		dso_put(d);
 	}
+	dso_cache_free(c);
+}
+
+/* Members of a structure type, as a Go runtime's g is read: nested
+ * ("stack.hi"), through a typedef, absent (-1); no such type. */
+static void test_struct_offsets(void)
+{
+	static const char *const g[] = { "pad", "stack.hi", "m", "nope",
+					 "stack.nope", "pad.x" };
+	static const char *const t[] = { "in.hi" };
+	long off[6];
+	struct dso_cache *c;
+	struct dso *d;
+
+	CHECK(!dso_cache_new(path("empty-root"), &c), "cache");
+	d = get(c, path("fx"));
+	CHECK(!dso_struct_offsets(d, "runtime", "fx_g", g, off, 6),
+	      "fx_g found in some unit");
+	CHECK(off[0] == 0 && off[1] == 24 && off[2] == 32 && off[3] == -1 &&
+	      off[4] == -1 && off[5] == -1, "fx_g: %ld %ld %ld %ld %ld %ld",
+	      off[0], off[1], off[2], off[3], off[4], off[5]);
+	CHECK(!dso_struct_offsets(d, NULL, "fx_t", t, off, 1) && off[0] == 24,
+	      "through a typedef: %ld", off[0]);
+	CHECK(dso_struct_offsets(d, NULL, "fx_none", t, off, 1) == -ENOENT,
+	      "no such type");
+	dso_put(d);
+	d = get(c, path("lib.stripped.so"));	/* .dynsym only */
+	CHECK(dso_struct_offsets(d, NULL, "fx_g", g, off, 1) == -ENOENT,
+	      "no DWARF");
+	dso_put(d);
 	dso_cache_free(c);
 }
 
@@ -757,6 +795,7 @@ int main(void)
 	fds = count_fds();
 	test_full(mark, caller, main_addr);
 	test_dwarf_forms();
+	test_struct_offsets();
 	test_debug_files(mark, crc_mark);
 	test_debug_frame();
 	test_dynsym();

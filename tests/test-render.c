@@ -6,6 +6,7 @@
  * byte for byte to tests/golden/; folded values sum to profile_total();
  * heap?debug=1 ends with the profile's MemStats figures, as Go's, and
  * memstats.txt is that block alone;
+ * a Go program's thread dump names its goroutines as Go's does;
  * the SVG is well-formed (xmllint when installed), names are escaped, the
  * only URI is the SVG namespace; a 50,000-stack profile renders under
  * 5 MB. Writes small.svg and big.svg to $TEST_BUILD_DIR for the browser
@@ -28,6 +29,7 @@
 #include "render/heap_text.h"
 #include "sampler/model/profile.h"
 #include "render/text.h"
+#include "render/threads_text.h"
 
 #define UGLY "tmpl<a&b>::op\"x\"'"
 #define UGLY_ESC "tmpl&lt;a&amp;b&gt;::op&quot;x&quot;&apos;"
@@ -663,9 +665,99 @@ static void test_flame_big(void)
 	profile_free(p);
 }
 
+/*
+ * A Go program's thread dump (gothreads.c's labels): goroutines as Go
+ * prints them, "goroutine 7 [chan receive, 3 minutes]:", by id before
+ * the threads; the runtime's unexported frames left out of a goroutine's
+ * stack in debug=2 (as Go's dump leaves them) but kept in debug=1 and a
+ * thread's; debug=1's header is Go's; the goroutines comment shown.
+ */
+static struct profile *go_dump_profile(void)
+{
+	static const struct {
+		const char *goroutine, *state, *wait, *thread;
+	} g[] = {
+		{ "7", "chan receive", "3", "created" },
+		{ "5", "chan receive", NULL, NULL },
+		{ "1", "running", NULL, "42" },
+		{ NULL, "sleeping", NULL, "43" },
+	};
+	struct profile *p;
+	int64_t one = 1;
+	uint64_t stack[2];
+
+	MUST(profile_new(&p));
+	MUST(profile_add_sample_type(p, "goroutine", "count"));
+	stack[0] = loc(p, 0, fn(p, "runtime.gopark"), 0);
+	stack[1] = loc(p, 0, fn(p, "main.waitHere"), 0);
+	for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++) {
+		struct pf_label l[5];
+		int n = 0;
+
+		l[n++] = (struct pf_label){ profile_intern(p, "state"),
+					    profile_intern(p, g[i].state) };
+		if (g[i].goroutine)
+			l[n++] = (struct pf_label){
+				profile_intern(p, "goroutine"),
+				profile_intern(p, g[i].goroutine) };
+		if (g[i].wait)
+			l[n++] = (struct pf_label){
+				profile_intern(p, "wait_minutes"),
+				profile_intern(p, g[i].wait) };
+		if (g[i].thread && !strcmp(g[i].thread, "created")) {
+			l[n++] = (struct pf_label){
+				profile_intern(p, "created_by"),
+				profile_intern(p, "main.main") };
+			l[n++] = (struct pf_label){
+				profile_intern(p, "created_at"),
+				profile_intern(p, "/src/m.go:9") };
+		} else if (g[i].thread) {
+			l[n++] = (struct pf_label){
+				profile_intern(p, "thread"),
+				profile_intern(p, g[i].thread) };
+		}
+		MUST(profile_add_sample(p, stack, 2, l, n, &one));
+	}
+	MUST(profile_add_comment(p, "proffs: 2 threads stopped"));
+	MUST(profile_add_comment(p, "goroutines: 3 of go1.19.8 read"));
+	return p;
+}
+
+static void test_goroutines_text(void)
+{
+	struct profile *p = go_dump_profile();
+	char *buf = NULL, *at;
+	size_t len;
+
+	MUST(threads_text_render(p, 2, &buf, &len));
+	at = strstr(buf, "goroutine 1 [running]:\nmain.waitHere(...)\n");
+	CHECK(at == buf, "debug=2: goroutine 1 first, gopark hidden: %s",
+	      buf);
+	at = strstr(buf, "goroutine 5 [chan receive]:\n");
+	CHECK(at && at < strstr(buf, "goroutine 7 [chan receive, "
+				"3 minutes]:\nmain.waitHere(...)\n\tapp.c:10\n"
+				"created by main.main\n\t/src/m.go:9\n\n"),
+	      "by id, minutes, created by: %s", buf);
+	at = strstr(buf, "thread 43 [sleeping]: \nruntime.gopark(...)");
+	CHECK(at && at > strstr(buf, "goroutine 7"),
+	      "threads after, with every frame: %s", buf);
+	CHECK(strstr(buf, "\n# goroutines: 3 of go1.19.8 read\n") &&
+	      !strstr(buf, "stopped"), "the goroutines comment: %s", buf);
+	free(buf);
+	MUST(threads_text_render(p, 1, &buf, &len));
+	CHECK(!strncmp(buf, "goroutine profile: total 4\n"
+		       "# goroutines: 3 of go1.19.8 read\n3 @ ", 60),
+	      "debug=1 header: %s", buf);
+	CHECK(strstr(buf, "\"chan receive\"} (2 goroutines)\n") &&
+	      strstr(buf, "\truntime.gopark\t"), "debug=1 groups: %s", buf);
+	free(buf);
+	profile_free(p);
+}
+
 int main(void)
 {
 	test_units();
+	test_goroutines_text();
 	test_folded_text();
 	test_heap_text();
 	test_memstats_text();

@@ -13,10 +13,12 @@
 #include "sampler/runtime/jattach.h"
 #include "sampler/runtime/java.h"
 #include "sampler/runtime/javamethod.h"
+#include "sampler/runtime/javascope.h"
 #include "sampler/runtime/javastack.h"
 #include "sampler/unwind/maps.h"
 
 #define FRAME_HASH 1024
+#define SCOPE_CACHE 128		/* (Method, bci) -> name, file, line */
 
 struct jthread {
 	pid_t nid;		/* in the JVM's pid namespace */
@@ -28,6 +30,16 @@ struct jframe {
 	const char *text;	/* "Known.sleeper(Known.java:12)" */
 	uint64_t loc;		/* 0 until made */
 	int next;		/* hash chain, -1 ends */
+};
+
+/* What a Java frame of compiled code resolved to: its Method's name and
+ * file, its bci's line. */
+struct scope_slot {
+	uint64_t method;	/* 0 = empty */
+	int bci, line;
+	bool named;		/* name is set (not for a compiled method
+				 * itself, named by the perf map) */
+	char name[384], file[128];
 };
 
 struct javart {
@@ -43,6 +55,10 @@ struct javart {
 	size_t nframes, cap_frames;
 	int heads[FRAME_HASH];	/* frames with a location, by text */
 	struct javamethod *methods;	/* NULL without maps (tests) */
+	struct javascope *scopes;	/* with methods */
+	/* javart_compiled()'s names and files */
+	char names[JAVA_INLINE_MAX][512], files[JAVA_INLINE_MAX][256];
+	struct scope_slot *scope_cache;	/* SCOPE_CACHE, with scopes */
 };
 
 static bool is_jvm(struct proc_maps *maps)
@@ -79,7 +95,11 @@ int javart_open(struct proc_maps *maps, struct profile *p,
 	if (!is_jvm(maps))
 		return 0;
 	ret = javart_new(maps_pid(maps), p, out);
-	if (!ret && javamethod_new(maps, &(*out)->methods)) {
+	if (!ret && (javamethod_new(maps, &(*out)->methods) ||
+		     javascope_new((*out)->methods, (*out)->pid,
+				   &(*out)->scopes) ||
+		     !((*out)->scope_cache = calloc(SCOPE_CACHE,
+						    sizeof(struct scope_slot))))) {
 		javart_free(*out);
 		*out = NULL;
 		ret = -ENOMEM;
@@ -107,6 +127,73 @@ int javart_method(struct javart *j, uint64_t pc, char *buf, size_t size,
 	    javamethod_line(j->methods, addr, bcp16, file, fsize, line) ==
 	    -ENOMEM)
 		ret = -ENOMEM;
+	return ret;
+}
+
+/*
+ * The name (when named), file and line of Method method at bci, from
+ * the cache or read now (each costs some ten reads of the target, and
+ * the pcs of a compiled method share a few PcDescs).
+ */
+static int scope_resolve(struct javart *j, uint64_t method, int bci,
+			 bool named, const struct scope_slot **out)
+{
+	size_t h = ((method >> 3) * 31 + (unsigned)bci) * 0x9e3779b97f4a7c15ull
+		   >> 57;	/* 7 bits: SCOPE_CACHE */
+	struct scope_slot *c = &j->scope_cache[h % SCOPE_CACHE];
+	int ret;
+
+	_Static_assert(SCOPE_CACHE == 128, "7 bits of hash");
+	if (c->method != method || c->bci != bci) {
+		c->method = 0;
+		c->named = false;
+		/* a line that cannot be had leaves the name */
+		ret = javamethod_line_bci(j->methods, method, bci, c->file,
+					  sizeof(c->file), &c->line);
+		if (ret == -ENOMEM)
+			return ret;
+		c->method = method;
+		c->bci = bci;
+	}
+	if (named && !c->named) {
+		ret = javamethod_external_name(j->methods, method, c->name,
+					       sizeof(c->name));
+		if (ret)
+			return ret;
+		c->named = true;
+	}
+	*out = c;
+	return 0;
+}
+
+int javart_compiled(struct javart *j, uint64_t pc, uint64_t start,
+		    uint64_t size, const char *name, struct javart_frame *f,
+		    int max, int *n)
+{
+	struct javascope_frame sf[JAVA_INLINE_MAX];
+	const struct scope_slot *c;
+	int ret, k;
+
+	*n = 0;
+	if (!j || !j->scopes)
+		return -ENOENT;
+	if (max > JAVA_INLINE_MAX)
+		max = JAVA_INLINE_MAX;
+	ret = javascope_find(j->scopes, pc, start, size, sf, max, &k);
+	for (int i = 0; !ret && i < k; i++) {
+		/* the compiled method itself by its perf map's name */
+		ret = scope_resolve(j, sf[i].method, sf[i].bci, i < k - 1, &c);
+		if (ret)
+			break;
+		snprintf(j->names[i], sizeof(j->names[i]), "%s",
+			 i < k - 1 ? c->name : name);
+		snprintf(j->files[i], sizeof(j->files[i]), "%s", c->file);
+		f[i] = (struct javart_frame){ .name = j->names[i],
+					      .file = j->files[i],
+					      .line = c->line };
+	}
+	if (!ret)
+		*n = k;
 	return ret;
 }
 
@@ -140,6 +227,8 @@ void javart_free(struct javart *j)
 	if (!j)
 		return;
 	dump_clear(j);
+	free(j->scope_cache);
+	javascope_free(j->scopes);
 	javamethod_free(j->methods);
 	free(j);
 }

@@ -8,10 +8,12 @@
  * piece of code in its code cache to /tmp/perf-<pid>.map on the command
  * Compiler.perfmap (HotSpot 17 and later), which jitmap.h reads; the
  * command is sent again, at most every JAVA_PERFMAP_MS, when a pc in
- * anonymous executable memory has no name (code compiled since). Threads:
- * the command threaddump (what jcmd Thread.print prints) gives each Java
- * thread's name, state and frames, matched to a native thread by its nid
- * (the thread's id in the JVM's pid namespace).
+ * anonymous executable memory has no name (code compiled since); a pc of
+ * a compiled method also gets the methods inlined there and lines, from
+ * the method's own debug information (javart_compiled(), javascope.h).
+ * Threads: the command threaddump (what jcmd Thread.print prints) gives
+ * each Java thread's name, state and frames, matched to a native thread
+ * by its nid (the thread's id in the JVM's pid namespace).
  *
  * Attaching is the caller's decision (javart_allow_attach()): only for a
  * session a caller opened on this one process after the ptrace check
@@ -32,6 +34,7 @@
 #include <sys/types.h>
 
 #define JAVA_PERFMAP_MS 1000
+#define JAVA_INLINE_MAX 16	/* frames of one pc of compiled code */
 
 struct javart;
 struct proc_maps;
@@ -67,6 +70,26 @@ int javart_perfmap(struct javart *j);
  */
 int javart_method(struct javart *j, uint64_t pc, char *buf, size_t size,
 		  char *file, size_t fsize, int *line);
+
+/* A Java frame of compiled code: names and files owned by the javart,
+ * until its next javart_compiled(). */
+struct javart_frame {
+	const char *name;	/* "long pkg.Class.method(int)" */
+	const char *file;	/* "Known.java", "" when not known */
+	int line;		/* 0 when not known */
+};
+
+/*
+ * The Java frames of pc in the compiled method whose code is [start,
+ * start + size) and whose perf map name is name (javascope.h): the
+ * methods inlined there, innermost first, then the compiled method
+ * itself (named name), each with its file and line, into f[0..max), *n
+ * of them. 0; -ENOENT (j NULL, no layout for it), else what
+ * javascope_find() returns: the caller names the code by name alone.
+ */
+int javart_compiled(struct javart *j, uint64_t pc, uint64_t start,
+		    uint64_t size, const char *name, struct javart_frame *f,
+		    int max, int *n);
 
 /*
  * Whether name, a line of the JVM's perf map, is a compiled Java

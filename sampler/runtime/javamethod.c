@@ -21,6 +21,12 @@ enum field {
 	F__REQUIRED,
 	/* for lines (javamethod_line()): without them, names only */
 	F_CM_SIZE = F__REQUIRED, F_CM_FLAGS, F_CODE_SIZE, F_SOURCE_FILE,
+	F__LINES,
+	/* for compiled methods' scopes (javascope.h): without them, none */
+	F_SIG_INDEX = F__LINES, F_CB_SIZE, F_CB_HEADER_SIZE, F_CB_CODE_BEGIN,
+	F_CB_CODE_END, F_CM_METHOD, F_CM_SCOPES_DATA, F_NM_METADATA,
+	F_NM_SCOPES_PCS, F_NM_DEPENDENCIES, F_PC_OFFSET,
+	F_PC_SCOPE,
 	F__COUNT
 };
 
@@ -38,6 +44,18 @@ static const struct {
 	[F_CM_FLAGS] = { "ConstMethod", "_flags" },
 	[F_CODE_SIZE] = { "ConstMethod", "_code_size" },
 	[F_SOURCE_FILE] = { "ConstantPool", "_source_file_name_index" },
+	[F_SIG_INDEX] = { "ConstMethod", "_signature_index" },
+	[F_CB_SIZE] = { "CodeBlob", "_size" },
+	[F_CB_HEADER_SIZE] = { "CodeBlob", "_header_size" },
+	[F_CB_CODE_BEGIN] = { "CodeBlob", "_code_begin" },
+	[F_CB_CODE_END] = { "CodeBlob", "_code_end" },
+	[F_CM_METHOD] = { "CompiledMethod", "_method" },
+	[F_CM_SCOPES_DATA] = { "CompiledMethod", "_scopes_data_begin" },
+	[F_NM_METADATA] = { "nmethod", "_metadata_offset" },
+	[F_NM_SCOPES_PCS] = { "nmethod", "_scopes_pcs_offset" },
+	[F_NM_DEPENDENCIES] = { "nmethod", "_dependencies_offset" },
+	[F_PC_OFFSET] = { "PcDesc", "_pc_offset" },
+	[F_PC_SCOPE] = { "PcDesc", "_scope_decode_offset" },
 };
 
 struct javamethod {
@@ -45,7 +63,10 @@ struct javamethod {
 	pid_t pid;
 	bool tried, ready;
 	bool lines;		/* the fields and sizes lines need are known */
+	bool scopes;		/* ... and those of compiled methods */
 	uint64_t off[F__COUNT];
+	uint64_t nm_size;	/* sizeof(nmethod) */
+	uint64_t pc_size;	/* sizeof(PcDesc) */
 	uint64_t pool_size;	/* sizeof(ConstantPool): its slots follow */
 	uint64_t cm_size;	/* sizeof(ConstMethod): its bytecodes follow */
 	uint64_t has_lines;	/* ConstMethod::_has_linenumber_table */
@@ -60,8 +81,8 @@ struct javamethod {
 static struct {
 	char build_id[64];	/* "" = free */
 	uint64_t off[F__COUNT];
-	uint64_t pool_size, cm_size, has_lines;
-	bool lines;
+	uint64_t pool_size, cm_size, has_lines, nm_size, pc_size;
+	bool lines, scopes;
 } known[KNOWN_JVMS];
 static unsigned known_next;
 static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -80,7 +101,10 @@ static bool known_get(struct javamethod *m, const char *id)
 		m->pool_size = known[i].pool_size;
 		m->cm_size = known[i].cm_size;
 		m->has_lines = known[i].has_lines;
+		m->nm_size = known[i].nm_size;
+		m->pc_size = known[i].pc_size;
 		m->lines = known[i].lines;
+		m->scopes = known[i].scopes;
 		hit = true;
 	}
 	pthread_mutex_unlock(&known_lock);
@@ -100,7 +124,10 @@ static void known_put(const struct javamethod *m, const char *id)
 	known[i].pool_size = m->pool_size;
 	known[i].cm_size = m->cm_size;
 	known[i].has_lines = m->has_lines;
+	known[i].nm_size = m->nm_size;
+	known[i].pc_size = m->pc_size;
 	known[i].lines = m->lines;
+	known[i].scopes = m->scopes;
 	pthread_mutex_unlock(&known_lock);
 }
 
@@ -234,15 +261,18 @@ static int read_structs(struct javamethod *m, struct map_entry *e)
 			found++;
 		}
 	}
-	m->lines = true;
+	m->lines = m->scopes = true;
 	for (int f = 0; f < F__COUNT; f++) {
 		if (!m->off[f]) {
 			pr_info("java: %d: no %s::%s in gHotSpotVMStructs%s",
 				(int)m->pid, fields[f].type, fields[f].field,
-				f < F__REQUIRED ? "" : ": no lines");
+				f < F__REQUIRED ? "" : f < F__LINES ?
+				": no lines" : ": no inlined frames");
 			if (f < F__REQUIRED)
 				return -ENOENT;
-			m->lines = false;
+			if (f < F__LINES)
+				m->lines = false;
+			m->scopes = false;
 			continue;
 		}
 		m->off[f]--;
@@ -307,11 +337,20 @@ static int read_types(struct javamethod *m, struct map_entry *e)
 		if (!strcmp(name, "ConstMethod") &&
 		    rd64(m, entry + o_size, &m->cm_size))
 			return -EFAULT;
-		if (m->pool_size && m->cm_size)
+		if (!strcmp(name, "nmethod") &&
+		    rd64(m, entry + o_size, &m->nm_size))
+			return -EFAULT;
+		if (!strcmp(name, "PcDesc") &&
+		    rd64(m, entry + o_size, &m->pc_size))
+			return -EFAULT;
+		if (m->pool_size && m->cm_size && m->nm_size && m->pc_size)
 			break;
 	}
 	if (!m->cm_size)
 		m->lines = false;
+	if (!m->lines || !m->nm_size || m->nm_size > 4096 || !m->pc_size ||
+	    m->pc_size > 64)
+		m->scopes = false;
 	if (m->pool_size)
 		return 0;
 	pr_info("java: %d: no ConstantPool in gHotSpotVMTypes", (int)m->pid);
@@ -332,6 +371,8 @@ static int ready(struct javamethod *m)
 				   !read_types(m, e);
 			if (m->ready && m->lines)
 				read_constants(m, e);
+			if (!m->lines)
+				m->scopes = false;
 			if (m->ready)
 				known_put(m, dso_build_id(e->dso));
 		}
@@ -388,7 +429,7 @@ int javamethod_name(struct javamethod *m, uint64_t addr, char *buf,
 
 /* An int of HotSpot's CompressedStream (UNSIGNED5: bytes below 192 end
  * it, each further one worth 64 times more), at *i of t[0..n). */
-static bool read_u5(const uint8_t *t, size_t n, size_t *i, uint32_t *v)
+bool javamethod_u5(const uint8_t *t, size_t n, size_t *i, uint32_t *v)
 {
 	uint32_t sum = 0;
 	int shift = 0;
@@ -411,7 +452,7 @@ static bool read_signed(const uint8_t *t, size_t n, size_t *i, int32_t *v)
 {
 	uint32_t u;
 
-	if (!read_u5(t, n, i, &u))
+	if (!javamethod_u5(t, n, i, &u))
 		return false;
 	*v = (int32_t)(u >> 1) ^ -(int32_t)(u & 1);
 	return true;
@@ -454,48 +495,57 @@ int javamethod_table_line(const uint8_t *t, size_t n, uint32_t bci)
 	return best > 0 && best <= INT32_MAX ? (int)best : -1;
 }
 
-int javamethod_line(struct javamethod *m, uint64_t addr, uint16_t bcp16,
-		    char *file, size_t fsize, int *line)
-{
-	uint64_t cm, cp, base, fname;
-	uint16_t flags, code_size, fidx;
+/* The source file of the class of the Method at addr, and its
+ * ConstMethod's bytecodes' size and base, flags and size in words. */
+struct cm_info {
+	uint64_t cm, base;
+	uint16_t flags, code_size;
 	int32_t words;
-	uint8_t *table;
-	size_t len = 0, n;
-	uint32_t bci;
-	int ret;
+};
 
-	*line = 0;
-	if (fsize)
-		file[0] = '\0';
-	ret = ready(m);
-	if (ret)
-		return ret;
-	if (!m->lines)
-		return -ENOENT;
-	if (addr & 7 || rd64(m, addr + m->off[F_CONST_METHOD], &cm) ||
-	    cm & 7 || rd64(m, cm + m->off[F_CONSTANTS], &cp) ||
-	    rd(m, cm + m->off[F_CM_FLAGS], &flags, sizeof(flags)) ||
-	    rd(m, cm + m->off[F_CODE_SIZE], &code_size, sizeof(code_size)) ||
-	    rd(m, cm + m->off[F_CM_SIZE], &words, sizeof(words)))
+static int cm_read(struct javamethod *m, uint64_t addr, char *file,
+		   size_t fsize, struct cm_info *ci)
+{
+	uint64_t cp, fname;
+	uint16_t fidx;
+	size_t len = 0;
+
+	if (addr & 7 || rd64(m, addr + m->off[F_CONST_METHOD], &ci->cm) ||
+	    ci->cm & 7 || rd64(m, ci->cm + m->off[F_CONSTANTS], &cp) ||
+	    rd(m, ci->cm + m->off[F_CM_FLAGS], &ci->flags,
+	       sizeof(ci->flags)) ||
+	    rd(m, ci->cm + m->off[F_CODE_SIZE], &ci->code_size,
+	       sizeof(ci->code_size)) ||
+	    rd(m, ci->cm + m->off[F_CM_SIZE], &ci->words, sizeof(ci->words)))
 		return -EFAULT;
 	/* the file, from the class's SourceFile attribute */
 	if (!rd(m, cp + m->off[F_SOURCE_FILE], &fidx, sizeof(fidx)) && fidx &&
 	    !rd64(m, cp + m->pool_size + 8ull * fidx, &fname) &&
 	    symbol(m, fname, file, fsize, &len))
 		file[0] = '\0';
-	base = cm + m->cm_size;
-	bci = (uint16_t)(bcp16 - (uint16_t)base);
-	if (!(flags & m->has_lines) || bci >= code_size ||
-	    words <= 0 || (uint64_t)words * 8 < m->cm_size + code_size)
+	ci->base = ci->cm + m->cm_size;
+	return 0;
+}
+
+/* The line of bci in the ConstMethod's table, into *line. */
+static int cm_line(struct javamethod *m, const struct cm_info *ci,
+		   uint32_t bci, int *line)
+{
+	uint8_t *table;
+	size_t n;
+	int ret;
+
+	if (!(ci->flags & m->has_lines) || bci >= ci->code_size ||
+	    ci->words <= 0 ||
+	    (uint64_t)ci->words * 8 < m->cm_size + ci->code_size)
 		return -ENOENT;
-	n = (uint64_t)words * 8 - m->cm_size - code_size;
+	n = (uint64_t)ci->words * 8 - m->cm_size - ci->code_size;
 	if (n > 65536)
 		n = 65536;
 	table = malloc(n ? n : 1);
 	if (!table)
 		return -ENOMEM;
-	ret = rd(m, base + code_size, table, n) ? -EFAULT : 0;
+	ret = rd(m, ci->base + ci->code_size, table, n) ? -EFAULT : 0;
 	if (!ret) {
 		*line = javamethod_table_line(table, n, bci);
 		if (*line <= 0) {
@@ -505,4 +555,175 @@ int javamethod_line(struct javamethod *m, uint64_t addr, uint16_t bcp16,
 	}
 	free(table);
 	return ret;
+}
+
+static int line_prepare(struct javamethod *m, char *file, size_t fsize,
+			int *line)
+{
+	int ret;
+
+	*line = 0;
+	if (fsize)
+		file[0] = '\0';
+	ret = ready(m);
+	if (ret)
+		return ret;
+	return m->lines ? 0 : -ENOENT;
+}
+
+int javamethod_line(struct javamethod *m, uint64_t addr, uint16_t bcp16,
+		    char *file, size_t fsize, int *line)
+{
+	struct cm_info ci;
+	int ret;
+
+	ret = line_prepare(m, file, fsize, line);
+	if (!ret)
+		ret = cm_read(m, addr, file, fsize, &ci);
+	if (!ret)
+		ret = cm_line(m, &ci, (uint16_t)(bcp16 - (uint16_t)ci.base),
+			      line);
+	return ret;
+}
+
+int javamethod_line_bci(struct javamethod *m, uint64_t addr, int bci,
+			char *file, size_t fsize, int *line)
+{
+	struct cm_info ci;
+	int ret;
+
+	ret = line_prepare(m, file, fsize, line);
+	if (!ret)
+		ret = cm_read(m, addr, file, fsize, &ci);
+	if (!ret)
+		ret = bci >= 0 ? cm_line(m, &ci, (uint32_t)bci, line) :
+				 -ENOENT;
+	return ret;
+}
+
+/* Appends text[0..n) to buf at *len. */
+static int append(char *buf, size_t size, size_t *len, const char *text,
+		  size_t n)
+{
+	if (*len + n + 1 > size)
+		return -ENOSPC;
+	memcpy(buf + *len, text, n);
+	*len += n;
+	buf[*len] = '\0';
+	return 0;
+}
+
+/* One type of a method descriptor at *d (its '/' already '.'), in
+ * Java's words ("java.lang.String[]"), appended to buf. */
+static int sig_type(const char **d, const char *end, char *buf, size_t size,
+		    size_t *len)
+{
+	static const char *const prim[] = {
+		['B'] = "byte", ['C'] = "char", ['D'] = "double",
+		['F'] = "float", ['I'] = "int", ['J'] = "long",
+		['S'] = "short", ['Z'] = "boolean", ['V'] = "void",
+	};
+	const char *t, *semi;
+	int dims = 0, ret;
+
+	while (*d < end && **d == '[' && dims < 255) {
+		dims++;
+		(*d)++;
+	}
+	if (*d >= end)
+		return -EINVAL;
+	if (**d == 'L') {
+		semi = memchr(*d, ';', end - *d);
+		if (!semi)
+			return -EINVAL;
+		ret = append(buf, size, len, *d + 1, semi - *d - 1);
+		*d = semi + 1;
+	} else {
+		unsigned char c = (unsigned char)**d;
+
+		t = c < sizeof(prim) / sizeof(prim[0]) ? prim[c] : NULL;
+		if (!t)
+			return -EINVAL;
+		ret = append(buf, size, len, t, strlen(t));
+		(*d)++;
+	}
+	for (int i = 0; !ret && i < dims; i++)
+		ret = append(buf, size, len, "[]", 2);
+	return ret;
+}
+
+int javamethod_external(const char *name, const char *desc, size_t dlen,
+			char *buf, size_t size)
+{
+	const char *d, *end = desc + dlen, *close;
+	size_t len = 0;
+
+	close = memchr(desc, ')', dlen);
+	if (!dlen || desc[0] != '(' || !close || !size)
+		return -EINVAL;
+	buf[0] = '\0';
+	/* "RET pkg.Class.method(T1, T2)", as Method::external_name() */
+	d = close + 1;
+	if (sig_type(&d, end, buf, size, &len) || d != end ||
+	    append(buf, size, &len, " ", 1) ||
+	    append(buf, size, &len, name, strlen(name)) ||
+	    append(buf, size, &len, "(", 1))
+		return -EINVAL;
+	for (d = desc + 1; d < close;) {
+		if ((d > desc + 1 && append(buf, size, &len, ", ", 2)) ||
+		    sig_type(&d, close, buf, size, &len))
+			return -EINVAL;
+	}
+	return append(buf, size, &len, ")", 1) ? -EINVAL : 0;
+}
+
+int javamethod_external_name(struct javamethod *m, uint64_t addr, char *buf,
+			     size_t size)
+{
+	char name[512], desc[256];
+	uint64_t cm, cp, sym;
+	uint16_t idx;
+	size_t dlen = 0;
+	int ret;
+
+	ret = javamethod_name(m, addr, name, sizeof(name));
+	if (ret)
+		return ret;
+	if (!m->scopes)
+		return -ENOENT;
+	/* the descriptor's '/' become '.', as Java names its classes */
+	if (rd64(m, addr + m->off[F_CONST_METHOD], &cm) ||
+	    rd64(m, cm + m->off[F_CONSTANTS], &cp) ||
+	    rd(m, cm + m->off[F_SIG_INDEX], &idx, sizeof(idx)) ||
+	    rd64(m, cp + m->pool_size + 8ull * idx, &sym) ||
+	    symbol(m, sym, desc, sizeof(desc), &dlen) ||
+	    javamethod_external(name, desc, dlen, buf, size))
+		return -EFAULT;
+	return 0;
+}
+
+int javamethod_layout(struct javamethod *m, struct javamethod_nm *nm)
+{
+	int ret = ready(m);
+
+	if (ret)
+		return ret;
+	if (!m->scopes)
+		return -ENOENT;
+	*nm = (struct javamethod_nm){
+		.size = m->off[F_CB_SIZE],
+		.header_size = m->off[F_CB_HEADER_SIZE],
+		.code_begin = m->off[F_CB_CODE_BEGIN],
+		.code_end = m->off[F_CB_CODE_END],
+		.method = m->off[F_CM_METHOD],
+		.scopes_data_begin = m->off[F_CM_SCOPES_DATA],
+		.metadata_offset = m->off[F_NM_METADATA],
+		.scopes_pcs_offset = m->off[F_NM_SCOPES_PCS],
+		.dependencies_offset = m->off[F_NM_DEPENDENCIES],
+		.pc_offset = m->off[F_PC_OFFSET],
+		.scope_offset = m->off[F_PC_SCOPE],
+		.nm_size = m->nm_size,
+		.pc_size = m->pc_size,
+	};
+	return 0;
 }

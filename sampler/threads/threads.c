@@ -34,48 +34,9 @@
 #include "sampler/unwind/symbolize.h"
 #include "sampler/syscalls.h"
 #include "sampler/threads/threads.h"
+#include "sampler/threads/threads_i.h"
 #include "sampler/tracee.h"
 #include "sampler/unwind/unwind.h"
-
-#define MAX_FRAMES 128
-#define MAX_KFRAMES 64		/* the kernel's limit is 64 too */
-#define RUNTIME_FRAMES 128	/* a stack may gain: Python's frames */
-#define KSTACK_MAX 8192		/* of /proc/PID/task/TID/stack text */
-#define STACK_MAX (64 * 1024)
-#define SPIN_NS 200000ull	/* spin-poll a stop this long, then nap */
-#define STOP_WAIT_NS 2000000ull	/* then set the thread aside */
-#define LATE_WAIT_NS 50000000ull	/* for all set-aside threads */
-#define RUNNABLE_WAIT_NS 500000000ull	/* ... while one of them is runnable */
-#define NAME_MAX_LEN 64
-
-struct thread_rec {
-	pid_t tid;
-	char name[NAME_MAX_LEN];
-	char state;		/* /proc letter, read before the stop */
-	long sysno;		/* -1: not in a system call */
-	bool late;		/* set aside: seized, not yet stopped */
-	uint64_t running_ns;	/* last time it was seen not stopped */
-	struct unwind_regs regs;
-	uint8_t *copy;		/* stack copy to unwind later, or NULL */
-	size_t copy_len;
-	char *kstack;		/* /proc/.../stack text, or NULL */
-	int npcs;
-	uint64_t pcs[MAX_FRAMES];
-};
-
-struct dump {
-	pid_t pid;
-	struct stack_ctx sc;	/* maps, unwinder, symbolizer */
-	struct thread_rec *t;
-	size_t n, nlate;
-	uint8_t *stack;		/* STACK_MAX */
-	bool kernel;		/* read kernel stacks (until refused) */
-	struct kallsyms *ksyms;		/* their functions' addresses */
-	char *kbuf;		/* KSTACK_MAX, when kernel */
-	struct threads_stats *st;
-	uint64_t first_stop_ns, last_release_ns;
-	int ret;
-};
 
 static const struct {
 	char letter;
@@ -426,18 +387,19 @@ fail:
 	return ret;
 }
 
-static int add_thread(struct profile *p, struct symbolizer *sym,
-		      struct kframes *kf, const int64_t keys[4],
+static int add_thread(struct dump *d, struct profile *p, struct kframes *kf,
+		      const int64_t keys[GK__COUNT],
 		      const struct thread_rec *t)
 {
 	uint64_t locs[MAX_KFRAMES + MAX_FRAMES + RUNTIME_FRAMES];
-	struct pf_label labels[4];
+	struct symbolizer *sym = d->sc.sym;
+	struct pf_label labels[GK__COUNT];
 	char tid[16], sysname[32];
 	const char *vals[4] = { tid, t->name, state_name(t->state), sysname };
 	const char *rt_name;
 	struct pf_line line = { 0 };
 	int64_t one = 1;
-	int ret, nk = 0, n = 0;
+	int ret, nk = 0, n = 0, nl = 4;
 
 	if (t->kstack) {
 		ret = kframes_proc_stack(kf, t->kstack, locs, MAX_KFRAMES,
@@ -465,26 +427,31 @@ static int add_thread(struct profile *p, struct symbolizer *sym,
 		vals[1] = rt_name;
 	snprintf(tid, sizeof(tid), "%d", (int)t->tid);
 	syscall_name_fmt(t->sysno, sysname, sizeof(sysname));
+	/* the goroutine it runs: Go's status for it */
+	ret = gothreads_labels(d, t->gor, p, keys, labels, &nl, &vals[2]);
+	if (ret)
+		return ret;
 	for (int i = 0; i < 4; i++) {
 		labels[i] = (struct pf_label){ .key = keys[i] };
 		labels[i].str = profile_intern(p, vals[i]);
 		if (labels[i].str < 0)
 			return -ENOMEM;
 	}
-	return profile_add_sample(p, locs, n, labels, 4, &one);
+	return profile_add_sample(p, locs, n, labels, nl, &one);
 }
 
 static int build_profile(struct dump *d, struct profile *p)
 {
-	static const char *const key_names[4] = {
-		"thread", "thread_name", "state", "syscall",
+	static const char *const key_names[GK__COUNT] = {
+		"thread", "thread_name", "state", "syscall", "goroutine",
+		"wait_minutes", "created_by", "created_at", "locked_to_thread",
 	};
 	struct kframes *kf;
-	int64_t keys[4];
+	int64_t keys[GK__COUNT];
 	char text[160];
 	int ret;
 
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < GK__COUNT; i++) {
 		keys[i] = profile_intern(p, key_names[i]);
 		if (keys[i] < 0)
 			return -ENOMEM;
@@ -496,9 +463,11 @@ static int build_profile(struct dump *d, struct profile *p)
 	for (size_t i = 0; i < d->n && !ret; i++) {
 		if (!d->t[i].tid)
 			continue;
-		ret = add_thread(p, d->sc.sym, kf, keys, &d->t[i]);
+		ret = add_thread(d, p, kf, keys, &d->t[i]);
 		d->st->threads++;
 	}
+	if (!ret)
+		ret = gothreads_add(d, p, keys);
 	if (!ret)
 		ret = symbolizer_note(d->sc.sym);
 	kframes_free(kf);
@@ -508,7 +477,8 @@ static int build_profile(struct dump *d, struct profile *p)
 		 "time, each for at most %.1f us; %u skipped, %u not stopped",
 		 d->st->threads, d->st->max_hold_ns / 1e3, d->st->skipped,
 		 d->st->unstopped);
-	return profile_add_comment(p, text);
+	ret = profile_add_comment(p, text);
+	return ret ? ret : gothreads_comment(d, p);
 }
 
 /* Ptrace on its own thread; fills d->t and the hold times. */
@@ -546,6 +516,7 @@ static int load_tasks(struct dump *d)
 	for (size_t i = 0; i < n; i++) {
 		d->t[i].tid = tids[i];
 		d->t[i].sysno = -1;
+		d->t[i].gor = -1;
 	}
 	d->n = n;
 	free(tids);
@@ -599,6 +570,9 @@ int threads_profile(const struct threads_opts *o, struct profile **out,
 	/* a JVM's own view, once every thread runs again */
 	if (!ret)
 		ret = symbolizer_dump(d.sc.sym);
+	/* a Go program's goroutines, read as they run */
+	if (!ret)
+		ret = gothreads_read(&d);
 	if (!ret && !st->threads && !proc_alive(o->pid))
 		ret = -ESRCH;
 	if (!ret)
@@ -610,6 +584,7 @@ int threads_profile(const struct threads_opts *o, struct profile **out,
 		free(d.t[i].kstack);
 	}
 	free(d.t);
+	gothreads_free(&d);
 	free(d.stack);
 	free(d.kbuf);
 	stackctx_close(&d.sc);

@@ -37,6 +37,20 @@
  *                "clock_nanosleep", "restart_syscall" after a timed sleep
  *                was interrupted once, "syscall 123" when not in the
  *                table), "" when it is not in one
+ * A Go program's goroutines (gothreads.c, gort.h), read after every
+ * thread was let go, without stopping anything: a thread running one
+ * carries its labels too, and state is then Go's status for it; each
+ * parked goroutine is a sample of its own, unwound from where it was
+ * switched out, with no thread labels:
+ *   goroutine    its id, decimal
+ *   state        Go's status or wait reason ("chan receive", "running")
+ *   wait_minutes how long it has waited, when the runtime knows, >= 1
+ *   created_by   the function of the go statement that started it
+ *   created_at   that statement's file:line
+ *   locked_to_thread  "true" for one locked to its thread
+ *                (runtime.LockOSThread)
+ * and a comment "goroutines: ..." says how many were read, hidden (the
+ * runtime's own) and dropped (they moved while read), or why none were.
  * The profile is not merged by stack: threads_text.h and the pprof writer
  * group as their format wants.
  *

@@ -627,6 +627,23 @@ bool dso_is_go(const struct dso *d)
 	return d->go;
 }
 
+int dso_section(const struct dso *d, const char *name, uint64_t *vaddr,
+		uint64_t *size)
+{
+	Elf *elf = elf_memory((char *)d->map, d->map_size);
+	GElf_Shdr shdr;
+	int ret = -ENOENT;
+
+	if (elf && elf_section_named(elf, name, &shdr) && shdr.sh_addr) {
+		*vaddr = shdr.sh_addr;
+		*size = shdr.sh_size;
+		ret = 0;
+	}
+	if (elf)
+		elf_end(elf);
+	return ret;
+}
+
 int dso_eh_frame_hdr(const struct dso *d, uint64_t *vaddr, uint64_t *size)
 {
 	if (!d->has_eh)

@@ -223,6 +223,12 @@ const char *dso_symbol_name(struct dso *d, uint64_t vaddr);
  * does not say so. */
 bool dso_is_go(const struct dso *d);
 
+/* The ELF address and size of the section called name (a Go program's
+ * .bss, where the runtime keeps its list of goroutines). 0, or -ENOENT
+ * (no such section, or one not loaded). */
+int dso_section(const struct dso *d, const char *name, uint64_t *vaddr,
+		uint64_t *size);
+
 /*
  * A Go program's own table of functions, lines and frame sizes
  * (gopclntab.h), or NULL. Owned by the dso, immutable: for symbols and
@@ -242,6 +248,17 @@ int dso_symbol_vaddr(struct dso *d, const char *name, uint64_t *vaddr);
  * constant): its ELF virtual address and size. 0, or -ENOENT. */
 int dso_object_vaddr(struct dso *d, const char *name, uint64_t *vaddr,
 		     uint64_t *size);
+
+/*
+ * Where members of a structure type are, from the DWARF (a Go runtime's
+ * "runtime.g"): the type is looked for among the top-level types of the
+ * units called unit first (Go puts a package's types in its unit), then
+ * of every unit (unit NULL: at once). members[i] may name a member of a
+ * member, "sched.sp"; offs[i] is its byte offset, or -1 when there is no
+ * such member. 0; -ENOENT without DWARF or such a type.
+ */
+int dso_struct_offsets(struct dso *d, const char *unit, const char *type,
+		       const char *const *members, long *offs, size_t n);
 
 /*
  * The address ranges of every function symbol whose name (without its

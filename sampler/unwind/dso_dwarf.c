@@ -410,6 +410,100 @@ int dso_object_vaddr(struct dso *d, const char *name, uint64_t *vaddr,
 	return symbol_of_type(d, name, STT_OBJECT, vaddr, size);
 }
 
+/* The type die refers to, through typedefs. */
+static bool die_type(Dwarf_Die *die, Dwarf_Die *out)
+{
+	Dwarf_Attribute a;
+
+	for (int i = 0; i < 8; i++) {
+		if (!dwarf_formref_die(dwarf_attr_integrate(die, DW_AT_type, &a),
+				       out))
+			return false;
+		if (dwarf_tag(out) != DW_TAG_typedef)
+			return true;
+		die = out;
+	}
+	return false;
+}
+
+/* The offset of path ("sched.sp": members of members) in struct st. */
+static long member_offset(Dwarf_Die *st, const char *path)
+{
+	const char *dot = strchr(path, '.');
+	size_t n = dot ? (size_t)(dot - path) : strlen(path);
+	Dwarf_Die m, t;
+	Dwarf_Attribute a;
+	Dwarf_Word off;
+	const char *name;
+	long inner;
+
+	if (dwarf_child(st, &m))
+		return -1;
+	do {
+		if (dwarf_tag(&m) != DW_TAG_member ||
+		    !(name = dwarf_diename(&m)) || strlen(name) != n ||
+		    strncmp(name, path, n) ||
+		    dwarf_formudata(dwarf_attr(&m, DW_AT_data_member_location,
+					       &a), &off) || off > LONG_MAX / 2)
+			continue;
+		if (!dot)
+			return (long)off;
+		if (!die_type(&m, &t) || dwarf_tag(&t) != DW_TAG_structure_type)
+			return -1;
+		inner = member_offset(&t, dot + 1);
+		return inner < 0 ? -1 : (long)off + inner;
+	} while (!dwarf_siblingof(&m, &m));
+	return -1;
+}
+
+/* The structure type called type among the top-level dies of the units
+ * named unit (NULL: every unit). */
+static bool find_struct(Dwarf *dw, const char *unit, const char *type,
+			Dwarf_Die *out)
+{
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+
+	while (!dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL)) {
+		Dwarf_Die cu, c;
+		const char *name;
+
+		if (dwarf_offdie(dw, off + hsize, &cu) &&
+		    (!unit || ((name = dwarf_diename(&cu)) &&
+			       !strcmp(name, unit))) &&
+		    !dwarf_child(&cu, &c)) {
+			do {
+				if (dwarf_tag(&c) == DW_TAG_structure_type &&
+				    (name = dwarf_diename(&c)) &&
+				    !strcmp(name, type)) {
+					*out = c;
+					return true;
+				}
+			} while (!dwarf_siblingof(&c, &c));
+		}
+		off = next;
+	}
+	return false;
+}
+
+int dso_struct_offsets(struct dso *d, const char *unit, const char *type,
+		       const char *const *members, long *offs, size_t n)
+{
+	Dwarf_Die st;
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&d->lock);
+	dso_dw_init(d);
+	if (d->dw && (find_struct(d->dw, unit, type, &st) ||
+		      (unit && find_struct(d->dw, NULL, type, &st)))) {
+		for (size_t i = 0; i < n; i++)
+			offs[i] = member_offset(&st, members[i]);
+		ret = 0;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
 static int range_cmp(const void *a, const void *b)
 {
 	const struct dso_range *x = a, *y = b;

@@ -189,29 +189,44 @@ static int add_mapping(struct symbolizer *s, struct map_entry *e,
 
 /* Executable memory in no ELF file is a JIT compiler's: its runtime may
  * name it in a perf map. A JVM is asked to write its map again when a pc
- * has no name (java.h), at most every JAVA_PERFMAP_MS. */
+ * has no name (java.h), at most every JAVA_PERFMAP_MS. A JVM's compiled
+ * method gets the methods inlined into it and lines (javart_compiled()),
+ * else its name alone. */
 static void jit_frame(struct symbolizer *s, const struct map_entry *e,
 		      uint64_t pc, struct dso_frame *f, int *nf,
 		      bool *runtime)
 {
+	struct javart_frame jf[MAX_INLINE];
 	const char *name = NULL;
+	uint64_t start, end;
+	int nj;
 
 	if (!e || !e->exec || e->dso)
 		return;
 	if (!s->jit && jitmap_new(maps_pid(s->maps), &s->jit))
 		return;
-	if (jitmap_lookup(s->jit, pc, &name) && !javart_perfmap(s->java)) {
+	if (jitmap_lookup_range(s->jit, pc, &name, &start, &end) &&
+	    !javart_perfmap(s->java)) {
 		jitmap_reopen(s->jit);
-		if (jitmap_lookup(s->jit, pc, &name))
+		if (jitmap_lookup_range(s->jit, pc, &name, &start, &end))
 			name = NULL;
 	}
 	s->unnamed_jit = s->java && !name;
-	if (name) {
-		*f = (struct dso_frame){ .function = name,
-					 .system_name = name };
-		*nf = 1;
-		*runtime = s->java && javart_compiled_method(name);
-	}
+	if (!name)
+		return;
+	*f = (struct dso_frame){ .function = name, .system_name = name };
+	*nf = 1;
+	*runtime = s->java && javart_compiled_method(name);
+	if (!*runtime || javart_compiled(s->java, pc, start, end - start,
+					 name, jf, MAX_INLINE, &nj))
+		return;
+	for (int i = 0; i < nj; i++)
+		f[i] = (struct dso_frame){ .function = jf[i].name,
+					   .system_name = jf[i].name,
+					   .file = jf[i].file[0] ?
+						   jf[i].file : NULL,
+					   .line = jf[i].line };
+	*nf = nj;
 }
 
 /* Lines for a pc: its symbolized frames, else one "object+0xoff" frame. */

@@ -3,8 +3,9 @@
 26): tests/targets/Known.java, compiled here by javac, run by Debian's
 OpenJDK 17. proffs names its compiled methods by asking the JVM itself,
 through the attach protocol, for its perf map (Compiler.perfmap, what
-jcmd sends), and merges the JVM's thread dump (Thread.print) into
-goroutine.txt.
+jcmd sends), gives compiled frames their lines and the methods inlined
+into them from the nmethod's debug information, and merges the JVM's
+thread dump (Thread.print) into goroutine.txt.
 
 Held to the CPU time the target itself counted in heavy() and light()
 (ThreadMXBean) over the same window; heavy() does three times light()'s
@@ -128,6 +129,83 @@ def test_cpu_shares_by_java_method(proffs, target):
                           f'{target.pid}.map')
     assert not os.path.exists(f'/proc/{target.pid}/cwd/.attach_pid'
                               f'{target.pid}')
+
+
+OUTER = 'long Known.outer()'
+INNER = 'long Known.inner(Known$Op, long, long)'
+APPLY = {'apply-mul': 'long Known$Mul.apply(long, long)',
+         'apply-xor': 'long Known$Xor.apply(long, long)',
+         'apply-add': 'long Known$Add.apply(long, long)'}
+
+
+def trace_blocks(path):
+    """go tool pprof -traces -lines: each trace's value and frames, leaf
+    first, as (function, file[:line], inlined), from pprof's own
+    reading."""
+    out = util.pprof('-traces', '-lines', path)
+    blocks = []
+    for block in out.split('-----------+-')[1:]:
+        value, frames = None, []
+        for line in block.splitlines()[1:]:
+            if value is None:
+                m = re.fullmatch(r'\s*([\d.]+)(ms|s|us)\s+(.*)', line)
+                if not m:
+                    continue    # a label's line
+                value = float(m[1]) * {'s': 1e3, 'ms': 1, 'us': 1e-3}[m[2]]
+                line = m[3]
+            m = re.fullmatch(r'(.*) (\S+\.java(:\d+)?)( \(inline\))?',
+                             line.strip())
+            if m:
+                frames.append((m[1], m[2], bool(m[4])))
+            elif line.strip():
+                frames.append((line.strip(), '', False))
+        if value is not None:
+            blocks.append((value, frames))
+    return blocks
+
+
+def test_compiled_lines_and_inlined_frames(proffs, target):
+    """Compiled Java methods get their source file and lines in
+    cpu_*.pb.gz, and a method the JIT inlined its own frame, from the
+    nmethod's debug information (its PcDescs and scopes data), as pprof
+    -traces -lines prints them: apply() (compiled, called through an
+    interface call site too polymorphic to inline), called from inner()
+    at its line, marked inlined into outer(), at the line of its call to
+    inner(). A leaf is described by the next PcDesc
+    (javascope.h): apply() at the line it is written on, heavy() at its
+    loop's, where a safepoint poll is; or by no line when none follows."""
+    warm(target)
+    lines = {v: f'Known.java:{marked_line(k)}' for k, v in APPLY.items()}
+    inner = (INNER, f'Known.java:{marked_line("inner")}', True)
+    outer = (OUTER, f'Known.java:{marked_line("call-inner")}', False)
+    for attempt in range(3):
+        # the first session attaches and has the JVM write its perf map:
+        # a method compiled later is named by the next one
+        data = proffs.read(target.pid, f'cpu_2s?hz={HZ}.pb.gz')
+        blocks = trace_blocks(save(data, f'java-inline-{attempt}.pb.gz'))
+        through = [(v, b) for v, b in blocks
+                   if b and b[0][0] in APPLY.values() and OUTER in
+                   [f[0] for f in b]]
+        if {b[0][0] for _, b in through} == set(APPLY.values()):
+            break
+    assert {b[0][0] for _, b in through} == set(APPLY.values()), \
+        [b for _, b in blocks][:10]
+    at_line = 0
+    for v, b in through:
+        fn, where, inl = b[0]
+        assert where in (lines[fn], 'Known.java') and not inl, b
+        at_line += v if where == lines[fn] else 0
+        assert b[1:3] == [inner, outer], b
+    assert at_line >= 0.5 * sum(v for v, _ in through), through
+    # heavy() at its loop (the poll) or the line in it
+    heavy = {}
+    for v, b in blocks:
+        if b and b[0][0] == 'long Known.heavy()':
+            heavy[b[0][1]] = heavy.get(b[0][1], 0) + v
+    loop = {f'Known.java:{marked_line(k)}' for k in ('heavy-loop', 'heavy')}
+    assert heavy and set(heavy) <= loop | {'Known.java'}, heavy
+    assert sum(heavy.get(k, 0) for k in loop) >= 0.5 * sum(
+        heavy.values()), heavy
 
 
 def test_sleeping_thread_named(proffs, target):

@@ -9,6 +9,15 @@
  * seconds). main() stays interpreted: its loop turns too slowly to be
  * compiled, so heavy() and light() are compiled on their own, never
  * inlined. A thread "known-sleeper" sleeps in parkedHere().
+ *
+ * Then main() calls outer(), whose loop calls inner(), small enough for
+ * the JIT to inline into outer(); inner() calls apply() of three classes
+ * in turn through one interface call site, too many receivers for the JIT
+ * to inline that call: the compiled outer() has inner() inlined, at the
+ * call to apply(). Each apply() is written on one line, so that every
+ * bytecode of it has that line, with a loop of a count the JIT does not
+ * know, in which compiled code keeps a safepoint poll (and its debug
+ * information). Their time is counted in neither number.
  */
 import java.io.FileWriter;
 import java.io.IOException;
@@ -23,7 +32,7 @@ public class Known {
 
     static long heavy() {
         long x = 1;
-        for (long i = 0; i < 3_000_000L; i++)
+        for (long i = 0; i < 3_000_000L; i++)   // line: heavy-loop
             x = x * 6364136223846793005L + i;   // line: heavy
         return x;
     }
@@ -32,6 +41,36 @@ public class Known {
         long x = 1;
         for (long i = 0; i < 1_000_000L; i++)
             x = x * 6364136223846793005L + i;   // line: light
+        return x;
+    }
+
+    interface Op {
+        long apply(long x, long i);
+    }
+
+    static final class Mul implements Op {
+        public long apply(long x, long i) { for (long k = 0; k < reps; k++) x = x * 6364136223846793005L + i + k; return x; }   // line: apply-mul
+    }
+
+    static final class Xor implements Op {
+        public long apply(long x, long i) { for (long k = 0; k < reps; k++) x = (x ^ (x >>> 7)) * 6364136223846793005L + k; return x; }   // line: apply-xor
+    }
+
+    static final class Add implements Op {
+        public long apply(long x, long i) { for (long k = 0; k < reps; k++) x = (x + i) * 3202034522624059733L + k; return x; }   // line: apply-add
+    }
+
+    static final Op[] OPS = { new Mul(), new Xor(), new Add() };
+    static long reps = 200;   // not final: a loop the JIT keeps a safepoint in
+
+    static long inner(Op op, long x, long i) {
+        return op.apply(x, i) + 1;   // line: inner
+    }
+
+    static long outer() {
+        long x = 1;
+        for (long i = 0; i < 3_000L; i++)
+            x = inner(OPS[(int) (i % 3)], x, i);   // line: call-inner
         return x;
     }
 
@@ -68,6 +107,7 @@ public class Known {
             long t1 = mx.getCurrentThreadCpuTime();
             sink += light();   // line: call-light
             long t2 = mx.getCurrentThreadCpuTime();
+            sink += outer();   // line: call-outer
             heavyNs += t1 - t0;
             lightNs += t2 - t1;
             if (args.length > 0 && System.nanoTime() - last > 100_000_000L) {
