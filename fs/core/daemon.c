@@ -247,6 +247,9 @@ int daemon_init(struct proffs *fs, enum heap_method method)
 	if (!ret)
 		ret = dso_cache_new(fs->opts.debug_roots, &fs->dsos);
 	if (!ret)
+		dso_cache_set_bytes(fs->dsos, fs->opts.dso_mem,
+				    DSO_CACHE_GRACE_MS);
+	if (!ret)
 		ret = kallsyms_new(NULL, &fs->ksyms);
 	/* root's daemons of one boot share the parsed table (kallsyms_i.h) */
 	if (!ret && !geteuid())
@@ -282,6 +285,7 @@ void daemon_free(struct proffs *fs)
 	free(fs->opts.http_token);
 	free(fs->opts.offcpu_method);
 	free(fs->opts.record_mem_str);
+	free(fs->opts.dso_mem_str);
 	free(fs->opts.nice_str);
 }
 

@@ -44,6 +44,8 @@ struct proffs_opts {
 	unsigned record_s;		/* its span */
 	char *record_mem_str;		/* -o record_mem=64M */
 	uint64_t record_mem;		/* parsed, bytes */
+	char *dso_mem_str;		/* -o dso_mem=64M */
+	uint64_t dso_mem;		/* parsed, bytes */
 	char *nice_str;			/* -o nice=N */
 	int nice;			/* parsed: the serving threads' */
 	int foreground;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * past_opts.c - the recorder's options (-o record, record_hz, record_s,
- * record_mem) and its start, for main.c.
+ * record_mem) and its start, for main.c; and the other memory bound it
+ * goes with, the dso cache's (dso_mem).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "fs/core/past.h"
 #include "fs/core/daemon.h"
 #include "sampler/record/record.h"
+#include "sampler/unwind/dso.h"
 
 /* "64M", "65536K", "1G", "67108864": bytes, or 0 when not a size. */
 static uint64_t parse_size(const char *s)
@@ -45,6 +47,12 @@ int past_opts(struct proffs_opts *o)
 	if (o->record_mem_str && !(o->record_mem =
 				   parse_size(o->record_mem_str))) {
 		fprintf(stderr, "proffs: record_mem= takes a size in bytes, "
+				"or with K, M or G (64M)\n");
+		return -EINVAL;
+	}
+	o->dso_mem = DSO_CACHE_BYTES;
+	if (o->dso_mem_str && !(o->dso_mem = parse_size(o->dso_mem_str))) {
+		fprintf(stderr, "proffs: dso_mem= takes a size in bytes, "
 				"or with K, M or G (64M)\n");
 		return -EINVAL;
 	}

@@ -207,13 +207,21 @@ static void write_text(FILE *f, const struct snapshot *s)
 	fprintf(f, "cpu_user_us: %llu\ncpu_system_us: %llu\nrss_kb: %llu\n"
 		"dso_cache_objects: %zu\ndso_cache_max_objects: %zu\n"
 		"dso_cache_idle_seconds: %llu\ndso_cache_expired: %llu\n"
+		"dso_cache_bytes: %llu\ndso_cache_in_use_bytes: %llu\n"
+		"dso_cache_max_bytes: %llu\n"
 		"kallsyms_symbols: %zu\nkallsyms_bytes: %zu\n"
 		"debug_kept_bytes: %llu\ndebug_kept_max_bytes: %llu\n",
 		s->cpu_user_us, s->cpu_system_us, s->rss_kb, s->dsos.objects,
 		s->dsos.max, (unsigned long long)s->dsos.idle_ms / 1000,
-		(unsigned long long)s->dsos.expired, s->ksyms, s->ksyms_bytes,
-		(unsigned long long)s->dsos.kept_bytes,
+		(unsigned long long)s->dsos.expired,
+		(unsigned long long)s->dsos.bytes,
+		(unsigned long long)s->dsos.in_use,
+		(unsigned long long)s->dsos.max_bytes, s->ksyms,
+		s->ksyms_bytes, (unsigned long long)s->dsos.kept_bytes,
 		(unsigned long long)s->dsos.kept_max);
+	/* what the bounded parts may hold together (README: memory) */
+	fprintf(f, "memory_bound_bytes: %llu\n", (unsigned long long)
+		(s->dsos.max_bytes + (s->has_rec ? s->rec.mem_max : 0)));
 	if (s->has_rec)	/* the flight recorder (record.h) */
 		fprintf(f, "record_bytes: %llu\nrecord_max_bytes: %llu\n"
 			"record_procs: %u\nrecord_samples: %llu\n"
@@ -375,6 +383,13 @@ static void metrics_self(FILE *f, const struct snapshot *s)
 	       "nobody uses stays cached.", s->dsos.idle_ms / 1000);
 	scalar(f, "dso_cache_expired_total", "counter", "Objects let go.",
 	       s->dsos.expired);
+	scalar(f, "dso_cache_bytes", "gauge", "What the cached objects hold "
+	       "(tables, libdw's heap, inflated debug files).",
+	       s->dsos.bytes);
+	scalar(f, "dso_cache_in_use_bytes", "gauge", "Of which objects in use "
+	       "by a session or the recorder hold.", s->dsos.in_use);
+	scalar(f, "dso_cache_max_bytes", "gauge", "The bound past which idle "
+	       "objects go (dso_mem).", s->dsos.max_bytes);
 	scalar(f, "kallsyms_bytes", "gauge", "The kernel's symbol table, read "
 	       "once (0 until a profile has kernel frames).",
 	       s->ksyms_bytes);

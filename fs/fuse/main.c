@@ -58,6 +58,7 @@ static const struct fuse_opt proffs_opt_spec[] = {
 	OPT("record_hz=%u", record_hz, 0),
 	OPT("record_s=%u", record_s, 0),
 	OPT("record_mem=%s", record_mem_str, 0),
+	OPT("dso_mem=%s", dso_mem_str, 0),
 	OPT("nice=%s", nice_str, 0),
 	FUSE_OPT_END
 };
@@ -121,6 +122,9 @@ static void usage(const char *prog)
 	       "    -o record_hz=N         its samples a second per CPU (19)\n"
 	       "    -o record_s=N          seconds it keeps (600)\n"
 	       "    -o record_mem=SIZE     memory it keeps, K/M/G (64M)\n"
+	       "    -o dso_mem=SIZE        memory the cache of ELF objects\n"
+	       "                           (symbols, DWARF) keeps once they\n"
+	       "                           are idle, K/M/G (64M)\n"
 	       "    -o nice=N              the nice of the threads that\n"
 	       "                           answer reads (-10; 0: as any)\n"
 	       "\n");

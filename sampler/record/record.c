@@ -14,6 +14,7 @@
 #include "sampler/clock.h"
 #include "sampler/cpu/cpu.h"
 #include "sampler/log.h"
+#include "sampler/unwind/dso.h"
 #include "sampler/unwind/maps.h"
 #include "sampler/perf/perf.h"
 #include "sampler/model/profile.h"
@@ -487,6 +488,10 @@ static void sweep(struct recorder *r)
 			bucket_clear(&r->buckets[i]);
 	sweep_procs(r, now);
 	retire_idle(r, now, CONTEXT_IDLE_S);
+	/* the dso cache over its bound with objects in use: let go of ours
+	 * that can wait (dso.h: dso_cache_pressed()) */
+	if (r->o.cache && dso_cache_pressed(r->o.cache))
+		retire_idle(r, now, CONTEXT_PRESSED_S);
 	r->st.mem_bytes = mem_held(r);
 	if (r->st.mem_bytes > r->o.mem_bytes) {
 		retire_idle(r, now, CONTEXT_PRESSED_S);

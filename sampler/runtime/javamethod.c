@@ -27,6 +27,9 @@ enum field {
 	F_CB_CODE_END, F_CM_METHOD, F_CM_SCOPES_DATA, F_NM_METADATA,
 	F_NM_SCOPES_PCS, F_NM_DEPENDENCIES, F_PC_OFFSET,
 	F_PC_SCOPE,
+	F__SCOPES,
+	/* where the interpreter is (javamethod_interpreter()) */
+	F_INTERP_CODE = F__SCOPES, F_SQ_BUFFER, F_SQ_LIMIT, F_CALL_STUB_RA,
 	F__COUNT
 };
 
@@ -56,7 +59,19 @@ static const struct {
 	[F_NM_DEPENDENCIES] = { "nmethod", "_dependencies_offset" },
 	[F_PC_OFFSET] = { "PcDesc", "_pc_offset" },
 	[F_PC_SCOPE] = { "PcDesc", "_scope_decode_offset" },
+	/* a static field: its address, less libjvm's bias */
+	[F_INTERP_CODE] = { "AbstractInterpreter", "_code" },
+	[F_SQ_BUFFER] = { "StubQueue", "_stub_buffer" },
+	[F_SQ_LIMIT] = { "StubQueue", "_buffer_limit" },
+	[F_CALL_STUB_RA] = { "StubRoutines", "_call_stub_return_address" },
 };
+
+/* Static fields: their address is kept (less libjvm's bias), not an
+ * offset. */
+static bool is_static(int f)
+{
+	return f == F_INTERP_CODE || f == F_CALL_STUB_RA;
+}
 
 struct javamethod {
 	struct proc_maps *maps;
@@ -64,6 +79,7 @@ struct javamethod {
 	bool tried, ready;
 	bool lines;		/* the fields and sizes lines need are known */
 	bool scopes;		/* ... and those of compiled methods */
+	bool interp;		/* those of the interpreter's place */
 	uint64_t off[F__COUNT];
 	uint64_t nm_size;	/* sizeof(nmethod) */
 	uint64_t pc_size;	/* sizeof(PcDesc) */
@@ -82,7 +98,7 @@ static struct {
 	char build_id[64];	/* "" = free */
 	uint64_t off[F__COUNT];
 	uint64_t pool_size, cm_size, has_lines, nm_size, pc_size;
-	bool lines, scopes;
+	bool lines, scopes, interp;
 } known[KNOWN_JVMS];
 static unsigned known_next;
 static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -105,6 +121,7 @@ static bool known_get(struct javamethod *m, const char *id)
 		m->pc_size = known[i].pc_size;
 		m->lines = known[i].lines;
 		m->scopes = known[i].scopes;
+		m->interp = known[i].interp;
 		hit = true;
 	}
 	pthread_mutex_unlock(&known_lock);
@@ -128,6 +145,7 @@ static void known_put(const struct javamethod *m, const char *id)
 	known[i].pc_size = m->pc_size;
 	known[i].lines = m->lines;
 	known[i].scopes = m->scopes;
+	known[i].interp = m->interp;
 	pthread_mutex_unlock(&known_lock);
 }
 
@@ -211,7 +229,8 @@ static bool type_wanted(const char *name)
  * only for the types wanted. */
 static int read_structs(struct javamethod *m, struct map_entry *e)
 {
-	uint64_t base, o_type, o_field, o_off, stride, tp, fp, last_tp = 0;
+	uint64_t base, o_type, o_field, o_off, o_addr, stride, tp, fp;
+	uint64_t last_tp = 0;
 	uint8_t chunk[4096];
 	char type[64], field[64];
 	bool wanted = false;
@@ -226,6 +245,10 @@ static int read_structs(struct javamethod *m, struct map_entry *e)
 	if (!stride || stride > sizeof(chunk) || o_type > stride - 8 ||
 	    o_field > stride - 8 || o_off > stride - 8)
 		return -ENOENT;
+	/* a static field's address (none: no interpreter's place) */
+	if (sym64(m, e, "gHotSpotVMStructEntryAddressOffset", &o_addr) ||
+	    o_addr > stride - 8)
+		o_addr = UINT64_MAX;
 	per = sizeof(chunk) / stride;
 	for (unsigned i = 0; i < MAX_ENTRIES && found < F__COUNT; i++) {
 		const uint8_t *entry;
@@ -256,20 +279,33 @@ static int read_structs(struct javamethod *m, struct map_entry *e)
 			if (strcmp(type, fields[f].type) ||
 			    strcmp(field, fields[f].field) || m->off[f])
 				continue;
-			memcpy(&m->off[f], entry + o_off, 8);
+			if (is_static(f)) {
+				if (o_addr == UINT64_MAX)
+					continue;
+				memcpy(&m->off[f], entry + o_addr, 8);
+				m->off[f] -= e->bias;
+			} else {
+				memcpy(&m->off[f], entry + o_off, 8);
+			}
 			m->off[f]++;	/* 0: not found */
 			found++;
 		}
 	}
-	m->lines = m->scopes = true;
+	m->lines = m->scopes = m->interp = true;
 	for (int f = 0; f < F__COUNT; f++) {
 		if (!m->off[f]) {
 			pr_info("java: %d: no %s::%s in gHotSpotVMStructs%s",
 				(int)m->pid, fields[f].type, fields[f].field,
 				f < F__REQUIRED ? "" : f < F__LINES ?
-				": no lines" : ": no inlined frames");
+				": no lines" : f < F__SCOPES ?
+				": no inlined frames" :
+				": the interpreter found by the perf map");
 			if (f < F__REQUIRED)
 				return -ENOENT;
+			if (f >= F__SCOPES) {
+				m->interp = false;
+				continue;
+			}
 			if (f < F__LINES)
 				m->lines = false;
 			m->scopes = false;
@@ -725,5 +761,31 @@ int javamethod_layout(struct javamethod *m, struct javamethod_nm *nm)
 		.nm_size = m->nm_size,
 		.pc_size = m->pc_size,
 	};
+	return 0;
+}
+
+int javamethod_interpreter(struct javamethod *m, uint64_t *start,
+			   uint64_t *end, uint64_t *call_ra)
+{
+	struct map_entry *e;
+	uint64_t code, buf, ra;
+	int32_t limit;
+	int ret = ready(m);
+
+	if (ret)
+		return ret;
+	e = libjvm(m);
+	if (!m->interp || !e)
+		return -ENOENT;
+	if (rd64(m, m->off[F_INTERP_CODE] + e->bias, &code) || !code ||
+	    rd64(m, code + m->off[F_SQ_BUFFER], &buf) ||
+	    rd(m, code + m->off[F_SQ_LIMIT], &limit, sizeof(limit)))
+		return -EFAULT;
+	if (!buf || limit <= 0 || limit > (64 << 20) ||
+	    rd64(m, m->off[F_CALL_STUB_RA] + e->bias, &ra) || !ra)
+		return -EFAULT;
+	*start = buf;
+	*end = buf + (uint64_t)limit;
+	*call_ra = ra;
 	return 0;
 }

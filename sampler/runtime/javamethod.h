@@ -83,6 +83,17 @@ struct javamethod_nm {
 /* 0 with *nm; -ENOENT. */
 int javamethod_layout(struct javamethod *m, struct javamethod_nm *nm);
 
+/*
+ * Where the template interpreter's code is, [*start, *end): its
+ * StubQueue (AbstractInterpreter::_code, a static field of libjvm.so,
+ * and the queue's _stub_buffer and _buffer_limit), as the Serviceability
+ * Agent's Interpreter.contains() finds it; and *call_ra, where Java code
+ * returns into the call stub (StubRoutines::_call_stub_return_address).
+ * Known without the perf map. 0; -ENOENT (not exported), -EFAULT.
+ */
+int javamethod_interpreter(struct javamethod *m, uint64_t *start,
+			   uint64_t *end, uint64_t *call_ra);
+
 /* An int of HotSpot's CompressedReadStream (UNSIGNED5: bytes below 192
  * end it, each further one worth 64 times more) at *i of t[0..n),
  * moving *i past it; false when t ends first. */

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sampler/log.h"
 #include "sampler/proc.h"
+#include "sampler/runtime/javamethod.h"
 #include "sampler/runtime/javastack.h"
 #include "sampler/unwind/jitmap.h"
 #include "sampler/unwind/maps.h"
@@ -15,7 +17,10 @@ struct javastack {
 	struct proc_maps *maps;
 	pid_t pid;
 	struct jitmap *map;	/* the JVM's perf map: what code is */
+	struct javamethod *jm;	/* its tables: where the interpreter is */
+	bool jm_tried;
 	uint64_t interp_start, interp_end;	/* the interpreter, once seen */
+	uint64_t call_ra;	/* the call stub's return address, or 0 */
 	uint64_t ra_key[RA_SLOTS];	/* 0 = empty */
 	bool ra_ok[RA_SLOTS];
 };
@@ -47,8 +52,10 @@ int javastack_new(struct proc_maps *maps, struct javastack **out)
 
 void javastack_free(struct javastack *js)
 {
-	if (js)
+	if (js) {
 		jitmap_free(js->map);
+		javamethod_free(js->jm);
+	}
 	free(js);
 }
 
@@ -60,16 +67,41 @@ bool javastack_code(struct javastack *js, uint64_t pc)
 }
 
 /*
+ * Where the interpreter is, from the JVM's tables (javamethod.h), asked
+ * once: a JVM whose perf map is not written yet (before the first
+ * session's attach has it written, or with no attach at all) still has
+ * its interpreted frames found. Else the perf map tells, once seen.
+ */
+static void interp_find(struct javastack *js)
+{
+	int ret;
+
+	js->jm_tried = true;
+	ret = javamethod_new(js->maps, &js->jm);
+	if (!ret)
+		ret = javamethod_interpreter(js->jm, &js->interp_start,
+					     &js->interp_end, &js->call_ra);
+	if (ret) {
+		js->interp_start = js->interp_end = js->call_ra = 0;
+		pr_debug("java: %d: the interpreter not found in the JVM's "
+			 "tables (%s): by the perf map", (int)js->pid,
+			 strerror(-ret));
+	}
+}
+
+/*
  * The perf map's name of the code at pc (java.h has the JVM write the
- * map), or NULL. The interpreter's range is remembered once seen: its
- * calls push a return entry of the bytecode, then jump, so its return
- * addresses follow no call.
+ * map), or NULL; "Interpreter" for the interpreter's code. Its range is
+ * remembered once known: its calls push a return entry of the bytecode,
+ * then jump, so its return addresses follow no call.
  */
 static const char *code_name(struct javastack *js, uint64_t pc)
 {
 	uint64_t start, end;
 	const char *name;
 
+	if (!js->jm_tried)
+		interp_find(js);
 	if (js->interp_end && pc >= js->interp_start && pc < js->interp_end)
 		return "Interpreter";
 	if (!js->map && jitmap_new(js->pid, &js->map))
@@ -129,12 +161,16 @@ static bool return_address(struct javastack *js, uint64_t w)
 }
 
 /* Frames built by "enter" that keep RBP pointing at it: the
- * interpreter's, and the call stub's (where JavaCalls enters Java). */
+ * interpreter's, and the call stub's (where JavaCalls enters Java; a
+ * caller's pc in it is the one before its return address, known from
+ * the JVM's tables before the perf map is). */
 static bool fp_frame(struct javastack *js, uint64_t pc, bool *interp)
 {
 	const char *name = code_name(js, pc);
 
 	*interp = name && !strcmp(name, "Interpreter");
+	if (js->call_ra && pc + 1 == js->call_ra)
+		return true;
 	return name && (*interp || !strncmp(name, "StubRoutines", 12));
 }
 

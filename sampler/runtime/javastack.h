@@ -18,6 +18,11 @@
  * first one found is the frame's own. Once the walk is back in libjvm.so
  * (JavaCalls::call_helper), CFI goes on to the thread's start.
  *
+ * What code is: the interpreter's range and the call stub's return
+ * address from the JVM's own tables (javamethod_interpreter()), so that
+ * they are known before the JVM has written its perf map, or when it
+ * cannot; the rest (other stubs' names) from the perf map.
+ *
  * For the unwinder (unwind.h): one per unwinder, not thread-safe; the
  * maps are borrowed. Code bytes are read from the process, a small
  * table remembers which return addresses checked out.

@@ -444,3 +444,21 @@ void cu_index_free(struct cu_index *ix)
 	free(ix->ar.v);
 	free(ix);
 }
+
+size_t cu_index_mem_bytes(const struct cu_index *ix)
+{
+	size_t m;
+
+	if (!ix)
+		return 0;
+	m = sizeof(*ix) + ix->cus.cap * sizeof(*ix->cus.v) +
+	    ix->cap_units * sizeof(*ix->units);
+	for (size_t i = 0; i < ix->nunits; i++)
+		m += ix->units[i].funcs.cap * sizeof(*ix->units[i].funcs.v);
+	return m;
+}
+
+size_t cu_index_units(const struct cu_index *ix)
+{
+	return ix ? ix->nunits : 0;
+}

@@ -22,6 +22,7 @@
 #define PROFFS_CU_INDEX_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include <elfutils/libdw.h>
 
@@ -45,5 +46,10 @@ int cu_index_scopes(struct cu_index *ix, Dwarf_Die *cu, Dwarf_Addr addr,
 
 /* NULL is a no-op. */
 void cu_index_free(struct cu_index *ix);
+
+/* What the index holds, in bytes (its tables, without malloc's
+ * rounding), and how many units it knows; 0 for NULL. */
+size_t cu_index_mem_bytes(const struct cu_index *ix);
+size_t cu_index_units(const struct cu_index *ix);
 
 #endif

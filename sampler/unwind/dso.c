@@ -16,7 +16,8 @@
  * Three files, along the module's sections (dso_i.h is what they share):
  * this one, the ELF headers, the cache and addresses; dso_sym.c, the
  * address map, separate debug files and the symbol table; dso_dwarf.c,
- * DWARF and .debug_frame.
+ * DWARF and .debug_frame. Beside them: dso_expire.c (the cache's bounds
+ * and expiry) and dso_mem.c (what an object holds, in bytes).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -147,6 +148,8 @@ static int dso_parse(struct dso *d, const char **why)
 	ret = dso_parse_phdrs(d, elf, why);
 	if (!ret)
 		ret = dso_parse_build_id(d, elf);
+	d->file_bytes = dso_sections_bytes(elf, (const char *const[]){
+		".eh_frame", ".eh_frame_hdr", ".gopclntab", NULL });
 	d->go = dso_elf_has_section(elf, ".go.buildinfo") ||
 		dso_elf_has_section(elf, ".note.go.buildid");
 	if (!ret && d->go && !gopcln_from_elf(elf, d->map, d->map_size,
@@ -187,6 +190,7 @@ static void dso_free(struct dso *d)
 	}
 	dso_map_free(&d->strs);
 	dso_map_free(&d->addrs);
+	dso_map_free(&d->cus_seen);
 	if (d->df_index)
 		d->df_drop(d->df_index);
 	free(d->df_data);
@@ -256,6 +260,7 @@ static int dso_load(const struct dso_cache *c, int fd, const struct stat *st,
 	ret = dso_parse(d, &why);
 	if (ret)
 		goto err_why;
+	dso_mem_update(d);
 	*out = d;
 	return 0;
 err_why:
@@ -281,6 +286,8 @@ int dso_cache_new(const char *debug_roots, struct dso_cache **out)
 	c->ntab = 256;
 	c->max = DSO_CACHE_MAX;
 	c->idle_ms = DSO_CACHE_IDLE_S * 1000ull;
+	c->max_bytes = DSO_CACHE_BYTES;
+	c->grace_ms = DSO_CACHE_GRACE_MS;
 	c->tab = calloc(c->ntab, sizeof(*c->tab));
 	if (!c->roots || !c->tab) {
 		free(c->roots);

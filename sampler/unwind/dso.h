@@ -71,11 +71,48 @@ void dso_note_user(struct dso *d, pid_t pid);
 /* Other limits than the defaults above (tests). */
 void dso_cache_set_limits(struct dso_cache *c, uint64_t idle_ms, size_t max);
 
+/*
+ * The bound in bytes (what dso_mem_bytes() counts): past it, the dsos no
+ * one but the cache holds go, the least recently let go first, but none
+ * let go less than grace_ms ago. Dsos in use stay; when they alone
+ * exceed the bound the log says so (once an hour at most) and
+ * dso_cache_pressed() is true, for a holder that can let go (the flight
+ * recorder). max_bytes 0: no byte bound. DSO_CACHE_BYTES and
+ * DSO_CACHE_GRACE_MS unless set (-o dso_mem= in the daemon). The log
+ * says it at most every DSO_CACHE_SAY_MS, with how often it happened.
+ */
+#define DSO_CACHE_BYTES		(64ull << 20)
+#define DSO_CACHE_GRACE_MS	2000
+#define DSO_CACHE_SAY_MS	(3600 * 1000ull)
+void dso_cache_set_bytes(struct dso_cache *c, uint64_t max_bytes,
+			 uint64_t grace_ms);
+/* Whether, at the cache's last sweep, the dsos in use alone held more
+ * than its byte bound. */
+bool dso_cache_pressed(struct dso_cache *c);
+
+/*
+ * What d holds now, in bytes: its own tables, libdw's heap for it
+ * (measured), its inflated debug file, and the mapped sections it reads
+ * through (dso_mem.c says how each is counted). Grows as it symbolizes.
+ */
+uint64_t dso_mem_bytes(const struct dso *d);
+/* The same in its parts (their sum is dso_mem_bytes()). */
+struct dso_mem_parts {
+	uint64_t heap;		/* our tables, and libdw's (estimated) */
+	uint64_t inflated;	/* the inflated debug file (a memfd) */
+	uint64_t mapped;	/* file sections read through */
+};
+void dso_mem_parts(struct dso *d, struct dso_mem_parts *p);
+
 struct dso_cache_stats {
 	size_t objects;		/* dsos held now */
 	size_t max;		/* the bound */
 	uint64_t idle_ms;	/* the expiry */
 	uint64_t expired;	/* dsos let go so far */
+	uint64_t bytes;		/* what they hold (dso_mem_bytes()) */
+	uint64_t in_use;	/* of which held by someone but the cache */
+	uint64_t max_bytes;	/* the byte bound, 0 when none */
+	uint64_t grace_ms;	/* let go more recently: never evicted */
 	uint64_t kept_bytes;	/* inflated debug files kept for the boot */
 	uint64_t kept_max;	/* their bound; 0: none kept */
 };

@@ -45,13 +45,52 @@ static bool dwarf_has_section(Dwarf *dw, const char *want)
 		       dso_elf_has_section(elf, z));
 }
 
+/* The sections loading the symbol table reads through. */
+static const char *const symtab_sections[] = {
+	".symtab", ".strtab", ".dynsym", ".dynstr", NULL,
+};
+/* The DWARF sections symbolizing reads (dso_inflate.c keeps these): the
+ * unit index touches every unit, and the kernel maps pages around each
+ * one touched, so a mapped file's are counted whole. */
+static const char *const dwarf_sections[] = {
+	".debug_info", ".debug_abbrev", ".debug_line", ".debug_line_str",
+	".debug_str", ".debug_str_offsets", ".debug_rnglists",
+	".debug_ranges", ".debug_aranges", ".debug_addr", NULL,
+};
+
+static void dso_dw_load(struct dso *d);
+
+/* Loads libdw's module once, and counts what it holds (dso_mem.c). */
 static void dso_dw_init(struct dso *d)
 {
-	void **ud;
+	Dwarf_Addr bias;
+	Elf *elf, *debug;
 
 	if (d->dw_tried)
 		return;
 	d->dw_tried = true;
+	dso_dw_load(d);
+	d->cuix_bytes = cu_index_mem_bytes(d->cus);
+	elf = d->mod ? dwfl_module_getelf(d->mod, &bias) : NULL;
+	debug = d->dw ? dwarf_getelf(d->dw) : NULL;
+	d->file_bytes += dso_sections_bytes(elf, symtab_sections);
+	if (debug && debug != elf && !d->memfd_bytes)
+		d->file_bytes += dso_sections_bytes(debug, symtab_sections);
+	if (debug && !d->memfd_bytes)	/* not inflated: the file's own */
+		d->file_bytes += dso_sections_bytes(debug, dwarf_sections);
+	dso_mem_update(d);
+	pr_debug("dso: %s: loaded: %llu bytes, of which inflated debug file "
+		 "%llu, mapped sections %llu; %zu symbols, %zu DWARF units",
+		 d->name, (unsigned long long)dso_mem_bytes(d),
+		 (unsigned long long)d->memfd_bytes,
+		 (unsigned long long)d->file_bytes, d->nsyms,
+		 cu_index_units(d->cus));
+}
+
+static void dso_dw_load(struct dso *d)
+{
+	void **ud;
+
 	d->dwfl = dwfl_begin(&dso_dwfl_callbacks);
 	if (!d->dwfl)
 		goto err;
@@ -159,6 +198,8 @@ static const char *dso_demangle(struct dso *d, const char *raw)
 			free(s);
 		return raw;
 	}
+	if (s != raw)
+		d->str_bytes += dso_alloc_bytes(strlen(s) + 1);
 	return s;
 }
 
@@ -179,6 +220,29 @@ static int dso_go_frames(struct dso *d, uint64_t vaddr, struct dso_frame *f)
 	return n;
 }
 
+/*
+ * The first lookup in a unit loads its tables (cu_index's table of its
+ * functions, libdw's abbrevs and lines): done here once per unit, what
+ * they hold counted (dso_mem.c).
+ */
+static void dso_unit_load(struct dso *d, Dwarf_Die *cu, Dwarf_Addr pc)
+{
+	Dwarf_Die path[64];
+	Dwarf_Lines *lines;
+	uint64_t off = dwarf_dieoffset(cu), v;
+	size_t n = 0;
+
+	if (dso_map_get(&d->cus_seen, off, &v) ||
+	    dso_map_put(&d->cus_seen, off, 1))
+		return;
+	d->ncus_seen++;
+	cu_index_scopes(d->cus, cu, pc, path, 64);
+	if (dwarf_getsrclines(cu, &lines, &n))
+		n = 0;
+	d->dw_lines += n;
+	d->cuix_bytes = cu_index_mem_bytes(d->cus);
+}
+
 /* Frames for vaddr into f; 0 when nothing covers it. */
 static int dso_resolve(struct dso *d, uint64_t vaddr, struct dso_frame *f)
 {
@@ -196,6 +260,8 @@ static int dso_resolve(struct dso *d, uint64_t vaddr, struct dso_frame *f)
 		return dso_go_frames(d, vaddr, f);
 	sym = dso_sym_find(d, vaddr);
 	have_cu = d->cus && cu_index_find(d->cus, pc, &cu);
+	if (have_cu)
+		dso_unit_load(d, &cu, pc);
 	if (have_cu)
 		n = dwarf_func_dies(d, &cu, pc, dies);
 	for (i = 0; i < n; i++) {
@@ -243,6 +309,7 @@ static int dso_memo(struct dso *d, uint64_t vaddr, uint64_t *v)
 	if (n)
 		memcpy(d->pool + d->npool, f, n * sizeof(*f));
 	d->npool += n;
+	dso_mem_update(d);
 	return 0;
 }
 
@@ -618,8 +685,10 @@ int dso_debug_frame(struct dso *d, void *(*make_index)(const uint8_t *data,
 {
 	if (!atomic_load_explicit(&d->df_done, memory_order_acquire)) {
 		pthread_mutex_lock(&d->lock);
-		if (!atomic_load_explicit(&d->df_done, memory_order_relaxed))
+		if (!atomic_load_explicit(&d->df_done, memory_order_relaxed)) {
 			dso_df_load(d, make_index, drop);
+			dso_mem_update(d);
+		}
 		atomic_store_explicit(&d->df_done, true, memory_order_release);
 		pthread_mutex_unlock(&d->lock);
 	}

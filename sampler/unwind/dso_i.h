@@ -5,7 +5,8 @@
  * address map, separate debug files and the symbol table (dso_sym.c),
  * and DWARF and .debug_frame (dso_dwarf.c). Private to them; dso.h is
  * the module's interface. dso_inflate.c readies a separate debug file
- * for libdw.
+ * for libdw; dso_expire.c is the cache's bounds and expiry, dso_mem.c
+ * what each object holds in bytes (for the byte bound).
  */
 #ifndef PROFFS_DSO_I_H
 #define PROFFS_DSO_I_H
@@ -56,6 +57,7 @@ struct dso_sym {
 struct dso {
 	atomic_int refs;
 	_Atomic uint64_t last_put_ms;	/* when a holder last let go */
+	_Atomic uint64_t mem;	/* bytes it holds, as dso_mem.c counts */
 	_Atomic pid_t users[DSO_USERS];	/* processes seen mapping it */
 	atomic_uint next_user;
 	char *name;
@@ -97,6 +99,15 @@ struct dso {
 	size_t df_size;
 	void *df_index;
 	void (*df_drop)(void *index);
+	/* what it holds beyond its own tables (dso_mem.c) */
+	size_t syms_cap;	/* entries allocated in syms */
+	uint64_t cuix_bytes;	/* cu_index_mem_bytes(cus), when it grew */
+	uint64_t str_bytes;	/* interned and demangled strings */
+	uint64_t memfd_bytes;	/* the inflated debug file */
+	uint64_t file_bytes;	/* mapped sections read in full */
+	struct u64map cus_seen;	/* DWARF units libdw has loaded */
+	size_t ncus_seen;
+	uint64_t dw_lines;	/* line table rows libdw has loaded */
 };
 
 /* A string made here (absolute source path, unversioned symbol). */
@@ -120,6 +131,12 @@ struct dso_cache {
 	size_t ntab, nent;
 	size_t nobj;		/* dsos the cache holds (owner entries) */
 	size_t max;		/* DSO_CACHE_MAX unless set */
+	uint64_t max_bytes;	/* DSO_CACHE_BYTES unless set; 0: none */
+	uint64_t grace_ms;	/* DSO_CACHE_GRACE_MS unless set */
+	uint64_t bytes, in_use;	/* at the last sweep */
+	bool over;		/* in-use objects alone exceed max_bytes */
+	uint64_t overs;		/* times they began to, since said_ms */
+	uint64_t said_ms;	/* when the log last said so, 0: never */
 	uint64_t idle_ms;	/* DSO_CACHE_IDLE_S unless set */
 	uint64_t swept_ms, expired;
 };
@@ -174,6 +191,15 @@ extern unsigned long long dso_debug_kept_max;
 int dso_debug_inflate_cached(int fd, const char *dir, int *out_fd);
 /* The bytes the kept files of dir take (0 when there are none). */
 uint64_t dso_debug_kept_bytes(const char *dir);
+
+/* ---- dso_mem.c ---- */
+
+/* What one malloc() of n bytes takes, about. */
+uint64_t dso_alloc_bytes(uint64_t n);
+/* The sizes of the sections of elf named in names (NULL-terminated). */
+uint64_t dso_sections_bytes(Elf *elf, const char *const *names);
+/* Recount d->mem. Called with d->lock held (or before d is shared). */
+void dso_mem_update(struct dso *d);
 
 /* ---- dso.c ---- */
 

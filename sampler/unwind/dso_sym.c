@@ -237,7 +237,8 @@ static int dso_find_debuginfo(Dwfl_Module *mod, void **userdata,
 			      const char *file_name, const char *link,
 			      GElf_Word crc, char **found)
 {
-	const struct dso *d = *userdata;
+	struct dso *d = *userdata;
+	struct stat st;
 	int fd = -1, mfd;
 
 	(void)mod, (void)modname, (void)base, (void)file_name;
@@ -254,6 +255,9 @@ static int dso_find_debuginfo(Dwfl_Module *mod, void **userdata,
 	if (!dso_debug_inflate_cached(fd, d->inflate_dir, &mfd)) {
 		close(fd);
 		fd = mfd;
+		/* called under d->lock, from dso_dw_init() */
+		if (!fstat(fd, &st))
+			d->memfd_bytes = st.st_size;
 	}
 	return fd;
 }
@@ -297,6 +301,7 @@ static const char *dso_intern(struct dso *d, const char *str)
 		free(e);
 		return str;
 	}
+	d->str_bytes += dso_alloc_bytes(sizeof(*e) + len + 1);
 	return e->s;
 }
 
@@ -400,6 +405,7 @@ void dso_load_syms(struct dso *d)
 	d->syms = malloc(cnt * sizeof(*d->syms));
 	if (!d->syms)
 		return;
+	d->syms_cap = cnt;
 	for (k = 1; k < cnt; k++)
 		n += sym_take(d, k, &d->syms[n]);
 	qsort(d->syms, n, sizeof(*d->syms), sym_cmp);

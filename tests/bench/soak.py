@@ -59,9 +59,10 @@ def available(argv):
                           capture_output=True).returncode == 0
 
 
-def rss_kb(pid):
+def rss_kb(pid, what='VmRSS'):
+    """VmRSS, or its part RssAnon, RssFile or RssShmem, in KiB."""
     with open(f'/proc/{pid}/status') as f:
-        return int(re.search(r'VmRSS:\s+(\d+)', f.read()).group(1))
+        return int(re.search(what + r':\s+(\d+)', f.read()).group(1))
 
 
 def status(mnt):
@@ -156,9 +157,14 @@ def main():
                              int(st['dso_cache_objects']),
                              int(st['dso_cache_expired']), counts['ok'],
                              pool.started,
-                             int(st.get('record_bytes', 0)) // 1024))
+                             int(st.get('record_bytes', 0)) // 1024,
+                             int(st.get('dso_cache_bytes', 0)) // 1024,
+                             rss_kb(d.proc.pid, 'RssAnon'),
+                             rss_kb(d.proc.pid, 'RssFile'),
+                             rss_kb(d.proc.pid, 'RssShmem')))
                 print('%6.0f s: RSS %.1f MiB, %d objects cached, %d let '
-                      'go, %d reads, %d processes, recorder %d KiB' % (
+                      'go, %d reads, %d processes, recorder %d KiB, '
+                      'objects %d KiB; RSS anon/file/shmem %d/%d/%d KiB' % (
                           rows[-1][0], rows[-1][1] / 1024, *rows[-1][2:]),
                       flush=True)
             time.sleep(0.5)
@@ -167,6 +173,7 @@ def main():
         pool.stop()
         peak = max(r[1] for r in rows)
         st = status(d.mnt)
+        bound = int(st.get('memory_bound_bytes', 0)) // 1024
         idle = int(st['dso_cache_idle_seconds'])
         # the ring keeps an ended process's buckets for its whole span
         span = RECORD_S if args.record else 0
@@ -190,10 +197,12 @@ def main():
            f'per CPU, {RECORD_S} s, record_mem 64 MiB) and '
            f'cpu_last30s.pb.gz was among the reads; its largest count was '
            f'{max(r[6] for r in rows)} KiB.', ''] if args.record else []),
-        '| time | daemon RSS | objects cached | let go | reads | '
-        'processes | recorder |',
-        '| --- | --- | --- | --- | --- | --- | --- |',
-        *[f'| {r[0]:.0f} s | {r[1] / 1024:.1f} MiB | {r[2]} | {r[3]} | '
+        '| time | daemon RSS | anon / file / shmem | objects cached | '
+        'their bytes | let go | reads | processes | recorder |',
+        '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+        *[f'| {r[0]:.0f} s | {r[1] / 1024:.1f} MiB | {r[8] / 1024:.1f} / '
+          f'{r[9] / 1024:.1f} / {r[10] / 1024:.1f} MiB | {r[2]} | '
+          f'{r[7] / 1024:.1f} MiB | {r[3]} | '
           f'{r[4]} | {r[5]} | {r[6]} KiB |' for r in rows],
         '',
         f'RSS after the first session {first / 1024:.1f} MiB, peak '
@@ -203,7 +212,13 @@ def main():
         f'{st["dso_cache_objects"]} objects left cached, '
         f'kallsyms {int(st["kallsyms_bytes"]) / 2**20:.1f} MiB). '
         f'Bound: within 20%: {"met" if ratio <= 1.2 else "NOT met"}.',
-        ''])
+        '',
+        *([f'The bounded parts (memory_bound_bytes: record_mem + dso_mem) '
+           f'{bound / 1024:.0f} MiB; the DSO cache held at most '
+           f'{max(r[7] for r in rows) / 1024:.1f} MiB; RSS peaked '
+           f'{(peak - first) / 1024:+.1f} MiB over the first session\'s '
+           f'({"within" if peak - first <= bound else "OVER"} the bound).',
+           ''] if bound else [])])
     bench.publish(args, 'soak', text,
                   'soak-record-results.md' if args.record else None)
     return 0 if ratio <= 1.2 else 1

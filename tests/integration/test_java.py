@@ -138,6 +138,34 @@ APPLY = {'apply-mul': 'long Known$Mul.apply(long, long)',
          'apply-add': 'long Known$Add.apply(long, long)'}
 
 
+def test_interpreted_frames_without_perf_map(proffs, target):
+    """Interpreted frames are found by where the JVM's tables
+    (gHotSpotVMStructs: AbstractInterpreter::_code's StubQueue,
+    StubRoutines::_call_stub_return_address) put the interpreter and
+    the call stub, not by the perf map: a JVM that has not written its
+    map yet (the first session's first samples, before the attach has it
+    written) or cannot (here: its path is a directory) still has >= 95%
+    of its main thread's samples unwound through its compiled frames to
+    the interpreted main() and the thread's start. Without that, the walk
+    passed main()'s frame by, to the call stub's return address."""
+    warm(target, 0.5)
+    blocker = f'/tmp/perf-{target.pid}.map'
+    os.mkdir(blocker)
+    try:
+        data = proffs.read(target.pid, f'cpu_1s?hz={HZ}.pb.gz')
+    finally:
+        os.rmdir(blocker)
+    p = util.raw(save(data, 'java-no-map.pb.gz'))
+    main = [s for s in p.samples
+            if s.frames[-3:] == ['ThreadJavaMain', 'start_thread', 'clone3']
+            and 'JavaMain' in s.frames]
+    total = sum(s.values[0] for s in main)
+    whole = sum(s.values[0] for s in main if 'Known.main' in s.frames)
+    assert total >= 0.25 * HZ, total
+    assert whole >= 0.95 * total, (whole, total, [
+        s.frames for s in main if 'Known.main' not in s.frames][:5])
+
+
 def trace_blocks(path):
     """go tool pprof -traces -lines: each trace's value and frames, leaf
     first, as (function, file[:line], inlined), from pprof's own
@@ -197,6 +225,12 @@ def test_compiled_lines_and_inlined_frames(proffs, target):
         at_line += v if where == lines[fn] else 0
         assert b[1:3] == [inner, outer], b
     assert at_line >= 0.5 * sum(v for v, _ in through), through
+    # below outer(), its interpreted caller main() and the thread's start
+    below = sum(v for v, b in through
+                if 'Known.main' in [f[0] for f in b[3:]] and
+                b[-1][0].startswith('clone3'))
+    assert below >= 0.95 * sum(v for v, _ in through), [
+        b for _, b in through if 'Known.main' not in [f[0] for f in b]][:3]
     # heavy() at its loop (the poll) or the line in it
     heavy = {}
     for v, b in blocks:
