@@ -245,8 +245,13 @@ static void test_symbolize(void)
  * the memfd's; a later call gets the kept file (the same inode); a debug
  * file touched since gets a new one; a dir that is not private is not
  * used (a memfd instead); an uncompressed file is never kept. */
+/* within 4 times of what the test's filesystem has free (dso_debugcache.c
+ * keeps nothing otherwise) */
+#define KEEP_MAX (16ull << 20)
+
 static void test_kept(void)
 {
+	uint64_t small;
 	char kdir[1200], odir[1200];
 	struct stat st1, st2, st3;
 	int zfd, pfd, out1, out2, out3, mfd, ret;
@@ -259,7 +264,7 @@ static void test_kept(void)
 	zfd = open(path("z.debug"), O_RDONLY | O_CLOEXEC);
 	pfd = open(path("plain.debug"), O_RDONLY | O_CLOEXEC);
 	CHECK(zfd >= 0 && pfd >= 0, "fixtures");
-	ret = dso_debug_inflate_cached(zfd, kdir, &out1);
+	ret = dso_debug_inflate_cached(zfd, kdir, KEEP_MAX, &out1);
 	CHECK(!ret && out1 >= 0 && !fstat(out1, &st1) && st1.st_nlink == 1,
 	      "first: %d", ret);
 	run_sh("test $(ls %s | grep -c '^debug1-') = 1 && "
@@ -272,14 +277,14 @@ static void test_kept(void)
 	free(a);
 	free(b);
 	close(mfd);
-	ret = dso_debug_inflate_cached(zfd, kdir, &out2);
+	ret = dso_debug_inflate_cached(zfd, kdir, KEEP_MAX, &out2);
 	CHECK(!ret && out2 >= 0 && !fstat(out2, &st2) &&
 	      st2.st_ino == st1.st_ino && st2.st_dev == st1.st_dev,
 	      "second: %d, inode %lu and %lu", ret, (unsigned long)st2.st_ino,
 	      (unsigned long)st1.st_ino);
 	/* a new modification time: another key, another file */
 	run_sh("touch -d '2001-01-01' %s", path("z.debug"));
-	ret = dso_debug_inflate_cached(zfd, kdir, &out3);
+	ret = dso_debug_inflate_cached(zfd, kdir, KEEP_MAX, &out3);
 	CHECK(!ret && out3 >= 0 && !fstat(out3, &st3) &&
 	      st3.st_ino != st1.st_ino, "touched: %d", ret);
 	run_sh("test $(ls %s | grep -c '^debug1-') = 2", kdir);
@@ -287,23 +292,29 @@ static void test_kept(void)
 						       st3.st_blocks) * 512,
 	      "kept bytes %llu", (unsigned long long)dso_debug_kept_bytes(kdir));
 	/* over the bound: the least recently used goes, the new one stays */
-	dso_debug_kept_max = st3.st_blocks * 512 * 3 / 2;
+	small = st3.st_blocks * 512 * 3 / 2;
 	run_sh("touch -d '2002-02-02' %s", path("z.debug"));
-	ret = dso_debug_inflate_cached(zfd, kdir, &mfd);
+	ret = dso_debug_inflate_cached(zfd, kdir, small, &mfd);
 	CHECK(!ret && mfd >= 0, "third: %d", ret);
 	run_sh("test $(ls %s | grep -c '^debug1-') = 1", kdir);
-	CHECK(dso_debug_kept_bytes(kdir) <= dso_debug_kept_max, "bound");
-	dso_debug_kept_max = DSO_DEBUG_CACHE_MAX;
+	CHECK(dso_debug_kept_bytes(kdir) <= small, "bound");
 	if (mfd >= 0)
 		close(mfd);
 	run_sh("rm %s/debug1-*", kdir);
+	/* a bound the filesystem has not four times free: a memfd, the
+	 * same bytes, nothing kept (a full /run breaks the system) */
+	ret = dso_debug_inflate_cached(zfd, kdir, UINT64_MAX / 8, &mfd);
+	CHECK(!ret && mfd >= 0, "no room: %d", ret);
+	run_sh("test -z \"$(ls %s)\"", kdir);
+	if (mfd >= 0)
+		close(mfd);
 	/* nothing compressed: -ENOENT, nothing kept */
-	ret = dso_debug_inflate_cached(pfd, kdir, &mfd);
+	ret = dso_debug_inflate_cached(pfd, kdir, KEEP_MAX, &mfd);
 	CHECK(ret == -ENOENT && mfd == -1, "plain: %d %d", ret, mfd);
 	run_sh("test -z \"$(ls %s)\"", kdir);
 	/* a dir others may write: a memfd, nothing written there */
 	run_sh("mkdir -m 755 %s", odir);
-	ret = dso_debug_inflate_cached(zfd, odir, &mfd);
+	ret = dso_debug_inflate_cached(zfd, odir, KEEP_MAX, &mfd);
 	CHECK(!ret && mfd >= 0, "open dir: %d", ret);
 	run_sh("test -z \"$(ls %s)\"", odir);
 	if (mfd >= 0)

@@ -12,9 +12,12 @@
  * replaced or touched makes a new one; it is written under a temporary
  * name, its space reserved first (a full /run fails the reservation, not
  * a store through the mapping), and renamed when complete. The files
- * together stay within DSO_DEBUG_CACHE_MAX bytes: after each new one,
- * the least recently used (mtime, set at each use) go. A reboot empties
- * /run. Any error here falls back to an unkept memfd (dso_debug_inflate),
+ * together stay within the bound the caller gives (DSO_DEBUG_CACHE_MAX):
+ * after each new one, the least recently used (mtime, set at each use)
+ * go. /run is memory that the rest of the system needs too (a full /run
+ * breaks services), so a file is kept only while the filesystem has at
+ * least ROOM_FACTOR times the bound free: the kept files can never take
+ * more than a quarter of what was free. A reboot empties /run. Any error here falls back to an unkept memfd (dso_debug_inflate),
  * never to a different result.
  */
 #include <dirent.h>
@@ -26,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "sampler/unwind/dso_i.h"
@@ -34,8 +38,7 @@
 /* The format of a kept file: bump when dso_inflate.c's output changes. */
 #define PREFIX "debug1-"
 #define MAX_FILES 4096
-
-unsigned long long dso_debug_kept_max = DSO_DEBUG_CACHE_MAX;
+#define ROOM_FACTOR 4
 
 static bool private_to_us(const struct stat *st, mode_t type)
 {
@@ -144,9 +147,27 @@ static void evict(const char *dir, unsigned long long max)
 	closedir(dp);
 }
 
+/* Whether dir's filesystem has room for kept files within max. */
+static bool room_for(const char *dir, unsigned long long max)
+{
+	struct statvfs vfs;
+
+	if (statvfs(dir, &vfs))
+		return false;
+	if ((unsigned long long)vfs.f_bavail * vfs.f_frsize >=
+	    ROOM_FACTOR * max)
+		return true;
+	pr_debug("dso: no new kept debug file in %s: %llu MiB free, "
+		 "under %d times the %llu MiB bound", dir,
+		 (unsigned long long)vfs.f_bavail * vfs.f_frsize >> 20,
+		 ROOM_FACTOR, max >> 20);
+	return false;
+}
+
 /* A new kept file for fd into *out_fd: 0, or -errno; -EAGAIN when the
  * directory cannot keep one (then a memfd will do). */
-static int make(int fd, const char *dir, const char *path, int *out_fd)
+static int make(int fd, const char *dir, unsigned long long max,
+		const char *path, int *out_fd)
 {
 	char tmp[PATH_MAX + 8];
 	int tfd, ret;
@@ -157,12 +178,14 @@ static int make(int fd, const char *dir, const char *path, int *out_fd)
 			 strerror(-ret));
 		return -EAGAIN;
 	}
+	if (!room_for(dir, max))
+		return -EAGAIN;
 	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))
 		return -EAGAIN;
 	tfd = mkostemp(tmp, O_CLOEXEC);		/* mode 0600 */
 	if (tfd < 0)
 		return -EAGAIN;
-	ret = dso_debug_inflate_into(fd, tfd, out_fd);
+	ret = dso_debug_inflate_into(fd, tfd, max, out_fd);
 	if (!ret && rename(tmp, path))
 		pr_debug("dso: cannot keep %s: %s", path, strerror(errno));
 	if (ret) {
@@ -171,11 +194,12 @@ static int make(int fd, const char *dir, const char *path, int *out_fd)
 		*out_fd = -1;
 		return ret;
 	}
-	evict(dir, dso_debug_kept_max);
+	evict(dir, max);
 	return 0;
 }
 
-int dso_debug_inflate_cached(int fd, const char *dir, int *out_fd)
+int dso_debug_inflate_cached(int fd, const char *dir, uint64_t max,
+			     int *out_fd)
 {
 	char path[PATH_MAX];
 	struct stat st, kst;
@@ -204,7 +228,7 @@ int dso_debug_inflate_cached(int fd, const char *dir, int *out_fd)
 		}
 		close(kfd);
 	}
-	ret = make(fd, dir, path, out_fd);
+	ret = make(fd, dir, max, path, out_fd);
 	/* the file's own verdicts: nothing to inflate, a bad stream or
 	 * header, claims past 1 GiB (then libdw gets the file as it is) */
 	if (!ret || ret == -ENOENT || ret == -EINVAL || ret == -EFBIG)

@@ -220,6 +220,6 @@ void dso_cache_stats(struct dso_cache *c, struct dso_cache_stats *st)
 	pthread_mutex_unlock(&c->lock);
 	if (c->inflate_dir) {	/* set before the cache is shared */
 		st->kept_bytes = dso_debug_kept_bytes(c->inflate_dir);
-		st->kept_max = dso_debug_kept_max;
+		st->kept_max = DSO_DEBUG_CACHE_MAX;
 	}
 }

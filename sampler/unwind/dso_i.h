@@ -173,8 +173,10 @@ const struct dso_sym *dso_sym_find(const struct dso *d, uint64_t a);
  * -errno, *out_fd -1, when it cannot be made (use fd as it is). */
 int dso_debug_inflate(int fd, int *out_fd);
 /* The same into dst, an empty file of the caller's opened for writing
- * (dst is *out_fd on success, and never closed here). */
-int dso_debug_inflate_into(int fd, int dst, int *out_fd);
+ * (dst is *out_fd on success, and never closed here); -E2BIG when the
+ * result would be over half of keep_max (not worth keeping). */
+int dso_debug_inflate_into(int fd, int dst, uint64_t keep_max,
+			   int *out_fd);
 
 /* ---- dso_debugcache.c ---- */
 
@@ -182,13 +184,13 @@ int dso_debug_inflate_into(int fd, int dst, int *out_fd);
  * dir (private to the daemon's user: /run/proffs for root) so that later
  * daemons of the boot map it instead of inflating it again: a read-only
  * fd of the kept file into *out_fd (the caller's); a file made here is
- * kept only within DSO_DEBUG_CACHE_MAX bytes in all, the least recently
+ * kept only within max bytes in all (DSO_DEBUG_CACHE_MAX), and only
+ * while the filesystem has four times max free, the least recently
  * used removed first. dir NULL, or any error with it, falls back to
  * dso_debug_inflate(); returns what that returns. */
 #define DSO_DEBUG_CACHE_MAX	(128ull << 20)
-/* The bound in force: DSO_DEBUG_CACHE_MAX unless a test sets it. */
-extern unsigned long long dso_debug_kept_max;
-int dso_debug_inflate_cached(int fd, const char *dir, int *out_fd);
+int dso_debug_inflate_cached(int fd, const char *dir, uint64_t max,
+			     int *out_fd);
 /* The bytes the kept files of dir take (0 when there are none). */
 uint64_t dso_debug_kept_bytes(const char *dir);
 

@@ -192,9 +192,10 @@ static void copy_but(unsigned char *img, const unsigned char *map,
 		memcpy(img + at, map + at, size - at);
 }
 
-/* Into dst (an empty file of ours) when dst >= 0, else a new memfd. */
+/* Into dst (an empty file of ours, kept within keep_max bytes) when
+ * dst >= 0, else a new memfd. */
 static int build(const unsigned char *map, size_t size, int dst,
-		 int *out_fd)
+		 uint64_t keep_max, int *out_fd)
 {
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)map;
 	const Elf64_Shdr *sh, *strtab;
@@ -239,7 +240,7 @@ static int build(const unsigned char *map, size_t size, int dst,
 	}
 	if (!todo)
 		return -ENOENT;
-	if (dst >= 0 && total > dso_debug_kept_max / 2)
+	if (dst >= 0 && total > keep_max / 2)
 		return -E2BIG;	/* not worth keeping: a memfd instead */
 	sp = malloc(n * sizeof(*sp));
 	if (!sp)
@@ -312,7 +313,8 @@ out:
 	return 0;
 }
 
-int dso_debug_inflate_into(int fd, int dst, int *out_fd)
+int dso_debug_inflate_into(int fd, int dst, uint64_t keep_max,
+			   int *out_fd)
 {
 	struct stat st;
 	void *map;
@@ -324,12 +326,12 @@ int dso_debug_inflate_into(int fd, int dst, int *out_fd)
 	map = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (map == MAP_FAILED)
 		return -errno;
-	ret = build(map, st.st_size, dst, out_fd);
+	ret = build(map, st.st_size, dst, keep_max, out_fd);
 	munmap(map, st.st_size);
 	return ret;
 }
 
 int dso_debug_inflate(int fd, int *out_fd)
 {
-	return dso_debug_inflate_into(fd, -1, out_fd);
+	return dso_debug_inflate_into(fd, -1, 0, out_fd);
 }

@@ -252,7 +252,8 @@ static int dso_find_debuginfo(Dwfl_Module *mod, void **userdata,
 		pr_debug("dso: %s: no separate debug file", d->name);
 		return fd;
 	}
-	if (!dso_debug_inflate_cached(fd, d->inflate_dir, &mfd)) {
+	if (!dso_debug_inflate_cached(fd, d->inflate_dir, DSO_DEBUG_CACHE_MAX,
+				      &mfd)) {
 		close(fd);
 		fd = mfd;
 		/* called under d->lock, from dso_dw_init() */
