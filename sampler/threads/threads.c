@@ -533,24 +533,24 @@ static bool own_thread(pid_t tid)
 }
 
 /* A tracer that is one of the daemon's own threads (a heap agent being
- * loaded, a few hundred ms at most on a busy machine) is waited for this
- * long before the dump is refused. */
-#define OWN_TRACER_WAIT_MS 3000
+ * loaded: a few hundred ms on a busy machine, but the loader waits up to
+ * 10 s for its call into the target to come back, inject_i.h) is waited
+ * for this long before the dump is refused. */
+#define OWN_TRACER_WAIT_MS 12000
 
 static int check_target(pid_t pid)
 {
+	uint64_t until = now_ns() + OWN_TRACER_WAIT_MS * 1000000ull;
 	pid_t tracer;
-	int ret, waited = 0;
+	int ret;
 
 	if (pid <= 0)
 		return -EINVAL;
 	if (pid == getpid())
 		return -EPERM;	/* no process may trace its own threads */
 	ret = tracee_tracer_of(pid, ".", &tracer);
-	while (!ret && tracer && waited < OWN_TRACER_WAIT_MS &&
-	       own_thread(tracer)) {
+	while (!ret && tracer && now_ns() < until && own_thread(tracer)) {
 		usleep(5000);
-		waited += 5;
 		ret = tracee_tracer_of(pid, ".", &tracer);
 	}
 	if (ret)

@@ -338,6 +338,13 @@ def test_threads_ending_mid_dump_are_skipped(proffs, target):
     assert t.proc.poll() is None
 
 
+def in_epoll_wait(pid):
+    """Whether pid's main thread is blocked in epoll_wait or
+    epoll_pwait(2) (x86-64's numbers, as /proc/PID/syscall gives them)."""
+    with open(f'/proc/{pid}/syscall') as f:
+        return f.read().split(' ', 1)[0] in ('232', '281', '441')
+
+
 def test_threads_ended_by_the_dump_are_skipped(proffs, target):
     """Deterministic: manythreads 1000 exit ends its 1,000 threads the
     moment the dump has stopped and released its main thread, the first
@@ -347,6 +354,13 @@ def test_threads_ended_by_the_dump_are_skipped(proffs, target):
     nothing stopped or traced, and swallows no signal: every thread
     ends, even one stopped when its signal came."""
     t = target('manythreads', 1000, 'exit')
+    # "ready" comes just before the main thread's epoll_wait: on a busy
+    # machine a dump could stop it before it got there, and then nothing
+    # would end the threads
+    end = time.monotonic() + 10
+    while not in_epoll_wait(t.pid) and time.monotonic() < end:
+        time.sleep(0.01)
+    assert in_epoll_wait(t.pid), open(f'/proc/{t.pid}/syscall').read()
     text = proffs.read(t.pid, 'goroutine.txt').decode()
     save(text.encode(), 'goroutine-ended.txt')
     m = re.match(r'threads profile: total (\d+)\n', text)
