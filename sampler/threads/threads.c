@@ -241,7 +241,29 @@ static void sweep_late(struct dump *d)
 	}
 }
 
-/* Seize, interrupt and, if it stops soon, read one thread. */
+/* Whether tid is a thread of this daemon. */
+static bool own_thread(pid_t tid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
+	return !access(path, F_OK);
+}
+
+/* Whether thread tid of pid is traced by one of this daemon's threads. */
+static bool own_tracer(pid_t pid, pid_t tid)
+{
+	char what[32];
+	pid_t tracer;
+
+	snprintf(what, sizeof(what), "task/%d", (int)tid);
+	return !tracee_tracer_of(pid, what, &tracer) && tracer &&
+	       own_thread(tracer);
+}
+
+/* Seize, interrupt and, if it stops soon, read one thread: 0, or -errno;
+ * -EINPROGRESS when the daemon's own heap agent loader holds it (began
+ * after check_target() looked). */
 static int grab(struct dump *d, struct thread_rec *t)
 {
 	int sig = 0, ret;
@@ -255,6 +277,8 @@ static int grab(struct dump *d, struct thread_rec *t)
 				       -errno;
 		if (ret == -ESRCH)
 			goto gone;	/* exited, or exiting */
+		if (ret == -EBUSY && own_tracer(d->pid, t->tid))
+			ret = -EINPROGRESS;	/* our agent loader: wait */
 		return ret;
 	}
 	t->running_ns = now_ns();
@@ -523,15 +547,6 @@ static int load_tasks(struct dump *d)
 	return 0;
 }
 
-/* Whether tid is a thread of this daemon. */
-static bool own_thread(pid_t tid)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
-	return !access(path, F_OK);
-}
-
 /* A tracer that is one of the daemon's own threads (a heap agent being
  * loaded: a few hundred ms on a busy machine, but the loader waits up to
  * 10 s for its call into the target to come back, inject_i.h) is waited
@@ -562,6 +577,45 @@ static int check_target(pid_t pid)
 	return 0;
 }
 
+static void drop_tasks(struct dump *d)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		free(d->t[i].copy);
+		free(d->t[i].kstack);
+	}
+	free(d->t);
+	d->t = NULL;
+	d->n = d->nlate = 0;
+	d->first_stop_ns = d->last_release_ns = 0;
+	d->ret = 0;
+}
+
+/* The threads listed and read. A heap agent load of the daemon's own that
+ * seized a thread after check_target() looked (a read of heap.pb.gz just
+ * before) makes the dump let everything go, wait for it and begin again,
+ * a few times, rather than be refused: 0, or -errno. */
+static int dump_tasks(struct dump *d)
+{
+	int ret;
+
+	for (int tries = 0;; tries++) {
+		ret = load_tasks(d);
+		if (!ret)
+			ret = run_tracer(d);
+		if (ret != -EINPROGRESS)
+			return ret;
+		drop_tasks(d);
+		memset(d->st, 0, sizeof(*d->st));
+		if (tries == 2)
+			return -EBUSY;
+		pr_info("threads: %d: the daemon's heap agent loader holds a "
+			"thread; the dump waits and begins again", (int)d->pid);
+		ret = check_target(d->pid);
+		if (ret)
+			return ret;
+	}
+}
+
 int threads_profile(const struct threads_opts *o, struct profile **out,
 		    struct threads_stats *st)
 {
@@ -584,9 +638,7 @@ int threads_profile(const struct threads_opts *o, struct profile **out,
 		goto out_profile;
 	d.stack = malloc(STACK_MAX);
 	d.kbuf = o->kernel ? malloc(KSTACK_MAX) : NULL;
-	ret = d.stack ? load_tasks(&d) : -ENOMEM;
-	if (!ret)
-		ret = run_tracer(&d);
+	ret = d.stack ? dump_tasks(&d) : -ENOMEM;
 	/* a JVM's own view, once every thread runs again */
 	if (!ret)
 		ret = symbolizer_dump(d.sc.sym);
@@ -599,11 +651,7 @@ int threads_profile(const struct threads_opts *o, struct profile **out,
 		ret = build_profile(&d, p);
 	if (!ret && !st->threads)
 		ret = -ESRCH;	/* every thread went away under us */
-	for (size_t i = 0; i < d.n; i++) {
-		free(d.t[i].copy);
-		free(d.t[i].kstack);
-	}
-	free(d.t);
+	drop_tasks(&d);
 	gothreads_free(&d);
 	free(d.stack);
 	free(d.kbuf);

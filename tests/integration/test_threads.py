@@ -9,6 +9,7 @@ import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
@@ -378,3 +379,27 @@ def test_threads_ended_by_the_dump_are_skipped(proffs, target):
     for tid, (state, _, tracer) in task_tracers(t.pid).items():
         assert tracer == 0 and state not in 'tT', (tid, state, tracer)
     assert os.listdir(f'/proc/{t.pid}/task') == [str(t.pid)]
+
+
+def test_dump_beside_a_heap_agent_being_loaded(proffs, target):
+    """A thread dump that meets the daemon's own heap agent loader (a
+    heap read opened a moment before: its loader seizes every thread)
+    waits for it and begins again, instead of EBUSY "traced by another
+    process"; over 8 fresh targets, each read at once both ways."""
+    refused = []
+    for i in range(8):
+        t = target('burn')
+
+        def heap():
+            os.close(os.open(proffs.path(t.pid, 'heap_1s.pb.gz'),
+                             os.O_RDONLY))
+        th = threading.Thread(target=heap)
+        th.start()
+        try:
+            text = proffs.read(t.pid, 'goroutine.txt').decode()
+            assert text.startswith('threads profile: total 1\n'), text
+        except OSError as e:
+            refused.append((i, e))
+        th.join()
+        t.kill()
+    assert not refused, (refused, proffs.log_lines(r'traced by'))
