@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sampler/bytes.h"
 #include "sampler/log.h"
 #include "sampler/proc.h"
 #include "sampler/runtime/gort.h"
@@ -158,22 +159,6 @@ struct reader {
 	uint8_t *buf;		/* l->size */
 };
 
-static uint64_t u64_at(const uint8_t *b, unsigned off)
-{
-	uint64_t v;
-
-	memcpy(&v, b + off, sizeof(v));
-	return v;
-}
-
-static uint32_t u32_at(const uint8_t *b, unsigned off)
-{
-	uint32_t v;
-
-	memcpy(&v, b + off, sizeof(v));
-	return v;
-}
-
 static const struct g_layout *layout_of(const char *version)
 {
 	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
@@ -205,11 +190,11 @@ static bool looks_like_g1(struct reader *r, uint64_t g)
 
 	if (!g || g & 7 || proc_mem_read(r->pid, g, r->buf, l->size))
 		return false;
-	lo = u64_at(r->buf, l->stack_lo);
-	hi = u64_at(r->buf, l->stack_hi);
-	return (int64_t)u64_at(r->buf, l->goid) == 1 && lo && lo < hi &&
+	lo = ld_u64(r->buf, l->stack_lo);
+	hi = ld_u64(r->buf, l->stack_hi);
+	return (int64_t)ld_u64(r->buf, l->goid) == 1 && lo && lo < hi &&
 	       hi - lo <= STACK_SIZE_MAX &&
-	       (u32_at(r->buf, l->status) & ~SCAN_BIT) <= GORT_PREEMPTED;
+	       (ld_u32(r->buf, l->status) & ~SCAN_BIT) <= GORT_PREEMPTED;
 }
 
 /*
@@ -298,32 +283,32 @@ static int read_g(struct reader *r, uint64_t addr, struct gort_g *g)
 	memset(g, 0, sizeof(*g));
 	g->addr = addr;
 	g->layout = l;
-	status = u32_at(b, l->status) & ~SCAN_BIT;
+	status = ld_u32(b, l->status) & ~SCAN_BIT;
 	if (status == GORT_IDLE || status == GORT_DEAD)
 		return 0;
 	if (status >= sizeof(status_names) / sizeof(status_names[0]) ||
 	    !status_names[status] || status == GORT_COPYSTACK)
 		return -1;
 	g->status = status;
-	g->goid = (int64_t)u64_at(b, l->goid);
+	g->goid = (int64_t)ld_u64(b, l->goid);
 	g->waitreason = b[l->waitreason];
-	g->waitsince = (int64_t)u64_at(b, l->waitsince);
-	g->stack_lo = u64_at(b, l->stack_lo);
-	g->stack_hi = u64_at(b, l->stack_hi);
-	g->sp = u64_at(b, l->sched_sp);
-	g->pc = u64_at(b, l->sched_pc);
-	g->bp = u64_at(b, l->sched_bp);
-	g->locked = u64_at(b, l->lockedm) != 0;
-	g->gopc = u64_at(b, l->gopc);
+	g->waitsince = (int64_t)ld_u64(b, l->waitsince);
+	g->stack_lo = ld_u64(b, l->stack_lo);
+	g->stack_hi = ld_u64(b, l->stack_hi);
+	g->sp = ld_u64(b, l->sched_sp);
+	g->pc = ld_u64(b, l->sched_pc);
+	g->bp = ld_u64(b, l->sched_bp);
+	g->locked = ld_u64(b, l->lockedm) != 0;
+	g->gopc = ld_u64(b, l->gopc);
 	if (g->goid <= 0 || !g->stack_lo || g->stack_lo >= g->stack_hi ||
 	    g->stack_hi - g->stack_lo > STACK_SIZE_MAX)
 		return -1;
-	start = go_func(r, u64_at(b, l->startpc));
+	start = go_func(r, ld_u64(b, l->startpc));
 	g->system = start && !strncmp(start, "runtime.", 8) &&
 		    strcmp(start, "runtime.main");
 	if (status == GORT_RUNNING || status == GORT_SYSCALL) {
 		/* on a thread: its stack is the thread's */
-		m = u64_at(b, l->m);
+		m = ld_u64(b, l->m);
 		if (!m || m & 7 ||
 		    proc_mem_read(r->pid, m + l->m_procid, &procid,
 				  sizeof(procid)) ||
@@ -446,11 +431,11 @@ bool gort_unchanged(pid_t pid, const struct gort_g *g)
 
 	if (l->size > sizeof(b) || proc_mem_read(pid, g->addr, b, l->size))
 		return false;
-	return (u32_at(b, l->status) & ~SCAN_BIT) == g->status &&
-	       (int64_t)u64_at(b, l->goid) == g->goid &&
-	       u64_at(b, l->sched_sp) == g->sp &&
-	       u64_at(b, l->sched_pc) == g->pc &&
-	       u64_at(b, l->sched_bp) == g->bp;
+	return (ld_u32(b, l->status) & ~SCAN_BIT) == g->status &&
+	       (int64_t)ld_u64(b, l->goid) == g->goid &&
+	       ld_u64(b, l->sched_sp) == g->sp &&
+	       ld_u64(b, l->sched_pc) == g->pc &&
+	       ld_u64(b, l->sched_bp) == g->bp;
 }
 
 const char *gort_status(const struct gort_g *g)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sampler/bytes.h"
 #include "sampler/log.h"
 #include "sampler/proc.h"
 #include "sampler/runtime/javamethod.h"
@@ -92,22 +93,6 @@ static bool layout_ok(const struct javamethod_nm *l)
 	return true;
 }
 
-static int32_t i32_at(const uint8_t *p, uint64_t off)
-{
-	int32_t v;
-
-	memcpy(&v, p + off, sizeof(v));
-	return v;
-}
-
-static uint64_t u64_at(const uint8_t *p, uint64_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, p + off, sizeof(v));
-	return v;
-}
-
 /*
  * The header of the nmethod whose code is [start, start + size) into
  * hdr (l->nm_size bytes), its address *h: the nearest place before
@@ -129,9 +114,9 @@ static int find_header(struct javascope *s, uint64_t start, uint64_t size,
 	for (k = sizeof(win) - l->nm_size; k + w >= sizeof(win); k -= 8) {
 		const uint8_t *p = win + k;
 
-		if (u64_at(p, l->code_begin) == start &&
-		    u64_at(p, l->code_end) == start + size &&
-		    (uint64_t)i32_at(p, l->header_size) == l->nm_size) {
+		if (ld_u64(p, l->code_begin) == start &&
+		    ld_u64(p, l->code_end) == start + size &&
+		    (uint64_t)ld_i32(p, l->header_size) == l->nm_size) {
 			memcpy(hdr, p, l->nm_size);
 			*h = start - (sizeof(win) - k);
 			return 0;
@@ -155,12 +140,12 @@ static int nm_read(struct javascope *s, struct nm *n, uint64_t start,
 	ret = find_header(s, start, size, hdr, &h);
 	if (ret)
 		return ret;
-	cb_size = i32_at(hdr, l->size);
-	md = i32_at(hdr, l->metadata_offset);
-	pcs = i32_at(hdr, l->scopes_pcs_offset);
-	deps = i32_at(hdr, l->dependencies_offset);
-	sd = (int64_t)(u64_at(hdr, l->scopes_data_begin) - h);
-	n->method = u64_at(hdr, l->method);
+	cb_size = ld_i32(hdr, l->size);
+	md = ld_i32(hdr, l->metadata_offset);
+	pcs = ld_i32(hdr, l->scopes_pcs_offset);
+	deps = ld_i32(hdr, l->dependencies_offset);
+	sd = (int64_t)(ld_u64(hdr, l->scopes_data_begin) - h);
+	n->method = ld_u64(hdr, l->method);
 	if (cb_size <= 0 || cb_size > NM_SIZE_MAX ||
 	    start + size > h + (uint64_t)cb_size ||
 	    md < (int64_t)l->nm_size || sd < md || pcs < sd || deps < pcs ||
@@ -217,7 +202,7 @@ static size_t pc_desc(const struct javascope *s, const struct nm *n,
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (i32_at(pcs, mid * s->l.pc_size + s->l.pc_offset) < off)
+		if (ld_i32(pcs, mid * s->l.pc_size + s->l.pc_offset) < off)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -306,7 +291,7 @@ int javascope_find(struct javascope *s, uint64_t pc, uint64_t start,
 	i = pc_desc(s, nm, (int64_t)(pc - start));
 	if (i < nm->pcs_n) {
 		const uint8_t *p = nm->data + nm->pcs_off + i * s->l.pc_size;
-		int32_t d = i32_at(p, s->l.scope_offset);
+		int32_t d = ld_i32(p, s->l.scope_offset);
 
 		if (d < 0)
 			return fail(s, start, -EINVAL, "bad PcDesc");

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "sampler/bytes.h"
 #include "sampler/unwind/dso.h"
 #include "sampler/log.h"
 #include "sampler/unwind/maps.h"
@@ -76,22 +77,6 @@ static int mem_u64(struct pyrt *r, uint64_t addr, uint64_t *v)
 	return mem(r, addr, v, sizeof(*v));
 }
 
-static uint64_t field64(const uint8_t *obj, uint32_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, obj + off, sizeof(v));
-	return v;
-}
-
-static uint32_t field32(const uint8_t *obj, uint32_t off)
-{
-	uint32_t v;
-
-	memcpy(&v, obj + off, sizeof(v));
-	return v;
-}
-
 /*
  * A compact str object (what names, qualnames and file names are), read
  * through rd (this file's page cache, or pythreads.c's direct reads), as
@@ -109,8 +94,8 @@ int pyrt_str(struct pyrt *r, pyrt_read_fn rd, uint64_t addr, char *buf,
 
 	if (!size || rd(r, addr, hdr, o->str_compact_data))
 		return -EFAULT;
-	len = field64(hdr, o->str_length);
-	state = field32(hdr, o->str_state);
+	len = ld_u64(hdr, o->str_length);
+	state = ld_u32(hdr, o->str_state);
 	kind = (state >> 2) & 7;
 	if (!((state >> 5) & 1) || kind < 1 || kind > 4 || kind == 3)
 		return -EFAULT;	/* not compact */
@@ -122,7 +107,7 @@ int pyrt_str(struct pyrt *r, pyrt_read_fn rd, uint64_t addr, char *buf,
 	for (uint64_t i = 0; i < len; i++) {
 		uint32_t c = kind == 1 ? data[i] : kind == 2 ?
 			     (uint32_t)data[2 * i] | data[2 * i + 1] << 8 :
-			     field32(data, 4 * i);
+			     ld_u32(data, 4 * i);
 		char u[4];
 		size_t k;
 
@@ -219,14 +204,14 @@ static int code_load(struct pyrt *r, struct py_code *c, uint64_t addr,
 		     const uint8_t *obj)
 {
 	const struct py_offsets *o = r->o;
-	uint64_t lt = field64(obj, o->co_linetable), size;
+	uint64_t lt = ld_u64(obj, o->co_linetable), size;
 
 	c->addr = addr;
-	c->name_p = field64(obj, o->co_name);
-	c->qualname_p = field64(obj, o->co_qualname);
-	c->file_p = field64(obj, o->co_filename);
+	c->name_p = ld_u64(obj, o->co_name);
+	c->qualname_p = ld_u64(obj, o->co_qualname);
+	c->file_p = ld_u64(obj, o->co_filename);
 	c->linetable_p = lt;
-	c->firstlineno = (int32_t)field32(obj, o->co_firstlineno);
+	c->firstlineno = (int32_t)ld_u32(obj, o->co_firstlineno);
 	c->name = read_str(r, c->name_p);
 	c->qualname = read_str(r, c->qualname_p);
 	c->file = read_str(r, c->file_p);
@@ -260,11 +245,11 @@ static int code_get(struct pyrt *r, uint64_t addr, const uint8_t *obj,
 		r->ncodes++;
 	}
 	c = *slot;
-	if (c->addr && c->name_p == field64(obj, o->co_name) &&
-	    c->qualname_p == field64(obj, o->co_qualname) &&
-	    c->file_p == field64(obj, o->co_filename) &&
-	    c->linetable_p == field64(obj, o->co_linetable) &&
-	    c->firstlineno == (int32_t)field32(obj, o->co_firstlineno)) {
+	if (c->addr && c->name_p == ld_u64(obj, o->co_name) &&
+	    c->qualname_p == ld_u64(obj, o->co_qualname) &&
+	    c->file_p == ld_u64(obj, o->co_filename) &&
+	    c->linetable_p == ld_u64(obj, o->co_linetable) &&
+	    c->firstlineno == (int32_t)ld_u32(obj, o->co_firstlineno)) {
 		*out = c;
 		return 0;
 	}
@@ -508,12 +493,12 @@ static int read_frames(struct pyrt *r, uint64_t ts, pid_t tid, bool guess,
 		if (mem(r, frame, fr, o->fr_size))
 			return -EAGAIN;	/* freed under us */
 		fp[*n] = frame;
-		code[*n] = field64(fr, o->fr_code);
-		instr[*n] = field64(fr, o->fr_instr);
+		code[*n] = ld_u64(fr, o->fr_code);
+		instr[*n] = ld_u64(fr, o->fr_instr);
 		r->frames[*n].entry = fr[o->fr_is_entry] != 0;
 		*nentry += r->frames[*n].entry;
 		(*n)++;
-		frame = field64(fr, o->fr_previous);
+		frame = ld_u64(fr, o->fr_previous);
 	}
 	/* The fast way: every frame on the guessed pages (no page read
 	 * since) and of a code object whose header came with them. */
