@@ -607,8 +607,11 @@ static int line_prepare(struct javamethod *m, char *file, size_t fsize,
 	return m->lines ? 0 : -ENOENT;
 }
 
-int javamethod_line(struct javamethod *m, uint64_t addr, uint16_t bcp16,
-		    char *file, size_t fsize, int *line)
+/* The file and line of Method addr at a bytecode index: the one the low
+ * 16 bits of a bytecode pointer give (bcp), or bci itself; a bci < 0
+ * (none recorded) gives the file and -ENOENT. */
+static int line_of(struct javamethod *m, uint64_t addr, bool bcp, int bci,
+		   char *file, size_t fsize, int *line)
 {
 	struct cm_info ci;
 	int ret;
@@ -616,25 +619,23 @@ int javamethod_line(struct javamethod *m, uint64_t addr, uint16_t bcp16,
 	ret = line_prepare(m, file, fsize, line);
 	if (!ret)
 		ret = cm_read(m, addr, file, fsize, &ci);
-	if (!ret)
-		ret = cm_line(m, &ci, (uint16_t)(bcp16 - (uint16_t)ci.base),
-			      line);
-	return ret;
+	if (ret)
+		return ret;
+	if (bcp)
+		bci = (uint16_t)((uint16_t)bci - (uint16_t)ci.base);
+	return bci >= 0 ? cm_line(m, &ci, (uint32_t)bci, line) : -ENOENT;
+}
+
+int javamethod_line(struct javamethod *m, uint64_t addr, uint16_t bcp16,
+		    char *file, size_t fsize, int *line)
+{
+	return line_of(m, addr, true, bcp16, file, fsize, line);
 }
 
 int javamethod_line_bci(struct javamethod *m, uint64_t addr, int bci,
 			char *file, size_t fsize, int *line)
 {
-	struct cm_info ci;
-	int ret;
-
-	ret = line_prepare(m, file, fsize, line);
-	if (!ret)
-		ret = cm_read(m, addr, file, fsize, &ci);
-	if (!ret)
-		ret = bci >= 0 ? cm_line(m, &ci, (uint32_t)bci, line) :
-				 -ENOENT;
-	return ret;
+	return line_of(m, addr, false, bci, file, fsize, line);
 }
 
 /* Appends text[0..n) to buf at *len. */

@@ -32,6 +32,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "sampler/unwind/bootdir.h"
 #include "sampler/unwind/dso_i.h"
 #include "sampler/log.h"
 
@@ -39,23 +40,6 @@
 #define PREFIX "debug1-"
 #define MAX_FILES 4096
 #define ROOM_FACTOR 4
-
-static bool private_to_us(const struct stat *st, mode_t type)
-{
-	return (st->st_mode & S_IFMT) == type && st->st_uid == geteuid() &&
-	       !(st->st_mode & 077);
-}
-
-static int cache_dir(const char *dir)
-{
-	struct stat st;
-
-	if (mkdir(dir, 0700) && errno != EEXIST)
-		return -errno;
-	if (lstat(dir, &st))
-		return -errno;
-	return private_to_us(&st, S_IFDIR) ? 0 : -EPERM;
-}
 
 struct kept {
 	struct timespec used;
@@ -172,7 +156,7 @@ static int make(int fd, const char *dir, unsigned long long max,
 	char tmp[PATH_MAX + 8];
 	int tfd, ret;
 
-	ret = cache_dir(dir);
+	ret = bootdir_ready(dir);
 	if (ret) {
 		pr_debug("dso: no kept debug files in %s: %s", dir,
 			 strerror(-ret));
@@ -220,7 +204,7 @@ int dso_debug_inflate_cached(int fd, const char *dir, uint64_t max,
 		return dso_debug_inflate(fd, out_fd);
 	kfd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (kfd >= 0) {
-		if (!fstat(kfd, &kst) && private_to_us(&kst, S_IFREG) &&
+		if (!fstat(kfd, &kst) && bootdir_private(&kst, S_IFREG) &&
 		    kst.st_size > 0) {
 			futimens(kfd, NULL);	/* used: evicted last */
 			*out_fd = kfd;

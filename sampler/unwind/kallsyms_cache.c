@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sampler/unwind/bootdir.h"
 #include "sampler/unwind/kallsyms_i.h"
 #include "sampler/log.h"
 
@@ -103,12 +104,6 @@ static int cache_key(const char *dir, const char *from, char *path,
 }
 
 /* Ours and private: a secret lives there. */
-static bool private_to_us(const struct stat *st, mode_t type)
-{
-	return (st->st_mode & S_IFMT) == type && st->st_uid == geteuid() &&
-	       !(st->st_mode & 077);
-}
-
 /* The symbols must be sorted and name inside names: what lookups rely
  * on. */
 static bool image_sane(const struct kallsyms_image *img)
@@ -139,7 +134,7 @@ int kallsyms_cache_load(const char *dir, const char *from,
 	if (fd < 0)
 		return -errno;
 	ret = fstat(fd, &st) ? -errno : 0;
-	if (!ret && !private_to_us(&st, S_IFREG))
+	if (!ret && !bootdir_private(&st, S_IFREG))
 		ret = -EPERM;
 	if (!ret)
 		ret = read_full(fd, &h, sizeof(h));
@@ -177,18 +172,6 @@ int kallsyms_cache_load(const char *dir, const char *from,
 	return ret;
 }
 
-/* dir, made private if missing; a dir of someone else's is refused. */
-static int cache_dir(const char *dir)
-{
-	struct stat st;
-
-	if (mkdir(dir, 0700) && errno != EEXIST)
-		return -errno;
-	if (lstat(dir, &st))
-		return -errno;
-	return private_to_us(&st, S_IFDIR) ? 0 : -EPERM;
-}
-
 int kallsyms_cache_save(const char *dir, const char *from,
 			const struct kallsyms_image *img)
 {
@@ -201,7 +184,7 @@ int kallsyms_cache_save(const char *dir, const char *from,
 	memcpy(h.locks, img->locks, sizeof(h.locks));
 	ret = cache_key(dir, from, path, sizeof(path), &h.modules);
 	if (!ret)
-		ret = cache_dir(dir);
+		ret = bootdir_ready(dir);
 	if (ret) {
 		pr_debug("kallsyms: no cache in %s: %s", dir, strerror(-ret));
 		return ret;

@@ -59,6 +59,7 @@ harness_args()
 	dso)
 		srcs="sampler/unwind/dso.c sampler/unwind/dso_dwarf.c
 		      sampler/unwind/dso_inflate.c sampler/unwind/dso_debugcache.c
+		      sampler/unwind/bootdir.c
 		      sampler/unwind/dso_expire.c sampler/unwind/dso_mem.c
 		      sampler/unwind/dso_sym.c sampler/unwind/demangle.c
 		      sampler/unwind/cu_index.c sampler/unwind/gopclntab.c
@@ -70,6 +71,7 @@ harness_args()
 		srcs="sampler/unwind/cfi.c sampler/unwind/dso.c
 		      sampler/unwind/dso_dwarf.c sampler/unwind/dso_sym.c
 		      sampler/unwind/dso_inflate.c sampler/unwind/dso_debugcache.c
+		      sampler/unwind/bootdir.c
 		      sampler/unwind/dso_expire.c sampler/unwind/dso_mem.c
 		      sampler/unwind/demangle.c sampler/unwind/cu_index.c
 		      sampler/unwind/gopclntab.c sampler/log.c"

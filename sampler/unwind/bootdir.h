@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * bootdir.h - the directory where root's daemons keep, for the boot, what
+ * is dear to make and the same for every daemon (the parsed kernel symbol
+ * table: kallsyms_cache.c; inflated debug files: dso_debugcache.c).
+ * What is kept there may be secret (kernel addresses), so the directory
+ * and every file in it must be the daemon's user's alone: nothing another
+ * user made or can write is ever read back.
+ */
+#ifndef PROFFS_SAMPLER_UNWIND_BOOTDIR_H
+#define PROFFS_SAMPLER_UNWIND_BOOTDIR_H
+
+#include <stdbool.h>
+#include <sys/stat.h>
+
+/* Whether st is of the given type (S_IFDIR, S_IFREG), ours, and closed to
+ * group and others. */
+bool bootdir_private(const struct stat *st, mode_t type);
+
+/* dir made (mode 0700) if missing: 0; -EPERM when it is not private to
+ * us (someone else's, or open to others); -errno otherwise. */
+int bootdir_ready(const char *dir);
+
+#endif
