@@ -37,10 +37,11 @@ struct verdict {
 struct livestack {
 	pid_t pid;
 	struct proc_maps *maps;
-	uint8_t *buf;		/* LIVESTACK_MAX: the copy, the rest; made
-				 * at the first deep sample (a whole-host
-				 * profile has one per process) */
-	size_t len;		/* valid bytes of buf; 0 until a read */
+	uint8_t *buf;		/* LIVESTACK_MAX: the words past the copy;
+				 * made at the first deep sample (a
+				 * whole-host profile has one per process) */
+	size_t len;		/* valid bytes of buf */
+	bool extended;		/* this sample called livestack_extend() */
 	bool short_read;	/* this sample's read came short */
 	unsigned maps_gen;	/* of the verdicts */
 	struct verdict *verdicts;	/* VERDICTS, made with buf */
@@ -75,6 +76,7 @@ void livestack_free(struct livestack *ls)
 void livestack_begin(struct livestack *ls)
 {
 	ls->len = 0;
+	ls->extended = false;
 	ls->short_read = false;
 	ls->win_len = 0;
 }
@@ -109,9 +111,8 @@ static size_t copy_stack(const struct livestack *ls, uint64_t addr,
 	return proc_mem_copy(ls->pid, addr, buf, max);
 }
 
-bool livestack_extend(struct livestack *ls, uint64_t sp, const void *stack,
-		      size_t copy_len, size_t need, const uint8_t **buf,
-		      size_t *len)
+bool livestack_extend(struct livestack *ls, uint64_t sp, size_t copy_len,
+		      size_t need, const uint8_t **live, size_t *live_len)
 {
 	uint64_t end;
 	size_t want, got;
@@ -131,22 +132,23 @@ bool livestack_extend(struct livestack *ls, uint64_t sp, const void *stack,
 			return false;
 		}
 	}
-	if (!ls->len) {
-		memcpy(ls->buf, stack, copy_len);
-		ls->len = copy_len;
+	if (!ls->extended) {
+		ls->extended = true;
 		ls->reads++;
 	}
-	if (need > ls->len && !ls->short_read) {
+	/* the bytes held, from sp: copy_len + ls->len */
+	if (need > copy_len + ls->len && !ls->short_read) {
 		end = (sp + need + READ_AHEAD + PAGE - 1) & ~(PAGE - 1);
 		want = end - sp < LIVESTACK_MAX ? end - sp : LIVESTACK_MAX;
-		got = copy_stack(ls, sp + ls->len, ls->buf + ls->len,
-				 want - ls->len);
-		ls->short_read = got < want - ls->len;
+		want -= copy_len + ls->len;
+		got = copy_stack(ls, sp + copy_len + ls->len,
+				 ls->buf + ls->len, want);
+		ls->short_read = got < want;
 		ls->len += got;
 	}
-	*buf = ls->buf;
-	*len = ls->len;
-	return need <= ls->len;
+	*live = ls->buf;
+	*live_len = ls->len;
+	return need <= copy_len + ls->len;
 }
 
 /* ---- the call-site check ---- */

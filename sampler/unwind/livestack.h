@@ -53,15 +53,16 @@ void livestack_free(struct livestack *ls);
 void livestack_begin(struct livestack *ls);
 
 /*
- * Make the first need bytes from sp available, the copy (stack,
- * copy_len) followed by the live words: true with *buf and *len (>= need)
- * pointing at them, valid until the next livestack_begin(); false when
- * need is beyond LIVESTACK_MAX or the process did not give the words (a
- * read that came short is not tried again for the sample).
+ * Make the first need bytes from sp available: the copy's copy_len bytes
+ * (the caller has them), then the live words that follow it, read into
+ * the livestack's own buffer (the copy is not copied again): true with
+ * *live and *live_len (copy_len + *live_len >= need) pointing at those,
+ * valid until the next livestack_begin(); false when need is beyond
+ * LIVESTACK_MAX or the process did not give the words (a read that came
+ * short is not tried again for the sample).
  */
-bool livestack_extend(struct livestack *ls, uint64_t sp, const void *stack,
-		      size_t copy_len, size_t need, const uint8_t **buf,
-		      size_t *len);
+bool livestack_extend(struct livestack *ls, uint64_t sp, size_t copy_len,
+		      size_t need, const uint8_t **live, size_t *live_len);
 
 /*
  * The word at addr of the process, anywhere (another stack: a goroutine's

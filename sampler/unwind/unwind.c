@@ -88,9 +88,10 @@ struct unwinder {
 struct unwind_ctx {
 	struct unwinder *u;
 	const struct unwind_regs *regs;
-	const uint8_t *stack;	/* the copy, or the copy and live words */
-	size_t stack_len;
-	size_t copy_len;	/* of the copy itself */
+	const uint8_t *stack;	/* the copy */
+	size_t copy_len;
+	const uint8_t *live;	/* the live words just past it, if read */
+	size_t stack_len;	/* copy_len + the live words' length */
 	uint64_t sp;
 	size_t used;		/* bytes of the copy read, from its start */
 	bool short_copy;	/* a stack word beyond the copy was wanted */
@@ -106,10 +107,34 @@ struct unwind_ctx {
  * when the unwinder may read them. */
 static bool extend(struct unwind_ctx *ctx, size_t need)
 {
-	return ctx->u->live &&
-	       livestack_extend(ctx->u->live, ctx->sp, ctx->stack,
-				ctx->copy_len, need, &ctx->stack,
-				&ctx->stack_len);
+	size_t live_len = ctx->stack_len - ctx->copy_len;
+	bool ok;
+
+	if (!ctx->u->live)
+		return false;
+	ok = livestack_extend(ctx->u->live, ctx->sp, ctx->copy_len, need,
+			      &ctx->live, &live_len);
+	ctx->stack_len = ctx->copy_len + live_len;
+	return ok;
+}
+
+/* The word at addr, which in_copy() found held: in the copy, in the live
+ * words after it, or across the two. */
+static uint64_t held_word(const struct unwind_ctx *ctx, uint64_t addr)
+{
+	uint64_t off = addr - ctx->sp, v;
+	size_t a;
+
+	if (off + sizeof(v) <= ctx->copy_len) {
+		memcpy(&v, ctx->stack + off, sizeof(v));
+	} else if (off >= ctx->copy_len) {
+		memcpy(&v, ctx->live + (off - ctx->copy_len), sizeof(v));
+	} else {
+		a = ctx->copy_len - off;
+		memcpy(&v, ctx->stack + off, a);
+		memcpy((uint8_t *)&v + a, ctx->live, sizeof(v) - a);
+	}
+	return v;
 }
 
 /* Note a read of the stack word at addr: in the copy or just past it. */
@@ -298,7 +323,7 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr,
 	if (write)
 		return -UNW_EINVAL;
 	if (in_copy(ctx, addr)) {
-		memcpy(valp, ctx->stack + (addr - ctx->sp), sizeof(*valp));
+		*valp = held_word(ctx, addr);
 		return 0;
 	}
 	e = maps_find(ctx->u->maps, addr);
@@ -566,7 +591,7 @@ static bool stack_word(struct unwind_ctx *ctx, uint64_t addr, uint64_t *v)
 	}
 	if (!in_copy(ctx, addr))
 		return false;
-	memcpy(v, ctx->stack + (addr - ctx->sp), sizeof(*v));
+	*v = held_word(ctx, addr);
 	return true;
 }
 
