@@ -37,6 +37,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 struct proc_maps;
@@ -63,6 +64,26 @@ void livestack_begin(struct livestack *ls);
  */
 bool livestack_extend(struct livestack *ls, uint64_t sp, size_t copy_len,
 		      size_t need, const uint8_t **live, size_t *live_len);
+
+/* The word at off from sp, held (livestack_extend()): in the copy, in the
+ * live words after it, or across the two. */
+static inline uint64_t livestack_join(const uint8_t *copy, size_t copy_len,
+				      const uint8_t *live, uint64_t off)
+{
+	uint64_t v;
+	size_t a;
+
+	if (off + sizeof(v) <= copy_len) {
+		memcpy(&v, copy + off, sizeof(v));
+	} else if (off >= copy_len) {
+		memcpy(&v, live + (off - copy_len), sizeof(v));
+	} else {
+		a = copy_len - off;
+		memcpy(&v, copy + off, a);
+		memcpy((uint8_t *)&v + a, live, sizeof(v) - a);
+	}
+	return v;
+}
 
 /*
  * The word at addr of the process, anywhere (another stack: a goroutine's

@@ -118,25 +118,6 @@ static bool extend(struct unwind_ctx *ctx, size_t need)
 	return ok;
 }
 
-/* The word at addr, which in_copy() found held: in the copy, in the live
- * words after it, or across the two. */
-static uint64_t held_word(const struct unwind_ctx *ctx, uint64_t addr)
-{
-	uint64_t off = addr - ctx->sp, v;
-	size_t a;
-
-	if (off + sizeof(v) <= ctx->copy_len) {
-		memcpy(&v, ctx->stack + off, sizeof(v));
-	} else if (off >= ctx->copy_len) {
-		memcpy(&v, ctx->live + (off - ctx->copy_len), sizeof(v));
-	} else {
-		a = ctx->copy_len - off;
-		memcpy(&v, ctx->stack + off, a);
-		memcpy((uint8_t *)&v + a, ctx->live, sizeof(v) - a);
-	}
-	return v;
-}
-
 /* Note a read of the stack word at addr: in the copy or just past it. */
 static bool in_copy(struct unwind_ctx *ctx, uint64_t addr)
 {
@@ -323,7 +304,8 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr,
 	if (write)
 		return -UNW_EINVAL;
 	if (in_copy(ctx, addr)) {
-		*valp = held_word(ctx, addr);
+		*valp = livestack_join(ctx->stack, ctx->copy_len, ctx->live,
+				       addr - ctx->sp);
 		return 0;
 	}
 	e = maps_find(ctx->u->maps, addr);
@@ -591,7 +573,8 @@ static bool stack_word(struct unwind_ctx *ctx, uint64_t addr, uint64_t *v)
 	}
 	if (!in_copy(ctx, addr))
 		return false;
-	*v = held_word(ctx, addr);
+	*v = livestack_join(ctx->stack, ctx->copy_len, ctx->live,
+			    addr - ctx->sp);
 	return true;
 }
 
@@ -805,6 +788,7 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 	pcs[cnt++] = lookup;
 	while (cnt < max) {
 		const struct row_val *v = row_get(u, lookup);
+		bool injected;
 		int step;
 
 		if (v && v->top == GO_SWITCH && !switches &&
@@ -831,6 +815,7 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 			ctx->complete = step >= 0;
 			break;
 		}
+		injected = v->top == GO_INJECTED;	/* v: go_start() moves */
 		/* (a goroutine's first return address is goexit's first
 		 * byte plus one, made by newproc, after no call) */
 		if (!continues(ctx, lookup, f.r[CFI_REG_RA]) &&
@@ -838,8 +823,9 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 			break;
 		/* A return address points after the call; the call itself is
 		 * one byte earlier (a signal frame's would not be: those go
-		 * to libunwind; nor one Go's runtime injected). */
-		lookup = caller_pc(u, lookup, f.r[CFI_REG_RA]);
+		 * to libunwind; nor one Go's runtime injected): caller_pc(),
+		 * with the row at hand. */
+		lookup = f.r[CFI_REG_RA] - !injected;
 		pcs[cnt++] = lookup;
 	}
 	/* A Go stack cut short (a live frame refused: the goroutine's
