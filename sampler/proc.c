@@ -133,10 +133,23 @@ int proc_cmdline_str(pid_t pid, char *buf, size_t size)
 	return 0;
 }
 
+/* The state letter of the text of a stat file, NUL-terminated. */
+static int state_of(char *buf, char *state)
+{
+	/* comm may hold spaces and parentheses: the state follows the last
+	 * ')' */
+	char *paren = strrchr(buf, ')');
+
+	if (!paren || paren[1] != ' ' || !paren[2])
+		return -EINVAL;
+	*state = paren[2];
+	return 0;
+}
+
 /* The state letter of a stat file (of a process or a thread). */
 static int stat_state(pid_t pid, const char *what, char *state)
 {
-	char buf[512], *paren;
+	char buf[512];
 	size_t len;
 	int ret;
 
@@ -144,13 +157,7 @@ static int stat_state(pid_t pid, const char *what, char *state)
 	if (ret)
 		return ret;
 	buf[len] = '\0';
-	/* comm may hold spaces and parentheses: the state follows the last
-	 * ')' */
-	paren = strrchr(buf, ')');
-	if (!paren || paren[1] != ' ' || !paren[2])
-		return -EINVAL;
-	*state = paren[2];
-	return 0;
+	return state_of(buf, state);
 }
 
 int proc_state(pid_t pid, char *state)
@@ -175,13 +182,37 @@ int proc_task_sched(pid_t pid, pid_t tid, uint64_t *run_ns, char *state)
 	return stat_state(pid, what, state);
 }
 
+static bool state_alive(char state)
+{
+	return state != 'Z' && state != 'X' && state != 'x';
+}
+
 bool proc_alive(pid_t pid)
 {
 	char state;
 
-	if (proc_state(pid, &state))
+	return !proc_state(pid, &state) && state_alive(state);
+}
+
+int proc_stat_open(pid_t pid)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+bool proc_alive_fd(int fd)
+{
+	char buf[512], state;
+	ssize_t len = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	if (len <= 0)
 		return false;
-	return state != 'Z' && state != 'X' && state != 'x';
+	buf[len] = '\0';
+	return !state_of(buf, &state) && state_alive(state);
 }
 
 static int mem_result(ssize_t got, size_t len)

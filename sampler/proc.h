@@ -50,6 +50,12 @@ int proc_task_sched(pid_t pid, pid_t tid, uint64_t *run_ns, char *state);
 /* True while the process exists and is neither zombie nor dead. */
 bool proc_alive(pid_t pid);
 
+/* The same from pid's stat file held open (proc_stat_open(): -errno),
+ * read again at each call: no path walk, and a pid reused after the
+ * process died is not taken for it. */
+int proc_stat_open(pid_t pid);
+bool proc_alive_fd(int fd);
+
 /* len bytes at addr in pid's memory, read or written whole
  * (process_vm_readv/writev: no stop, the page protections hold). 0, or a
  * negative errno (-EFAULT for a short copy). */

@@ -387,16 +387,28 @@ static int setup_profile(struct cpu_run *run, const struct cpu_opts *o)
 	return run->threads ? 0 : -ENOMEM;
 }
 
+static int look_fd(void *arg, bool *alive)
+{
+	*alive = proc_alive_fd(*(int *)arg);
+	return 0;
+}
+
 /* Sample until the window ends, stop is set, or the process exits (a
- * look at /proc/PID/stat costs: every POLL_MS, not at every wakeup). */
+ * look at /proc/PID/stat costs: every POLL_MS, not at every wakeup, from
+ * the file held open). */
 static int sample_window(struct cpu_run *run, struct perf_rec *rec,
 			 const struct cpu_opts *o, struct window *w)
 {
+	int stat_fd = o->pid ? proc_stat_open(o->pid) : -1;
 	bool on;
 	int ret;
 
 	window_begin(w, now_ns(), o->pid, o->window_ms, o->stop,
 		     POLL_MS * 1000000ull);
+	if (stat_fd >= 0) {
+		w->look = look_fd;
+		w->look_arg = &stat_fd;
+	}
 	for (;;) {
 		uint64_t now = now_ns();
 
@@ -411,6 +423,9 @@ static int sample_window(struct cpu_run *run, struct perf_rec *rec,
 	if (!ret)
 		ret = perf_poll(rec, 0, on_sample, run);	/* drain */
 	run->st->elapsed_ns = now_ns() - w->start_ns;
+	if (stat_fd >= 0)
+		close(stat_fd);
+	w->look = NULL;
 	return ret ? ret : run->err;
 }
 
