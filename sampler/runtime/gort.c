@@ -197,13 +197,29 @@ static bool looks_like_g1(struct reader *r, uint64_t g)
 	       (ld_u32(r->buf, l->status) & ~SCAN_BIT) <= GORT_PREEMPTED;
 }
 
+/* The slice header {array, len, cap} at hdr (an address of the
+ * process), if it is allgs': its array's first g is goroutine 1. */
+static bool allgs_at(struct reader *r, const uint64_t hdr[3], uint64_t *array,
+		     uint64_t *len)
+{
+	uint64_t a = hdr[0], cnt = hdr[1], c = hdr[2], g;
+
+	if (!a || a & 7 || !cnt || cnt > c || c > GORT_MAX_G ||
+	    proc_mem_read(r->pid, a, &g, sizeof(g)) || !looks_like_g1(r, g))
+		return false;
+	*array = a;
+	*len = cnt;
+	return true;
+}
+
 /*
  * A stripped program: the slice header {array, len, cap} in .bss whose
  * array's first g is goroutine 1. allgs is the runtime's only slice of
- * g's in .bss that starts there (allm and allp hold m's and p's).
+ * g's in .bss that starts there (allm and allp hold m's and p's). Its
+ * ELF address into *at.
  */
 static int search_allgs(struct reader *r, struct map_entry *e,
-			uint64_t *array, uint64_t *len)
+			uint64_t *array, uint64_t *len, uint64_t *at_va)
 {
 	uint64_t vaddr, size, *bss;
 	size_t got = 0, n;
@@ -224,15 +240,9 @@ static int search_allgs(struct reader *r, struct map_entry *e,
 		got += n;
 		for (size_t i = 0; i + 3 <= n / 8 && i < BSS_CHUNK / 8 && ret;
 		     i++) {
-			uint64_t a = bss[i], cnt = bss[i + 1], c = bss[i + 2];
-			uint64_t g;
-
-			if (!a || a & 7 || !cnt || cnt > c || c > GORT_MAX_G ||
-			    proc_mem_read(r->pid, a, &g, sizeof(g)) ||
-			    !looks_like_g1(r, g))
+			if (!allgs_at(r, &bss[i], array, len))
 				continue;
-			*array = a;
-			*len = cnt;
+			*at_va = vaddr + at + 8 * i;
 			ret = 0;
 		}
 		if (n < BSS_CHUNK)
@@ -244,16 +254,44 @@ static int search_allgs(struct reader *r, struct map_entry *e,
 	return ret;
 }
 
+/* What the dso keeps of a stripped program (dso_memo_get()): where its
+ * allgs is, found by search_allgs() once for every process of it. */
+struct allgs_memo {
+	uint64_t vaddr;		/* of the slice header */
+};
+
+/* A stripped program's allgs: where an earlier read of the same
+ * program found it, else searched for (and kept for the next). */
+static int stripped_allgs(struct reader *r, struct map_entry *e,
+			  struct gort_stats *st, uint64_t *array,
+			  uint64_t *len)
+{
+	struct allgs_memo m;
+	uint64_t hdr[3];
+	int ret;
+
+	st->stripped = true;
+	if (!dso_memo_get(e->dso, DSO_MEMO_GO_ALLGS, &m, sizeof(m)) &&
+	    !proc_mem_read(r->pid, m.vaddr + r->bias, hdr, sizeof(hdr)) &&
+	    allgs_at(r, hdr, array, len)) {
+		st->remembered = true;
+		return 0;
+	}
+	st->searched = true;
+	ret = search_allgs(r, e, array, len, &m.vaddr);
+	if (!ret)
+		dso_memo_put(e->dso, DSO_MEMO_GO_ALLGS, &m, sizeof(m));
+	return ret;
+}
+
 /* allgs' array and length, from the symbol table or by search. */
 static int find_allgs(struct reader *r, struct map_entry *e,
 		      struct gort_stats *st, uint64_t *array, uint64_t *len)
 {
 	uint64_t va, size, hdr[3], glen;
 
-	if (dso_object_vaddr(e->dso, "runtime.allgs", &va, &size)) {
-		st->stripped = true;
-		return search_allgs(r, e, array, len);
-	}
+	if (dso_object_vaddr(e->dso, "runtime.allgs", &va, &size))
+		return stripped_allgs(r, e, st, array, len);
 	if (proc_mem_read(r->pid, va + r->bias, hdr, sizeof(hdr)))
 		return -ESRCH;
 	*array = hdr[0];

@@ -11,7 +11,9 @@
  *
  * Where allgs is: the symbol table (runtime.allgs); a program built with
  * -ldflags='-s -w' has none, and its .bss is searched for the slice
- * header whose first g is goroutine 1 with a sane stack.
+ * header whose first g is goroutine 1 with a sane stack, once per
+ * program: where it was found is kept with the program's dso, and a
+ * later read (of any process of it) looks there first.
  *
  * runtime.g's layout comes from the program's DWARF where it has one
  * (any Go version), else from a table per version (Go 1.19, Debian's,
@@ -69,7 +71,10 @@ struct gort_stats {
 	unsigned dropped;	/* inconsistent when read (racing) */
 	unsigned dead;		/* dead or idle: not goroutines */
 	unsigned unread;	/* past max: not read */
-	bool stripped;		/* allgs found by a search of .bss */
+	bool stripped;		/* allgs found in .bss, not by name */
+	bool searched;		/* ... by a search of it, this time */
+	bool remembered;	/* ... where an earlier read found it (the
+				 * dso keeps it: dso_memo_get()) */
 	bool dwarf;		/* the layout read from the DWARF */
 	char version[32];	/* "go1.19.8" */
 };

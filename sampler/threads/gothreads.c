@@ -209,11 +209,17 @@ int gothreads_add(struct dump *d, struct profile *p, const int64_t *keys)
 
 int gothreads_comment(struct dump *d, struct profile *p)
 {
-	char text[384], more[64] = "";
+	char text[448], more[64] = "";
+	const char *how = "";
 
 	if (d->gst.unread)
 		snprintf(more, sizeof(more), "; %u past the first %u not read",
 			 d->gst.unread, MAX_GOROUTINES);
+	/* whether .bss was searched (once per program: gort.h) */
+	if (d->gst.searched)
+		how = "; .bss searched for runtime.allgs";
+	else if (d->gst.remembered)
+		how = "; runtime.allgs where an earlier read found it";
 	if (d->gret == -ENOENT && !d->gst.version[0])
 		return 0;	/* not a Go program */
 	if (d->gret == -EPROTONOSUPPORT)
@@ -229,10 +235,10 @@ int gothreads_comment(struct dump *d, struct profile *p)
 		snprintf(text, sizeof(text), "goroutines: %zu of %s read "
 			 "from runtime.allgs%s%s without stopping the world; "
 			 "%u runtime goroutines not shown; %u dropped "
-			 "(changed while read)%s", d->ngor, d->gst.version,
+			 "(changed while read)%s%s", d->ngor, d->gst.version,
 			 d->gst.stripped ? " (found in .bss: stripped)" : "",
 			 d->gst.dwarf ? " (layout from DWARF)" : "",
-			 d->ghidden, d->gst.dropped, more);
+			 d->ghidden, d->gst.dropped, more, how);
 	return profile_add_comment(p, text);
 }
 
