@@ -16,6 +16,7 @@
 #include "sampler/bytes.h"
 #include "sampler/log.h"
 #include "sampler/proc.h"
+#include "sampler/runtime/golabels.h"
 #include "sampler/runtime/gort.h"
 #include "sampler/unwind/dso.h"
 #include "sampler/unwind/gopclntab.h"
@@ -33,6 +34,8 @@ struct g_layout {
 				 * "DWARF" */
 	unsigned stack_lo, stack_hi, m, sched_sp, sched_pc, sched_bp;
 	unsigned status, goid, waitsince, waitreason, lockedm, gopc, startpc;
+	unsigned labels;	/* g.labels, 0: not read */
+	struct golabels_layout map;	/* of the labelMap it points at */
 	unsigned size;		/* bytes read: past the last one used */
 	unsigned m_procid;
 	uint8_t wrapper;	/* funcID_wrapper: frames Go's traceback hides */
@@ -58,7 +61,7 @@ static const struct g_layout layouts[] = {
 	  .sched_sp = 56, .sched_pc = 64, .sched_bp = 104, .status = 144,
 	  .goid = 152, .waitsince = 168, .waitreason = 176, .lockedm = 232,
 	  .gopc = 296,
-	  .startpc = 312, .size = 320, .m_procid = 72,
+	  .startpc = 312, .labels = 360, .size = 368, .m_procid = 72,
 	  .wrapper = 21,
 	  .reasons = reasons_119,
 	  .nreasons = sizeof(reasons_119) / sizeof(reasons_119[0]) },
@@ -117,6 +120,41 @@ static bool dwarf_layout(struct dso *d, struct g_layout *l)
 	l->m_procid = (unsigned)procid;
 	l->version = "DWARF";
 	return true;
+}
+
+/* Whether version's runtime/pprof.labelMap is a map[string]string:
+ * from Go 1.9 (labels came) to 1.20 (1.21 made it a slice). */
+static bool labels_are_map(const char *version)
+{
+	unsigned minor;
+	char c;
+
+	return sscanf(version, "go1.%u%c", &minor, &c) >= 1 && minor >= 9 &&
+	       minor <= 20;
+}
+
+/* Where g.labels is and how its map is laid out, into l: from the DWARF
+ * where it says, else from the table t of the version (or none: labels
+ * 0). */
+static void labels_layout(struct dso *d, const char *version,
+			  const struct g_layout *t, struct g_layout *l)
+{
+	static const char *const member[] = { "labels" };
+	long off;
+
+	l->labels = 0;
+	if (!labels_are_map(version))
+		return;
+	if (!dso_struct_offsets(d, "runtime", "runtime.g", member, &off, 1) &&
+	    off > 0 && off <= 4096 &&
+	    !golabels_layout_dwarf(d, &l->map)) {
+		l->labels = (unsigned)off;
+	} else if (t && t->labels) {
+		l->labels = t->labels;
+		golabels_layout_119(&l->map);
+	}
+	if (l->labels + 8 > l->size)
+		l->size = l->labels + 8;
 }
 
 /* Go's waitReasonStrings, read from the program where its symbol table
@@ -338,6 +376,7 @@ static int read_g(struct reader *r, uint64_t addr, struct gort_g *g)
 	g->bp = ld_u64(b, l->sched_bp);
 	g->locked = ld_u64(b, l->lockedm) != 0;
 	g->gopc = ld_u64(b, l->gopc);
+	g->labels = l->labels ? ld_u64(b, l->labels) : 0;
 	if (g->goid <= 0 || !g->stack_lo || g->stack_lo >= g->stack_hi ||
 	    g->stack_hi - g->stack_lo > STACK_SIZE_MAX)
 		return -1;
@@ -379,6 +418,7 @@ static int find_layout(struct gort *c, pid_t pid, struct map_entry *e,
 	} else {
 		return -EPROTONOSUPPORT;
 	}
+	labels_layout(e->dso, st->version, t, &c->l);
 	read_reasons(c, pid, e);
 	return 0;
 }
@@ -473,7 +513,18 @@ bool gort_unchanged(pid_t pid, const struct gort_g *g)
 	       (int64_t)ld_u64(b, l->goid) == g->goid &&
 	       ld_u64(b, l->sched_sp) == g->sp &&
 	       ld_u64(b, l->sched_pc) == g->pc &&
-	       ld_u64(b, l->sched_bp) == g->bp;
+	       ld_u64(b, l->sched_bp) == g->bp &&
+	       (!l->labels || ld_u64(b, l->labels) == g->labels);
+}
+
+int gort_labels(pid_t pid, const struct gort_g *g, struct golabels **out)
+{
+	const struct g_layout *l = g->layout;
+
+	*out = NULL;
+	if (!l->labels)
+		return -ENOENT;
+	return golabels_read(pid, &l->map, g->labels, out);
 }
 
 const char *gort_status(const struct gort_g *g)
