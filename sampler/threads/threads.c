@@ -398,7 +398,7 @@ static int add_thread(struct dump *d, struct profile *p, struct kframes *kf,
 {
 	uint64_t locs[MAX_KFRAMES + MAX_FRAMES + RUNTIME_FRAMES];
 	struct symbolizer *sym = d->sc.sym;
-	struct pf_label labels[GK__COUNT];
+	struct pf_label labels[GK_LABELS_MAX];
 	char tid[16], sysname[32];
 	const char *vals[4] = { tid, t->name, state_name(t->state), sysname };
 	const char *rt_name;
