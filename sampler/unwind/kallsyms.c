@@ -428,12 +428,11 @@ static size_t index_bytes(const struct kallsyms *all)
 
 bool kallsyms_sweep(struct kallsyms *k)
 {
-	bool gone = false, trim = false;
+	bool gone = false;
 
 	pthread_mutex_lock(&k->lock);
 	if (!k->refs && (k->syms || k->by_name) &&
 	    now_ms() - k->last_put_ms >= k->idle_ms) {
-		trim = !k->map || k->by_name;	/* malloc()ed memory */
 		drop_table(k);
 		free_by_name(k->by_name);
 		k->by_name = NULL;
@@ -441,8 +440,11 @@ bool kallsyms_sweep(struct kallsyms *k)
 		gone = true;
 	}
 	pthread_mutex_unlock(&k->lock);
-	if (gone && trim)
-		malloc_trim(0);	/* give the freed table back to the system */
+	/* The index, a malloc()ed table, and what the sessions that named
+	 * kernel frames freed (the daemon keeps freed pages for the next
+	 * session, daemon.c: now there is none): back to the system. */
+	if (gone)
+		malloc_trim(0);
 	return gone;
 }
 
