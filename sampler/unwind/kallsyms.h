@@ -16,7 +16,8 @@
  * kernel formatting the file: large reads, hand-parsed lines, no sort
  * when the file is in address order (it is). Only text symbols (t, T, w, W)
  * are kept, sorted by address; a function runs to the next symbol.
- * Modules loaded later are not seen (their frames are named by address).
+ * Modules loaded later are not seen (their frames are named by address)
+ * until the table is read again after an expiry.
  *
  * The kernel shows the addresses only to a reader it would let profile
  * the kernel (kptr_restrict 0 and perf_event_paranoid <= 1, or
