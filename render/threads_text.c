@@ -89,33 +89,27 @@ static int cmp_stack(const struct pf_sample *a, const struct pf_sample *b)
 	return (a->nlocs > b->nlocs) - (a->nlocs < b->nlocs);
 }
 
-/* Labels shown in a "# labels:" line, in Go's order (sorted by key). */
-static int cmp_label_set(const struct profile *p, const struct pf_sample *a,
-			 const struct pf_sample *b)
-{
-	static const enum tlabel order[] = { TL_STATE, TL_SYSCALL, TL_NAME };
-	const char *va[TL__COUNT], *vb[TL__COUNT];
-	int c;
+/* What the sorts compare: the profile, and each sample's "# labels:"
+ * text (label_set()). */
+struct sort_ctx {
+	const struct profile *p;
+	char **sets;
+};
 
-	sample_labels(p, a, va);
-	sample_labels(p, b, vb);
-	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
-		c = strcmp(va[order[i]], vb[order[i]]);
-		if (c)
-			return c;
-	}
-	return 0;
+static int cmp_label_set(const struct sort_ctx *c, size_t a, size_t b)
+{
+	return strcmp(c->sets[a], c->sets[b]);
 }
 
 static int cmp_by_stack(const void *x, const void *y, void *arg)
 {
-	const struct profile *p = arg;
-	const struct pf_sample *a = profile_sample(p, *(const size_t *)x);
-	const struct pf_sample *b = profile_sample(p, *(const size_t *)y);
-	int c = cmp_stack(a, b);
+	const struct sort_ctx *ctx = arg;
+	size_t i = *(const size_t *)x, j = *(const size_t *)y;
+	int c = cmp_stack(profile_sample(ctx->p, i),
+			  profile_sample(ctx->p, j));
 
 	if (!c)
-		c = cmp_label_set(p, a, b);
+		c = cmp_label_set(ctx, i, j);
 	if (!c)
 		c = (*(const size_t *)x > *(const size_t *)y) -
 		    (*(const size_t *)x < *(const size_t *)y);
@@ -144,10 +138,11 @@ static int64_t sample_count(const struct pf_sample *s)
 }
 
 /* Split idx[start, start + n) into runs where same() holds. */
-static struct run *split_runs(const struct profile *p, const size_t *idx,
+static struct run *split_runs(const struct sort_ctx *c, const size_t *idx,
 			      size_t start, size_t n, bool labels,
 			      size_t *nruns)
 {
+	const struct profile *p = c->p;
 	struct run *r = calloc(n ? n : 1, sizeof(*r));
 	size_t k = 0;
 
@@ -157,7 +152,8 @@ static struct run *split_runs(const struct profile *p, const size_t *idx,
 		const struct pf_sample *s = profile_sample(p, idx[i]);
 		const struct pf_sample *prev =
 			i > start ? profile_sample(p, idx[i - 1]) : NULL;
-		bool same = prev && (labels ? !cmp_label_set(p, prev, s)
+		bool same = prev && (labels ? !cmp_label_set(c, idx[i - 1],
+							     idx[i])
 					    : !cmp_stack(prev, s));
 
 		if (!same)
@@ -170,44 +166,149 @@ static struct run *split_runs(const struct profile *p, const size_t *idx,
 	return r;
 }
 
-static void put_quoted(struct folded_buf *b, const char *s)
+/* The length of the UTF-8 sequence at s, and its code point into *cp;
+ * 0 when it is not one (Go's strconv takes such a byte as \xNN). */
+static int utf8_at(const unsigned char *s, uint32_t *cp)
 {
+	int n = s[0] >= 0xf0 && s[0] < 0xf5 ? 4 : s[0] >= 0xe0 ? 3 :
+		s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+	uint32_t v = n == 4 ? s[0] & 7u : n == 3 ? s[0] & 15u : s[0] & 31u;
+
+	for (int i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		v = v << 6 | (s[i] & 0x3fu);
+	}
+	if ((n == 3 && (v < 0x800 || (v >= 0xd800 && v < 0xe000))) ||
+	    (n == 4 && (v < 0x10000 || v > 0x10ffff)))
+		return 0;
+	*cp = v;
+	return n;
+}
+
+/* Code points Go's strconv.IsPrint says no to, among the common ones:
+ * the C1 controls and the invisible spaces and marks (the rest of
+ * Unicode is taken as printable). */
+static bool go_unprintable(uint32_t cp)
+{
+	return (cp >= 0x80 && cp <= 0xa0) || cp == 0xad ||
+	       (cp >= 0x2000 && cp <= 0x200f) ||
+	       (cp >= 0x2028 && cp <= 0x202f) ||
+	       (cp >= 0x205f && cp <= 0x206f) || cp == 0x3000 ||
+	       cp == 0xfeff || (cp >= 0xfff9 && cp <= 0xfffb) ||
+	       (cp >= 0xd800 && cp <= 0xdfff);
+}
+
+/* s quoted as Go's %q (strconv.Quote) writes it: how Go prints a label
+ * set (runtime/pprof's labelMap.String()). */
+static void put_quoted(struct folded_buf *b, const char *str)
+{
+	static const char esc[] = "\a\b\f\n\r\t\v";
+	static const char name[] = "abfnrtv";
+	const unsigned char *s = (const unsigned char *)str;
+	const char *e;
+	uint32_t cp;
+	int n;
+
 	folded_buf_puts(b, "\"");
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
+	for (; *s; s += n) {
+		n = 1;
+		if (*s == '"' || *s == '\\') {
 			folded_buf_printf(b, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			folded_buf_printf(b, "\\x%02x", (unsigned char)*s);
-		else
-			folded_buf_put(b, s, 1);
+		} else if (*s < 0x20 && (e = strchr(esc, *s))) {
+			folded_buf_printf(b, "\\%c", name[e - esc]);
+		} else if (*s < 0x20 || *s == 0x7f) {
+			folded_buf_printf(b, "\\x%02x", *s);
+		} else if (*s < 0x80) {
+			folded_buf_put(b, (const char *)s, 1);
+		} else if (!(n = utf8_at(s, &cp))) {
+			n = 1;
+			folded_buf_printf(b, "\\x%02x", *s);
+		} else if (go_unprintable(cp)) {
+			folded_buf_printf(b, cp > 0xffff ? "\\U%08x" : "\\u%04x",
+					  cp);
+		} else {
+			folded_buf_put(b, (const char *)s, (size_t)n);
+		}
 	}
 	folded_buf_puts(b, "\"");
 }
 
-static void put_label_set(struct folded_buf *b, const struct profile *p,
-			  const struct pf_sample *s)
+/* Whether key is one of the labels a dump sets itself (tlabel_keys). */
+static bool own_label(const char *key)
 {
-	static const enum tlabel order[] = { TL_STATE, TL_SYSCALL, TL_NAME };
-	const char *v[TL__COUNT];
-	bool first = true;
-
-	sample_labels(p, s, v);
-	folded_buf_puts(b, "# labels: {");
-	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
-		if (!v[order[i]][0])
-			continue;
-		folded_buf_puts(b, first ? "" : ", ");
-		put_quoted(b, tlabel_keys[order[i]]);
-		folded_buf_puts(b, ":");
-		put_quoted(b, v[order[i]]);
-		first = false;
-	}
-	folded_buf_puts(b, "}");
+	for (int k = 0; k < TL__COUNT; k++)
+		if (!strcmp(key, tlabel_keys[k]))
+			return true;
+	return false;
 }
 
-static void put_group(struct folded_buf *b, const struct profile *p,
+static int cmp_str(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/*
+ * The text of s's "# labels:" line, malloc()ed: its state, system call
+ * and thread name, and of a goroutine its pprof labels (every label
+ * the dump does not set itself), each as "key":"value" quoted as Go
+ * quotes them, in the order Go prints a label set in (the quoted pairs
+ * sorted), joined by ", ", in braces. NULL: no memory.
+ */
+static char *label_set(const struct profile *p, const struct pf_sample *s)
+{
+	static const enum tlabel shown[] = { TL_STATE, TL_SYSCALL, TL_NAME };
+	struct folded_buf out = { 0 };
+	char **pairs, *text = NULL;
+	size_t np = 0, len;
+	bool go = *label_of(p, s, TL_GOROUTINE);
+
+	pairs = calloc(s->nlabels + 1, sizeof(*pairs));
+	if (!pairs)
+		return NULL;
+	for (uint32_t i = 0; i < s->nlabels; i++) {
+		const char *key = profile_str(p, s->labels[i].key);
+		const char *val = profile_str(p, s->labels[i].str);
+		struct folded_buf b = { 0 };
+		bool want = false;
+
+		if (!key || !val || s->labels[i].num_unit)
+			continue;
+		for (size_t k = 0; k < sizeof(shown) / sizeof(shown[0]); k++)
+			if (!strcmp(key, tlabel_keys[shown[k]]) && *val)
+				want = true;
+		if (!want && !(go && !own_label(key)))
+			continue;
+		put_quoted(&b, key);
+		folded_buf_puts(&b, ":");
+		put_quoted(&b, val);
+		if (folded_buf_finish(&b, &pairs[np], &len))
+			goto out;
+		np++;
+	}
+	qsort(pairs, np, sizeof(*pairs), cmp_str);
+	folded_buf_puts(&out, "{");
+	for (size_t i = 0; i < np; i++) {
+		/* the same label twice (a key given twice): once, as a
+		 * map holds it */
+		if (i && !strcmp(pairs[i], pairs[i - 1]))
+			continue;
+		folded_buf_puts(&out, i ? ", " : "");
+		folded_buf_puts(&out, pairs[i]);
+	}
+	folded_buf_puts(&out, "}");
+	folded_buf_finish(&out, &text, &len);
+out:
+	for (size_t i = 0; i < np; i++)
+		free(pairs[i]);
+	free(pairs);
+	return text;
+}
+
+static void put_group(struct folded_buf *b, const struct sort_ctx *c,
 		      const size_t *idx, const struct run *g)
 {
+	const struct profile *p = c->p;
 	const struct pf_sample *s = profile_sample(p, idx[g->start]);
 	struct run *sets;
 	size_t nsets;
@@ -217,13 +318,14 @@ static void put_group(struct folded_buf *b, const struct profile *p,
 		folded_buf_printf(b, " 0x%" PRIx64,
 				  profile_location(p, s->loc_ids[i])->address);
 	folded_buf_puts(b, "\n");
-	sets = split_runs(p, idx, g->start, g->n, true, &nsets);
+	sets = split_runs(c, idx, g->start, g->n, true, &nsets);
 	if (!sets) {
 		b->err = -ENOMEM;
 		return;
 	}
 	for (size_t i = 0; i < nsets; i++) {
-		put_label_set(b, p, profile_sample(p, idx[sets[i].start]));
+		folded_buf_printf(b, "# labels: %s",
+				  c->sets[idx[sets[i].start]]);
 		if (nsets > 1)
 			folded_buf_printf(b, " (%" PRId64 " %s)",
 					  sets[i].count,
@@ -240,21 +342,34 @@ static void put_group(struct folded_buf *b, const struct profile *p,
 static int render_grouped(struct folded_buf *b, const struct profile *p,
 			  size_t *idx, size_t n)
 {
-	struct run *groups;
+	struct sort_ctx c = { .p = p };
+	struct run *groups = NULL;
 	size_t ngroups;
+	int ret = -ENOMEM;
 
-	qsort_r(idx, n, sizeof(*idx), cmp_by_stack, (void *)p);
-	groups = split_runs(p, idx, 0, n, false, &ngroups);
-	if (!groups)
+	c.sets = calloc(n ? n : 1, sizeof(*c.sets));
+	if (!c.sets)
 		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (!(c.sets[i] = label_set(p, profile_sample(p, i))))
+			goto out;
+	qsort_r(idx, n, sizeof(*idx), cmp_by_stack, &c);
+	groups = split_runs(&c, idx, 0, n, false, &ngroups);
+	if (!groups)
+		goto out;
 	folded_buf_printf(b, "%s profile: total %" PRId64 "\n",
 			  has_goroutines(p) ? "goroutine" : "threads",
 			  profile_total(p, 0));
 	put_go_comments(b, p);
 	for (size_t i = 0; i < ngroups && !b->err; i++)
-		put_group(b, p, idx, &groups[i]);
+		put_group(b, &c, idx, &groups[i]);
+	ret = 0;
+out:
 	free(groups);
-	return 0;
+	for (size_t i = 0; i < n; i++)
+		free(c.sets[i]);
+	free(c.sets);
+	return ret;
 }
 
 /* Goroutines first, by id, then threads by tid. */

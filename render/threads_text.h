@@ -48,7 +48,15 @@
  *   	/src/app.go:67
  *
  * debug=1's header is then "goroutine profile: total N", and "(N
- * goroutines)" counts a group's label variants. Comments starting
+ * goroutines)" counts a group's label variants. A goroutine's "# labels:"
+ * line also holds its pprof labels (every label but those below), and
+ * is printed as Go prints a label set (runtime/pprof's
+ * labelMap.String()): each pair "%q:%q" with Go's quoting, the pairs
+ * sorted as strings, joined by ", ":
+ *
+ *   # labels: {"shard":"7", "state":"chan receive", "worker":"b"}
+ *
+ * (a thread's line is quoted the same way). Comments starting
  * "goroutines: " follow as "# ..." lines (after debug=1's header, at the
  * end of debug=2).
  *

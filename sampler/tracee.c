@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include "sampler/clock.h"
 #include "sampler/log.h"
 #include "sampler/unwind/maps.h"
 #include "sampler/proc.h"
@@ -73,6 +75,38 @@ int tracee_tracer_of(pid_t pid, const char *what, pid_t *tracer)
 	l = strstr(buf, "\nTracerPid:");
 	*tracer = l ? (pid_t)atoi(l + 11) : 0;
 	return 0;
+}
+
+bool tracee_own_thread(pid_t tid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
+	return !access(path, F_OK);
+}
+
+bool tracee_held_by_own(pid_t pid, pid_t tid)
+{
+	char what[32];
+	pid_t tracer;
+
+	snprintf(what, sizeof(what), "task/%d", (int)tid);
+	return !tracee_tracer_of(pid, what, &tracer) &&
+	       (!tracer || tracee_own_thread(tracer));
+}
+
+int tracee_await_own_tracer(pid_t pid, const char *what, pid_t *tracer)
+{
+	uint64_t until = now_ns() + TRACEE_OWN_WAIT_MS * 1000000ull;
+	int ret;
+
+	ret = tracee_tracer_of(pid, what, tracer);
+	while (!ret && *tracer && tracee_own_thread(*tracer) &&
+	       now_ns() < until) {
+		usleep(5000);
+		ret = tracee_tracer_of(pid, what, tracer);
+	}
+	return ret;
 }
 
 int tracee_seize_refused(pid_t pid, pid_t tid)

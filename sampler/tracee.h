@@ -11,6 +11,7 @@
 #ifndef PROFFS_TRACEE_H
 #define PROFFS_TRACEE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -42,6 +43,31 @@ size_t tracee_copy_stack(pid_t pid, struct proc_maps *maps, uint64_t sp,
 /* TracerPid of pid, or of one of its threads with what = "task/TID"
  * ("." for the process). */
 int tracee_tracer_of(pid_t pid, const char *what, pid_t *tracer);
+
+/*
+ * The daemon's own ptrace users of one target (a thread dump, the heap
+ * agent loader) take turns rather than refuse each other: a tracer that
+ * is a thread of this daemon is waited for, up to TRACEE_OWN_WAIT_MS
+ * (the loader may wait 10 s for its call into the target to come back,
+ * inject_i.h; a dump of a thousand threads takes about a second).
+ */
+#define TRACEE_OWN_WAIT_MS 12000
+
+/* Whether tid is a thread of this daemon. */
+bool tracee_own_thread(pid_t tid);
+
+/* After a seize refused with -EBUSY: whether thread tid of pid is traced
+ * by one of this daemon's threads, or no longer traced (its tracer let go
+ * since): worth waiting and trying again. */
+bool tracee_held_by_own(pid_t pid, pid_t tid);
+
+/*
+ * tracee_tracer_of() of pid's what ("." or "task/TID"), waiting while the
+ * tracer is one of this daemon's threads, at most TRACEE_OWN_WAIT_MS:
+ * 0 and *tracer (0 once none, or a foreign tracer, or still our own when
+ * the wait ran out), or -errno.
+ */
+int tracee_await_own_tracer(pid_t pid, const char *what, pid_t *tracer);
 
 /* PTRACE_SEIZE of tid failed with EPERM: -ESRCH when it is gone or
  * exiting (the kernel refuses a zombie with EPERM), -EBUSY when someone

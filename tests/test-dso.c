@@ -470,6 +470,26 @@ static void test_cache(void)
 	CHECK(STREQ(dso_name(cp), path("fx")), "%s", dso_name(cp));
 	CHECK(dso_get(a) == a, "dso_get");
 	dso_put(a);
+	{
+		/* a memo put through one reference, read through another
+		 * (the same object: a hard link, a copy); only its size */
+		uint64_t v = 42, w = 0, big[2];
+
+		CHECK(dso_memo_get(a, DSO_MEMO_GO_ALLGS, &w, sizeof(w)) ==
+		      -ENOENT, "no memo yet");
+		CHECK(!dso_memo_put(a, DSO_MEMO_GO_ALLGS, &v, sizeof(v)),
+		      "memo put");
+		CHECK(!dso_memo_get(h, DSO_MEMO_GO_ALLGS, &w, sizeof(w)) &&
+		      w == 42, "memo through the hard link: %llu",
+		      (unsigned long long)w);
+		CHECK(dso_memo_get(cp, DSO_MEMO_GO_ALLGS, big, sizeof(big)) ==
+		      -ENOENT, "another size");
+		CHECK(dso_memo_get(cp, DSO_MEMO_JVM_LAYOUT, &w, sizeof(w)) ==
+		      -ENOENT, "another kind");
+		CHECK(dso_memo_put(a, DSO_MEMO_JVM_LAYOUT, big, 0) == -EINVAL &&
+		      dso_memo_put(a, DSO_MEMO_JVM_LAYOUT, big,
+				   DSO_MEMO_MAX + 1) == -EINVAL, "bounds");
+	}
 	dso_put(a);
 	dso_put(b);
 	dso_cache_free(c);

@@ -754,10 +754,57 @@ static void test_goroutines_text(void)
 	profile_free(p);
 }
 
+/*
+ * A goroutine's pprof labels (gothreads.c puts them under their own
+ * keys) in debug=1's "# labels:" line as Go prints a label set
+ * (runtime/pprof's labelMap.String()): each pair "%q:%q" as Go quotes
+ * (\n, \u00a0, \xff for a byte that is not UTF-8, é as it is), the
+ * pairs sorted as strings, joined by ", ", with proffs' state among
+ * them; goroutines that differ only in labels are apart.
+ */
+static void test_goroutine_labels_text(void)
+{
+	static const char *const kv[][2] = {
+		{ "worker", "a" }, { "a b", "x\ny" }, { "\xc3\xa9", "\xff" },
+		{ "nb", "1\xc2\xa0" "2\x7f" },
+	};
+	struct profile *p;
+	struct pf_label l[8];
+	uint64_t stack[1];
+	int64_t one = 1;
+	char *buf = NULL;
+	size_t len;
+
+	MUST(profile_new(&p));
+	MUST(profile_add_sample_type(p, "goroutine", "count"));
+	stack[0] = loc(p, 0, fn(p, "main.waitHere"), 0);
+	for (int g = 0; g < 2; g++) {
+		int n = 0;
+
+		l[n++] = (struct pf_label){ profile_intern(p, "state"),
+					    profile_intern(p, "chan receive") };
+		l[n++] = (struct pf_label){ profile_intern(p, "goroutine"),
+					    profile_intern(p, g ? "8" : "9") };
+		for (size_t i = 0; g && i < sizeof(kv) / sizeof(kv[0]); i++)
+			l[n++] = (struct pf_label){ profile_intern(p, kv[i][0]),
+						    profile_intern(p, kv[i][1]) };
+		MUST(profile_add_sample(p, stack, 1, l, n, &one));
+	}
+	MUST(threads_text_render(p, 1, &buf, &len));
+	CHECK(strstr(buf, "\n# labels: {\"a b\":\"x\\ny\", \"nb\":\"1\\u00a02"
+		      "\\x7f\", \"state\":\"chan receive\", \"worker\":\"a\", "
+		      "\"\xc3\xa9\":\"\\xff\"} (1 goroutines)\n") &&
+	      strstr(buf, "\n# labels: {\"state\":\"chan receive\"} "
+		      "(1 goroutines)\n"), "Go's label sets: %s", buf);
+	free(buf);
+	profile_free(p);
+}
+
 int main(void)
 {
 	test_units();
 	test_goroutines_text();
+	test_goroutine_labels_text();
 	test_folded_text();
 	test_heap_text();
 	test_memstats_text();

@@ -22,6 +22,7 @@
 #include "sampler/log.h"
 #include "sampler/proc.h"
 #include "sampler/unwind/dso.h"
+#include "sampler/turns.h"
 #include "sampler/unwind/kallsyms.h"
 
 /*
@@ -264,11 +265,15 @@ int daemon_init(struct proffs *fs, enum heap_method method)
 	 * most of a fresh daemon's first read; dso_debugcache.c) */
 	if (!ret && !geteuid())
 		ret = dso_cache_set_inflate_dir(fs->dsos, "/run/proffs");
+	if (!ret)
+		ret = turns_new(&fs->turns);
 	ho.cache = fs->dsos;
+	ho.turns = fs->turns;
 	if (!ret)
 		ret = heap_agents_new(&ho, &fs->heap);
 	ro.dsos = fs->dsos;
 	ro.heap = fs->heap;
+	ro.turns = fs->turns;
 	ro.ksyms = fs->ksyms;
 	ro.errors = fs->errors;
 	ro.rec = &fs->rec;
@@ -281,6 +286,7 @@ void daemon_free(struct proffs *fs)
 {
 	registry_free(fs->registry);
 	heap_agents_free(fs->heap);
+	turns_free(fs->turns);
 	kallsyms_free(fs->ksyms);
 	dso_cache_free(fs->dsos);
 	errlog_free(fs->errors);

@@ -57,6 +57,7 @@ struct proffs {
 	struct proffs_opts opts;
 	struct dso_cache *dsos;
 	struct kallsyms *ksyms;
+	struct turns *turns;		/* whose turn to ptrace a target */
 	struct heap_agents *heap;
 	struct nodes *nodes;
 	struct registry *registry;

@@ -467,6 +467,7 @@ static void *session_main(void *arg)
 		.id = s->id, .pid = s->key.pid, .uid = s->key.uid,
 		.req = &s->req,
 		.stop = &s->stop, .dsos = r->o.dsos, .heap = r->o.heap,
+		.turns = r->o.turns,
 		.ksyms = r->o.ksyms,
 		.max_stacks = r->o.max_stacks, .offcpu = r->o.offcpu,
 		.rec = r->o.rec ? *r->o.rec : NULL,

@@ -41,6 +41,7 @@ struct registry_opts {
 	unsigned cache_ms;	/* how long a finished result stays */
 	unsigned max_stacks;	/* distinct stacks per session (memory) */
 	struct dso_cache *dsos;	/* borrowed */
+	struct turns *turns;	/* borrowed */
 	struct heap_agents *heap;	/* borrowed */
 	struct kallsyms *ksyms;		/* borrowed */
 	enum offcpu_method offcpu;	/* for wall, block and mutex */

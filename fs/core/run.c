@@ -188,7 +188,7 @@ int run_threads(const struct run_ctx *c, struct profile **out,
 		struct run_result *r)
 {
 	struct threads_opts o = { .pid = c->pid, .cache = c->dsos,
-				  .kernel = c->req->kernel };
+				  .turns = c->turns, .kernel = c->req->kernel };
 	struct threads_stats st;
 	int ret;
 

@@ -33,6 +33,7 @@ struct run_ctx {
 	const struct proffs_request *req;	/* kind, window, hz, rate */
 	const _Atomic bool *stop;
 	struct dso_cache *dsos;
+	struct turns *turns;		/* whose turn to ptrace a target */
 	struct heap_agents *heap;
 	struct kallsyms *ksyms;		/* names kernel frames */
 	unsigned max_stacks;

@@ -389,7 +389,8 @@ static int load_or_arm(struct agent *ag, bool arm_only, bool *armed_now)
 {
 	struct heap_agents *a = ag->a;
 	struct heap_load_opts lo = {
-		.pid = ag->pid, .maps = ag->maps, .agent = a->agent,
+		.pid = ag->pid, .maps = ag->maps, .turns = a->o.turns,
+		.agent = a->agent,
 		.agent_len = a->agent_len, .arm_only = arm_only,
 		.setup = configure, .why_not = agent_why_not, .arg = ag,
 	};

@@ -57,6 +57,7 @@ enum heap_method {
 
 struct heap_agents_opts {
 	struct dso_cache *cache;	/* shared with other sessions */
+	struct turns *turns;		/* the daemon's, or NULL (turns.h) */
 	const char *agent_path;		/* libproffs-heap.so; copied */
 	unsigned idle_s;		/* lease kept after the last session */
 	uint32_t max_stacks;		/* buckets per process (memory) */

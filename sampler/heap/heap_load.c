@@ -246,7 +246,8 @@ static int run(struct injector *in, void *arg)
 
 int heap_load(const struct heap_load_opts *o, struct inject_stats *st)
 {
-	struct inject_opts io = { .pid = o->pid, .maps = o->maps };
+	struct inject_opts io = { .pid = o->pid, .maps = o->maps,
+				  .turns = o->turns };
 	struct run_ctx c = { .o = o };
 	int ret;
 

@@ -34,6 +34,7 @@ struct proc_maps;
 struct heap_load_opts {
 	pid_t pid;
 	struct proc_maps *maps;		/* borrowed */
+	struct turns *turns;		/* the daemon's, or NULL (turns.h) */
 	const void *agent;		/* the agent file's bytes */
 	size_t agent_len;
 	bool arm_only;			/* the agent is there: arm it */

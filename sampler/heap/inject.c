@@ -27,6 +27,7 @@
 #include "sampler/proc.h"
 #include "sampler/heap/safepoint.h"
 #include "sampler/tracee.h"
+#include "sampler/turns.h"
 #include "sampler/unwind/unwind.h"
 
 #define STACK_MAX (64 * 1024)
@@ -779,6 +780,25 @@ static void *tracer_main(void *arg)
 	return NULL;
 }
 
+/* The daemon's dumps take the target's turn as the load does (turns.h),
+ * but a dump's tracer thread is joined before the kernel has let go of
+ * the threads it never saw stop: a tracer of ours is waited for. */
+static int wait_own_tracer(pid_t pid)
+{
+	pid_t tracer;
+	int ret;
+
+	ret = tracee_await_own_tracer(pid, ".", &tracer);
+	if (ret)
+		return ret == -ENOENT ? -ESRCH : ret;
+	if (tracer) {
+		pr_info("inject: pid %d is traced by %d", (int)pid,
+			(int)tracer);
+		return -EBUSY;
+	}
+	return 0;
+}
+
 int inject_run(const struct inject_opts *o, inject_fn fn, void *arg,
 	       struct inject_stats *st)
 {
@@ -788,16 +808,16 @@ int inject_run(const struct inject_opts *o, inject_fn fn, void *arg,
 		.max_rounds = o->max_rounds ? o->max_rounds : DEFAULT_ROUNDS,
 		.restorer = o->restorer,
 	};
-	pid_t tracer;
 	pthread_t th;
 	int ret;
 
 	memset(st, 0, sizeof(*st));
-	ret = tracee_tracer_of(o->pid, ".", &tracer);
+	ret = turns_take(o->turns, o->pid, TRACEE_OWN_WAIT_MS);
 	if (ret)
-		return ret == -ENOENT ? -ESRCH : ret;
-	if (tracer)
-		return -EBUSY;
+		return ret;
+	ret = wait_own_tracer(o->pid);
+	if (ret)
+		goto out;
 	in.stack = malloc(STACK_MAX);
 	ret = in.stack ? unwinder_new(o->maps, &in.unw) : -ENOMEM;
 	if (!ret)
@@ -812,5 +832,7 @@ int inject_run(const struct inject_opts *o, inject_fn fn, void *arg,
 	unwinder_free(in.unw);
 	free(in.stack);
 	free(in.t);
+out:
+	turns_give(o->turns, o->pid);
 	return ret;
 }

@@ -61,6 +61,7 @@ struct inject_opts {
 	struct proc_maps *maps;	/* borrowed; reloaded as needed */
 	unsigned max_rounds;	/* 0: the default, 200 */
 	uint64_t restorer;	/* inject_find_restorer()'s, or 0 */
+	struct turns *turns;	/* the daemon's, or NULL (turns.h) */
 };
 
 /* What a call's system calls said. */

@@ -794,10 +794,18 @@ int profile_copy_dropping_labels(const struct profile *src,
 				 const char *const *drop,
 				 struct profile **out)
 {
-	struct pf_label labels[16];
+	struct pf_label *labels;
 	struct profile *p;
+	uint32_t most = 1;
 	int ret;
 
+	/* every label kept: a goroutine's pprof labels are up to 64 */
+	for (size_t i = 0; i < profile_nsamples(src); i++)
+		if (profile_sample(src, i)->nlabels > most)
+			most = profile_sample(src, i)->nlabels;
+	labels = malloc(most * sizeof(*labels));
+	if (!labels)
+		return -ENOMEM;
 	ret = profile_new(&p);
 	if (!ret)
 		ret = copy_tables(src, p);
@@ -807,12 +815,13 @@ int profile_copy_dropping_labels(const struct profile *src,
 		const struct pf_sample *s = profile_sample(src, i);
 		uint32_t n = 0;
 
-		for (uint32_t k = 0; k < s->nlabels && n < 16; k++)
+		for (uint32_t k = 0; k < s->nlabels; k++)
 			if (!key_dropped(src, s->labels[k].key, drop))
 				labels[n++] = s->labels[k];
 		ret = profile_add_sample(p, s->loc_ids, s->nlocs, labels, n,
 					 s->values);
 	}
+	free(labels);
 	if (ret) {
 		profile_free(p);
 		return ret;

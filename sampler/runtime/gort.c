@@ -16,6 +16,7 @@
 #include "sampler/bytes.h"
 #include "sampler/log.h"
 #include "sampler/proc.h"
+#include "sampler/runtime/golabels.h"
 #include "sampler/runtime/gort.h"
 #include "sampler/unwind/dso.h"
 #include "sampler/unwind/gopclntab.h"
@@ -33,6 +34,8 @@ struct g_layout {
 				 * "DWARF" */
 	unsigned stack_lo, stack_hi, m, sched_sp, sched_pc, sched_bp;
 	unsigned status, goid, waitsince, waitreason, lockedm, gopc, startpc;
+	unsigned labels;	/* g.labels, 0: not read */
+	struct golabels_layout map;	/* of the labelMap it points at */
 	unsigned size;		/* bytes read: past the last one used */
 	unsigned m_procid;
 	uint8_t wrapper;	/* funcID_wrapper: frames Go's traceback hides */
@@ -58,7 +61,7 @@ static const struct g_layout layouts[] = {
 	  .sched_sp = 56, .sched_pc = 64, .sched_bp = 104, .status = 144,
 	  .goid = 152, .waitsince = 168, .waitreason = 176, .lockedm = 232,
 	  .gopc = 296,
-	  .startpc = 312, .size = 320, .m_procid = 72,
+	  .startpc = 312, .labels = 360, .size = 368, .m_procid = 72,
 	  .wrapper = 21,
 	  .reasons = reasons_119,
 	  .nreasons = sizeof(reasons_119) / sizeof(reasons_119[0]) },
@@ -117,6 +120,41 @@ static bool dwarf_layout(struct dso *d, struct g_layout *l)
 	l->m_procid = (unsigned)procid;
 	l->version = "DWARF";
 	return true;
+}
+
+/* Whether version's runtime/pprof.labelMap is a map[string]string:
+ * from Go 1.9 (labels came) to 1.20 (1.21 made it a slice). */
+static bool labels_are_map(const char *version)
+{
+	unsigned minor;
+	char c;
+
+	return sscanf(version, "go1.%u%c", &minor, &c) >= 1 && minor >= 9 &&
+	       minor <= 20;
+}
+
+/* Where g.labels is and how its map is laid out, into l: from the DWARF
+ * where it says, else from the table t of the version (or none: labels
+ * 0). */
+static void labels_layout(struct dso *d, const char *version,
+			  const struct g_layout *t, struct g_layout *l)
+{
+	static const char *const member[] = { "labels" };
+	long off;
+
+	l->labels = 0;
+	if (!labels_are_map(version))
+		return;
+	if (!dso_struct_offsets(d, "runtime", "runtime.g", member, &off, 1) &&
+	    off > 0 && off <= 4096 &&
+	    !golabels_layout_dwarf(d, &l->map)) {
+		l->labels = (unsigned)off;
+	} else if (t && t->labels) {
+		l->labels = t->labels;
+		golabels_layout_119(&l->map);
+	}
+	if (l->labels + 8 > l->size)
+		l->size = l->labels + 8;
 }
 
 /* Go's waitReasonStrings, read from the program where its symbol table
@@ -197,13 +235,29 @@ static bool looks_like_g1(struct reader *r, uint64_t g)
 	       (ld_u32(r->buf, l->status) & ~SCAN_BIT) <= GORT_PREEMPTED;
 }
 
+/* The slice header {array, len, cap} at hdr (an address of the
+ * process), if it is allgs': its array's first g is goroutine 1. */
+static bool allgs_at(struct reader *r, const uint64_t hdr[3], uint64_t *array,
+		     uint64_t *len)
+{
+	uint64_t a = hdr[0], cnt = hdr[1], c = hdr[2], g;
+
+	if (!a || a & 7 || !cnt || cnt > c || c > GORT_MAX_G ||
+	    proc_mem_read(r->pid, a, &g, sizeof(g)) || !looks_like_g1(r, g))
+		return false;
+	*array = a;
+	*len = cnt;
+	return true;
+}
+
 /*
  * A stripped program: the slice header {array, len, cap} in .bss whose
  * array's first g is goroutine 1. allgs is the runtime's only slice of
- * g's in .bss that starts there (allm and allp hold m's and p's).
+ * g's in .bss that starts there (allm and allp hold m's and p's). Its
+ * ELF address into *at.
  */
 static int search_allgs(struct reader *r, struct map_entry *e,
-			uint64_t *array, uint64_t *len)
+			uint64_t *array, uint64_t *len, uint64_t *at_va)
 {
 	uint64_t vaddr, size, *bss;
 	size_t got = 0, n;
@@ -224,15 +278,9 @@ static int search_allgs(struct reader *r, struct map_entry *e,
 		got += n;
 		for (size_t i = 0; i + 3 <= n / 8 && i < BSS_CHUNK / 8 && ret;
 		     i++) {
-			uint64_t a = bss[i], cnt = bss[i + 1], c = bss[i + 2];
-			uint64_t g;
-
-			if (!a || a & 7 || !cnt || cnt > c || c > GORT_MAX_G ||
-			    proc_mem_read(r->pid, a, &g, sizeof(g)) ||
-			    !looks_like_g1(r, g))
+			if (!allgs_at(r, &bss[i], array, len))
 				continue;
-			*array = a;
-			*len = cnt;
+			*at_va = vaddr + at + 8 * i;
 			ret = 0;
 		}
 		if (n < BSS_CHUNK)
@@ -244,16 +292,44 @@ static int search_allgs(struct reader *r, struct map_entry *e,
 	return ret;
 }
 
+/* What the dso keeps of a stripped program (dso_memo_get()): where its
+ * allgs is, found by search_allgs() once for every process of it. */
+struct allgs_memo {
+	uint64_t vaddr;		/* of the slice header */
+};
+
+/* A stripped program's allgs: where an earlier read of the same
+ * program found it, else searched for (and kept for the next). */
+static int stripped_allgs(struct reader *r, struct map_entry *e,
+			  struct gort_stats *st, uint64_t *array,
+			  uint64_t *len)
+{
+	struct allgs_memo m;
+	uint64_t hdr[3];
+	int ret;
+
+	st->stripped = true;
+	if (!dso_memo_get(e->dso, DSO_MEMO_GO_ALLGS, &m, sizeof(m)) &&
+	    !proc_mem_read(r->pid, m.vaddr + r->bias, hdr, sizeof(hdr)) &&
+	    allgs_at(r, hdr, array, len)) {
+		st->remembered = true;
+		return 0;
+	}
+	st->searched = true;
+	ret = search_allgs(r, e, array, len, &m.vaddr);
+	if (!ret)
+		dso_memo_put(e->dso, DSO_MEMO_GO_ALLGS, &m, sizeof(m));
+	return ret;
+}
+
 /* allgs' array and length, from the symbol table or by search. */
 static int find_allgs(struct reader *r, struct map_entry *e,
 		      struct gort_stats *st, uint64_t *array, uint64_t *len)
 {
 	uint64_t va, size, hdr[3], glen;
 
-	if (dso_object_vaddr(e->dso, "runtime.allgs", &va, &size)) {
-		st->stripped = true;
-		return search_allgs(r, e, array, len);
-	}
+	if (dso_object_vaddr(e->dso, "runtime.allgs", &va, &size))
+		return stripped_allgs(r, e, st, array, len);
 	if (proc_mem_read(r->pid, va + r->bias, hdr, sizeof(hdr)))
 		return -ESRCH;
 	*array = hdr[0];
@@ -300,6 +376,7 @@ static int read_g(struct reader *r, uint64_t addr, struct gort_g *g)
 	g->bp = ld_u64(b, l->sched_bp);
 	g->locked = ld_u64(b, l->lockedm) != 0;
 	g->gopc = ld_u64(b, l->gopc);
+	g->labels = l->labels ? ld_u64(b, l->labels) : 0;
 	if (g->goid <= 0 || !g->stack_lo || g->stack_lo >= g->stack_hi ||
 	    g->stack_hi - g->stack_lo > STACK_SIZE_MAX)
 		return -1;
@@ -341,6 +418,7 @@ static int find_layout(struct gort *c, pid_t pid, struct map_entry *e,
 	} else {
 		return -EPROTONOSUPPORT;
 	}
+	labels_layout(e->dso, st->version, t, &c->l);
 	read_reasons(c, pid, e);
 	return 0;
 }
@@ -435,7 +513,18 @@ bool gort_unchanged(pid_t pid, const struct gort_g *g)
 	       (int64_t)ld_u64(b, l->goid) == g->goid &&
 	       ld_u64(b, l->sched_sp) == g->sp &&
 	       ld_u64(b, l->sched_pc) == g->pc &&
-	       ld_u64(b, l->sched_bp) == g->bp;
+	       ld_u64(b, l->sched_bp) == g->bp &&
+	       (!l->labels || ld_u64(b, l->labels) == g->labels);
+}
+
+int gort_labels(pid_t pid, const struct gort_g *g, struct golabels **out)
+{
+	const struct g_layout *l = g->layout;
+
+	*out = NULL;
+	if (!l->labels)
+		return -ENOENT;
+	return golabels_read(pid, &l->map, g->labels, out);
 }
 
 const char *gort_status(const struct gort_g *g)

@@ -11,13 +11,17 @@
  *
  * Where allgs is: the symbol table (runtime.allgs); a program built with
  * -ldflags='-s -w' has none, and its .bss is searched for the slice
- * header whose first g is goroutine 1 with a sane stack.
+ * header whose first g is goroutine 1 with a sane stack, once per
+ * program: where it was found is kept with the program's dso, and a
+ * later read (of any process of it) looks there first.
  *
  * runtime.g's layout comes from the program's DWARF where it has one
  * (any Go version), else from a table per version (Go 1.19, Debian's,
  * read from the DWARF of a program it built), by the version in
  * .go.buildinfo; another version without DWARF gives -EPROTONOSUPPORT
- * and the caller says so. The wait reasons are Go's own strings, read
+ * and the caller says so. g.labels (a goroutine's pprof labels) and
+ * its map's layout come the same way, for the versions whose labelMap
+ * is a map (1.9 to 1.20). The wait reasons are Go's own strings, read
  * from the program (runtime.waitReasonStrings) where its symbol table
  * has them, else the table's.
  *
@@ -61,6 +65,7 @@ struct gort_g {
 	bool system;		/* the runtime's own (Go hides it) */
 	bool locked;		/* locked to its thread */
 	uint64_t gopc;		/* the go statement that started it */
+	uint64_t labels;	/* g.labels: its *labelMap, 0: none */
 	const void *layout;	/* in the struct gort of its read */
 };
 
@@ -69,7 +74,12 @@ struct gort_stats {
 	unsigned dropped;	/* inconsistent when read (racing) */
 	unsigned dead;		/* dead or idle: not goroutines */
 	unsigned unread;	/* past max: not read */
-	bool stripped;		/* allgs found by a search of .bss */
+	unsigned labels_bad;	/* label maps not read consistently (set
+				 * by the caller of gort_labels()) */
+	bool stripped;		/* allgs found in .bss, not by name */
+	bool searched;		/* ... by a search of it, this time */
+	bool remembered;	/* ... where an earlier read found it (the
+				 * dso keeps it: dso_memo_get()) */
 	bool dwarf;		/* the layout read from the DWARF */
 	char version[32];	/* "go1.19.8" */
 };
@@ -92,6 +102,16 @@ void gort_free(struct gort *c);
  * meanwhile is dropped rather than shown with a torn stack.
  */
 bool gort_unchanged(pid_t pid, const struct gort_g *g);
+
+/*
+ * g's pprof labels (runtime/pprof.Do, SetGoroutineLabels), read from its
+ * labelMap as golabels.h says: *out NULL when it has none. 0; -ENOENT
+ * (the program's labelMap is not known to proffs: a version after 1.20,
+ * or before 1.9), or what golabels_read() returns (-EINVAL: it could not
+ * be read consistently). Free *out with golabels_free().
+ */
+struct golabels;
+int gort_labels(pid_t pid, const struct gort_g *g, struct golabels **out);
 
 /* Whether pc, in the program, is in code the compiler made (the closure
  * a "go f(x)" statement runs, method wrappers): frames Go's traceback

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* javamethod.c - a HotSpot Method's name through the JVM's own tables. */
 #include <errno.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +12,6 @@
 #include "sampler/unwind/maps.h"
 
 #define MAX_ENTRIES 20000	/* of the tables: HotSpot 17 has ~3000 */
-#define KNOWN_JVMS 8		/* libjvm.so builds whose layout is kept */
 
 enum field {
 	F_CONST_METHOD, F_CONSTANTS, F_NAME_INDEX, F_POOL_HOLDER,
@@ -90,63 +88,47 @@ struct javamethod {
 
 /*
  * The offsets are constants of a libjvm.so build: found once per build
- * (by its GNU build-id) in the daemon, not once per session, since
- * finding them costs thousands of reads of the target and a scan of
- * libjvm's symbols (milliseconds, as much as a few thousand samples).
+ * in the daemon, not once per session, since finding them costs
+ * thousands of reads of the target and a scan of libjvm's symbols
+ * (milliseconds, as much as a few thousand samples). They are kept with
+ * libjvm.so's dso (dso_memo_get()), which the cache shares between the
+ * processes that map the same file, for as long as it keeps the object.
  */
-static struct {
-	char build_id[64];	/* "" = free */
+struct jvm_memo {
 	uint64_t off[F__COUNT];
 	uint64_t pool_size, cm_size, has_lines, nm_size, pc_size;
 	bool lines, scopes, interp;
-} known[KNOWN_JVMS];
-static unsigned known_next;
-static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
+};
 
-static bool known_get(struct javamethod *m, const char *id)
+static bool known_get(struct javamethod *m, struct dso *d)
 {
-	bool hit = false;
+	struct jvm_memo k;
 
-	if (!id || !id[0] || strlen(id) >= sizeof(known[0].build_id))
+	if (dso_memo_get(d, DSO_MEMO_JVM_LAYOUT, &k, sizeof(k)))
 		return false;
-	pthread_mutex_lock(&known_lock);
-	for (unsigned i = 0; i < KNOWN_JVMS && !hit; i++) {
-		if (strcmp(known[i].build_id, id))
-			continue;
-		memcpy(m->off, known[i].off, sizeof(m->off));
-		m->pool_size = known[i].pool_size;
-		m->cm_size = known[i].cm_size;
-		m->has_lines = known[i].has_lines;
-		m->nm_size = known[i].nm_size;
-		m->pc_size = known[i].pc_size;
-		m->lines = known[i].lines;
-		m->scopes = known[i].scopes;
-		m->interp = known[i].interp;
-		hit = true;
-	}
-	pthread_mutex_unlock(&known_lock);
-	return hit;
+	memcpy(m->off, k.off, sizeof(m->off));
+	m->pool_size = k.pool_size;
+	m->cm_size = k.cm_size;
+	m->has_lines = k.has_lines;
+	m->nm_size = k.nm_size;
+	m->pc_size = k.pc_size;
+	m->lines = k.lines;
+	m->scopes = k.scopes;
+	m->interp = k.interp;
+	return true;
 }
 
-static void known_put(const struct javamethod *m, const char *id)
+static void known_put(const struct javamethod *m, struct dso *d)
 {
-	unsigned i;
+	struct jvm_memo k = {
+		.pool_size = m->pool_size, .cm_size = m->cm_size,
+		.has_lines = m->has_lines, .nm_size = m->nm_size,
+		.pc_size = m->pc_size, .lines = m->lines,
+		.scopes = m->scopes, .interp = m->interp,
+	};
 
-	if (!id || !id[0] || strlen(id) >= sizeof(known[0].build_id))
-		return;
-	pthread_mutex_lock(&known_lock);
-	i = known_next++ % KNOWN_JVMS;
-	strcpy(known[i].build_id, id);
-	memcpy(known[i].off, m->off, sizeof(m->off));
-	known[i].pool_size = m->pool_size;
-	known[i].cm_size = m->cm_size;
-	known[i].has_lines = m->has_lines;
-	known[i].nm_size = m->nm_size;
-	known[i].pc_size = m->pc_size;
-	known[i].lines = m->lines;
-	known[i].scopes = m->scopes;
-	known[i].interp = m->interp;
-	pthread_mutex_unlock(&known_lock);
+	memcpy(k.off, m->off, sizeof(k.off));
+	dso_memo_put(d, DSO_MEMO_JVM_LAYOUT, &k, sizeof(k));
 }
 
 int javamethod_new(struct proc_maps *maps, struct javamethod **out)
@@ -400,7 +382,7 @@ static int ready(struct javamethod *m)
 	if (!m->tried) {
 		m->tried = true;
 		e = libjvm(m);
-		if (e && known_get(m, dso_build_id(e->dso))) {
+		if (e && known_get(m, e->dso)) {
 			m->ready = true;
 		} else {
 			m->ready = e && !read_structs(m, e) &&
@@ -410,7 +392,7 @@ static int ready(struct javamethod *m)
 			if (!m->lines)
 				m->scopes = false;
 			if (m->ready)
-				known_put(m, dso_build_id(e->dso));
+				known_put(m, e->dso);
 		}
 	}
 	return m->ready ? 0 : -ENOENT;

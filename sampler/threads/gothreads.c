@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "sampler/clock.h"
+#include "sampler/log.h"
 #include "sampler/model/profile.h"
 #include "sampler/proc.h"
 #include "sampler/runtime/gort.h"
@@ -66,6 +67,19 @@ static void elide_wrappers(struct dump *d, const struct gort_g *g,
 	*n = k;
 }
 
+/* Goroutine r's pprof labels into r->labels (NULL: none); those that
+ * cannot be read consistently are counted and left out. */
+static void read_labels(struct dump *d, struct gorec *r)
+{
+	int ret = gort_labels(d->pid, &r->g, &r->labels);
+
+	if (ret && ret != -ENOENT) {
+		d->gst.labels_bad++;
+		pr_debug("gothreads: %d: goroutine %" PRId64 "'s labels not "
+			 "read: %s", (int)d->pid, r->g.goid, strerror(-ret));
+	}
+}
+
 int gothreads_read(struct dump *d)
 {
 	struct gort_g *gs;
@@ -92,6 +106,7 @@ int gothreads_read(struct dump *d)
 		}
 		r->g = gs[i];
 		r->thread = -1;
+		read_labels(d, r);
 		if (gs[i].status == GORT_RUNNING ||
 		    gs[i].status == GORT_SYSCALL) {
 			r->thread = thread_of(d, gs[i].tid);
@@ -105,6 +120,8 @@ int gothreads_read(struct dump *d)
 			}
 		} else if (!unwind_parked(d, r)) {
 			d->gst.dropped++;
+			golabels_free(r->labels);
+			r->labels = NULL;
 			continue;
 		} else {
 			elide_wrappers(d, &r->g, r->pcs, &r->npcs);
@@ -150,6 +167,13 @@ int gothreads_labels(const struct dump *d, int gi, struct profile *p,
 	go_values(r, id, mins);
 	*state = gort_status(&r->g);
 	ret = add_label(p, keys[GK_GOROUTINE], id, labels, n);
+	for (size_t i = 0; !ret && r->labels && i < r->labels->n; i++) {
+		int64_t key = profile_intern(p, r->labels->kv[i].key);
+
+		ret = key < 0 ? -ENOMEM : add_label(p, key,
+						    r->labels->kv[i].value,
+						    labels, n);
+	}
 	if (!ret && mins[0])
 		ret = add_label(p, keys[GK_WAIT], mins, labels, n);
 	if (!ret && r->g.locked)
@@ -166,7 +190,7 @@ static int add_parked(struct dump *d, struct profile *p, const int64_t *keys,
 {
 	uint64_t locs[MAX_FRAMES + RUNTIME_FRAMES];
 	struct gorec *r = &d->gor[gi];
-	struct pf_label labels[GK__COUNT];
+	struct pf_label labels[GK_LABELS_MAX];
 	struct pf_line line = { 0 };
 	const char *state = NULL;
 	int64_t one = 1;
@@ -209,11 +233,23 @@ int gothreads_add(struct dump *d, struct profile *p, const int64_t *keys)
 
 int gothreads_comment(struct dump *d, struct profile *p)
 {
-	char text[384], more[64] = "";
+	char text[512], more[128] = "";
+	const char *how = "";
+
+	size_t k = 0;
 
 	if (d->gst.unread)
-		snprintf(more, sizeof(more), "; %u past the first %u not read",
-			 d->gst.unread, MAX_GOROUTINES);
+		k = (size_t)snprintf(more, sizeof(more), "; %u past the first "
+				     "%u not read", d->gst.unread,
+				     MAX_GOROUTINES);
+	if (d->gst.labels_bad && k < sizeof(more))
+		snprintf(more + k, sizeof(more) - k, "; the pprof labels of %u "
+			 "not read (changed while read)", d->gst.labels_bad);
+	/* whether .bss was searched (once per program: gort.h) */
+	if (d->gst.searched)
+		how = "; .bss searched for runtime.allgs";
+	else if (d->gst.remembered)
+		how = "; runtime.allgs where an earlier read found it";
 	if (d->gret == -ENOENT && !d->gst.version[0])
 		return 0;	/* not a Go program */
 	if (d->gret == -EPROTONOSUPPORT)
@@ -229,15 +265,17 @@ int gothreads_comment(struct dump *d, struct profile *p)
 		snprintf(text, sizeof(text), "goroutines: %zu of %s read "
 			 "from runtime.allgs%s%s without stopping the world; "
 			 "%u runtime goroutines not shown; %u dropped "
-			 "(changed while read)%s", d->ngor, d->gst.version,
+			 "(changed while read)%s%s", d->ngor, d->gst.version,
 			 d->gst.stripped ? " (found in .bss: stripped)" : "",
 			 d->gst.dwarf ? " (layout from DWARF)" : "",
-			 d->ghidden, d->gst.dropped, more);
+			 d->ghidden, d->gst.dropped, more, how);
 	return profile_add_comment(p, text);
 }
 
 void gothreads_free(struct dump *d)
 {
+	for (size_t i = 0; d->gor && i < d->ngor; i++)
+		golabels_free(d->gor[i].labels);
 	free(d->gor);
 	gort_free(d->gctx);
 	d->gor = NULL;

@@ -36,6 +36,7 @@
 #include "sampler/threads/threads.h"
 #include "sampler/threads/threads_i.h"
 #include "sampler/tracee.h"
+#include "sampler/turns.h"
 #include "sampler/unwind/unwind.h"
 
 static const struct {
@@ -241,26 +242,6 @@ static void sweep_late(struct dump *d)
 	}
 }
 
-/* Whether tid is a thread of this daemon. */
-static bool own_thread(pid_t tid)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
-	return !access(path, F_OK);
-}
-
-/* Whether thread tid of pid is traced by one of this daemon's threads. */
-static bool own_tracer(pid_t pid, pid_t tid)
-{
-	char what[32];
-	pid_t tracer;
-
-	snprintf(what, sizeof(what), "task/%d", (int)tid);
-	return !tracee_tracer_of(pid, what, &tracer) && tracer &&
-	       own_thread(tracer);
-}
-
 /* Seize, interrupt and, if it stops soon, read one thread: 0, or -errno;
  * -EINPROGRESS when the daemon's own heap agent loader holds it (began
  * after check_target() looked). */
@@ -277,7 +258,7 @@ static int grab(struct dump *d, struct thread_rec *t)
 				       -errno;
 		if (ret == -ESRCH)
 			goto gone;	/* exited, or exiting */
-		if (ret == -EBUSY && own_tracer(d->pid, t->tid))
+		if (ret == -EBUSY && tracee_held_by_own(d->pid, t->tid))
 			ret = -EINPROGRESS;	/* our agent loader: wait */
 		return ret;
 	}
@@ -417,7 +398,7 @@ static int add_thread(struct dump *d, struct profile *p, struct kframes *kf,
 {
 	uint64_t locs[MAX_KFRAMES + MAX_FRAMES + RUNTIME_FRAMES];
 	struct symbolizer *sym = d->sc.sym;
-	struct pf_label labels[GK__COUNT];
+	struct pf_label labels[GK_LABELS_MAX];
 	char tid[16], sysname[32];
 	const char *vals[4] = { tid, t->name, state_name(t->state), sysname };
 	const char *rt_name;
@@ -547,15 +528,8 @@ static int load_tasks(struct dump *d)
 	return 0;
 }
 
-/* A tracer that is one of the daemon's own threads (a heap agent being
- * loaded: a few hundred ms on a busy machine, but the loader waits up to
- * 10 s for its call into the target to come back, inject_i.h) is waited
- * for this long before the dump is refused. */
-#define OWN_TRACER_WAIT_MS 12000
-
 static int check_target(pid_t pid)
 {
-	uint64_t until = now_ns() + OWN_TRACER_WAIT_MS * 1000000ull;
 	pid_t tracer;
 	int ret;
 
@@ -563,11 +537,7 @@ static int check_target(pid_t pid)
 		return -EINVAL;
 	if (pid == getpid())
 		return -EPERM;	/* no process may trace its own threads */
-	ret = tracee_tracer_of(pid, ".", &tracer);
-	while (!ret && tracer && now_ns() < until && own_thread(tracer)) {
-		usleep(5000);
-		ret = tracee_tracer_of(pid, ".", &tracer);
-	}
+	ret = tracee_await_own_tracer(pid, ".", &tracer);
 	if (ret)
 		return ret;
 	if (tracer) {
@@ -638,7 +608,12 @@ int threads_profile(const struct threads_opts *o, struct profile **out,
 		goto out_profile;
 	d.stack = malloc(STACK_MAX);
 	d.kbuf = o->kernel ? malloc(KSTACK_MAX) : NULL;
-	ret = d.stack ? dump_tasks(&d) : -ENOMEM;
+	ret = d.stack ? turns_take(o->turns, o->pid, TRACEE_OWN_WAIT_MS) :
+			-ENOMEM;
+	if (!ret) {
+		ret = dump_tasks(&d);
+		turns_give(o->turns, o->pid);
+	}
 	/* a JVM's own view, once every thread runs again */
 	if (!ret)
 		ret = symbolizer_dump(d.sc.sym);

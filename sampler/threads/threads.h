@@ -82,6 +82,7 @@ struct kallsyms;
 struct threads_opts {
 	pid_t pid;
 	struct dso_cache *cache;	/* shared across sessions */
+	struct turns *turns;		/* the daemon's, or NULL (turns.h) */
 	bool kernel;			/* kernel frames where readable */
 	struct kallsyms *ksyms;		/* NULL, or the table that gives
 					 * kernel frames their addresses

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sampler/runtime/golabels.h"
 #include "sampler/runtime/gort.h"
 #include "sampler/threads/threads.h"
 #include "sampler/unwind/stackctx.h"
@@ -52,6 +53,7 @@ struct thread_rec {
 struct gorec {
 	struct gort_g g;
 	int thread;		/* in d->t, or -1 */
+	struct golabels *labels;	/* its pprof labels, or NULL */
 	int npcs;		/* 0 on a thread (its stack is the thread's) */
 	uint64_t pcs[MAX_FRAMES];
 };
@@ -85,12 +87,16 @@ int gothreads_read(struct dump *d);
 /* A thread dump's label keys, in this order in keys[]. */
 enum { GK_THREAD, GK_NAME, GK_STATE, GK_SYSCALL, GK_GOROUTINE, GK_WAIT,
        GK_CREATED_BY, GK_CREATED_AT, GK_LOCKED, GK__COUNT };
+/* The labels of one sample at most: these, and a goroutine's pprof
+ * labels (golabels.h). */
+#define GK_LABELS_MAX	(GK__COUNT + GOLABELS_MAX)
 
 /*
  * Goroutine gi's labels (gi < 0: none), appended at labels[*n]:
  * goroutine (its id), wait_minutes (when known and >= 1), created_by
  * and created_at (the go statement's function and file:line),
- * locked_to_thread ("true", runtime.LockOSThread()); *state is
+ * locked_to_thread ("true", runtime.LockOSThread()), then its pprof
+ * labels (runtime/pprof.Do's, under their own keys); *state is
  * set to Go's status for it ("chan receive", "running"). 0 or -ENOMEM.
  */
 struct pf_label;

@@ -194,6 +194,8 @@ static void dso_free(struct dso *d)
 	if (d->df_index)
 		d->df_drop(d->df_index);
 	free(d->df_data);
+	for (i = 0; i < DSO_MEMO__COUNT; i++)
+		free(d->memo[i]);
 	pthread_mutex_destroy(&d->lock);
 	free(d->pool);
 	free(d->syms);
@@ -635,6 +637,42 @@ int dso_read(const struct dso *d, uint64_t vaddr, void *buf, size_t len)
 const struct gopcln *dso_gopcln(const struct dso *d)
 {
 	return d->gopcln;
+}
+
+int dso_memo_get(struct dso *d, enum dso_memo_kind k, void *buf,
+		 size_t size)
+{
+	int ret = -ENOENT;
+
+	if ((unsigned)k >= DSO_MEMO__COUNT)
+		return -EINVAL;
+	pthread_mutex_lock(&d->lock);
+	if (d->memo[k] && d->memo_size[k] == size) {
+		memcpy(buf, d->memo[k], size);
+		ret = 0;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
+int dso_memo_put(struct dso *d, enum dso_memo_kind k, const void *buf,
+		 size_t size)
+{
+	void *copy;
+
+	if ((unsigned)k >= DSO_MEMO__COUNT || !size || size > DSO_MEMO_MAX)
+		return -EINVAL;
+	copy = malloc(size);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, buf, size);
+	pthread_mutex_lock(&d->lock);
+	free(d->memo[k]);
+	d->memo[k] = copy;
+	d->memo_size[k] = size;
+	dso_mem_update(d);
+	pthread_mutex_unlock(&d->lock);
+	return 0;
 }
 
 bool dso_is_go(const struct dso *d)

@@ -245,6 +245,26 @@ struct gopcln;
 const struct gopcln *dso_gopcln(const struct dso *d);
 
 /*
+ * What a runtime's reader learned of this object that holds for as long
+ * as the object does, kept with it so that the next process mapping it
+ * (or the next read of the same one) is spared the work: where a
+ * stripped Go program keeps runtime.allgs (found by a search of its
+ * .bss), the layout a libjvm.so exports (thousands of reads of the
+ * target). One blob per kind, copied in and out under the object's
+ * lock; the latest put wins.
+ *
+ * dso_memo_get(): 0 with buf filled; -ENOENT when none was put, or one
+ * of another size. dso_memo_put(): 0, -EINVAL (size 0 or over
+ * DSO_MEMO_MAX), -ENOMEM (the object unchanged).
+ */
+enum dso_memo_kind { DSO_MEMO_GO_ALLGS, DSO_MEMO_JVM_LAYOUT, DSO_MEMO__COUNT };
+#define DSO_MEMO_MAX	4096
+int dso_memo_get(struct dso *d, enum dso_memo_kind k, void *buf,
+		 size_t size);
+int dso_memo_put(struct dso *d, enum dso_memo_kind k, const void *buf,
+		 size_t size);
+
+/*
  * The ELF virtual address of the function called name (the name a user
  * would call it by: the default version, without "@..."), from the same
  * symbol tables dso_symbolize() uses. 0, or -ENOENT.

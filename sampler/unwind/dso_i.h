@@ -108,6 +108,8 @@ struct dso {
 	struct u64map cus_seen;	/* DWARF units libdw has loaded */
 	size_t ncus_seen;
 	uint64_t dw_lines;	/* line table rows libdw has loaded */
+	void *memo[DSO_MEMO__COUNT];	/* dso_memo_put()'s blobs */
+	size_t memo_size[DSO_MEMO__COUNT];
 };
 
 /* A string made here (absolute source path, unversioned symbol). */

@@ -102,6 +102,9 @@ static uint64_t heap_bytes(const struct dso *d)
 	if (d->syms_cap)
 		m += dso_alloc_bytes(d->syms_cap * sizeof(*d->syms));
 	m += d->cuix_bytes;
+	for (int k = 0; k < DSO_MEMO__COUNT; k++)
+		if (d->memo[k])
+			m += dso_alloc_bytes(d->memo_size[k]);
 	if (d->mod)
 		m += DW_MODULE + (uint64_t)cu_index_units(d->cus) * DW_UNIT +
 		     d->dw_lines * DW_LINE;

@@ -223,3 +223,31 @@ def test_goroutines_read_while_they_come_and_go(builds, tmp_path):
     finally:
         t.kill()
     print(f'{dropped} goroutines dropped over 10 dumps')
+
+
+def test_stripped_allgs_searched_once(proffs, builds, tmp_path):
+    """A stripped program's .bss is searched for runtime.allgs once: the
+    place is kept with the program's object, so the dump of a second
+    process of the same binary (same dso) reads allgs there, with no
+    search, and still gives the goroutines Go's own dump lists."""
+    name = 'goroutines-s'
+    ts = [util.Target(name, str(tmp_path / f'go{i}.dump'),
+                      path=builds[name]) for i in range(2)]
+    try:
+        texts = [proffs.read(t.pid, 'goroutine.txt?debug=2').decode()
+                 for t in ts]
+        theirs = parse_debug2(go_dump(ts[1], str(tmp_path / 'go1.dump')))
+    finally:
+        for t in ts:
+            t.kill()
+    comment = [re.search(r'^# goroutines: \d+ of .*$', t, re.M)
+               for t in texts]
+    assert all(comment), texts
+    assert comment[0][0].endswith('; .bss searched for runtime.allgs'), \
+        texts[0]
+    assert comment[1][0].endswith(
+        '; runtime.allgs where an earlier read found it'), texts[1]
+    ours = parse_debug2(texts[1])
+    assert set(ours) == set(theirs), (texts[1], theirs)
+    assert len([g for g in ours.values()
+                if 'main.waitHere' in mains(g[1])]) == 3, texts[1]

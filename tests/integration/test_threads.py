@@ -403,3 +403,44 @@ def test_dump_beside_a_heap_agent_being_loaded(proffs, target):
         th.join()
         t.kill()
     assert not refused, (refused, proffs.log_lines(r'traced by'))
+
+
+
+def test_heap_agent_loaded_beside_a_running_dump(proffs, target):
+    """The other turn of the test above: a heap read whose agent loader
+    meets a thread dump already running (a thousand threads, each held
+    a moment in turn) waits for it and loads, instead of EBUSY "traced
+    by"; fresh targets until the loader has met a dump (it says so:
+    it waited for the target's turn, turns.h)."""
+    refused, met = [], []
+    for i in range(6):
+        t = target('manythreads', 1000)
+        tid = max(int(x) for x in os.listdir(f'/proc/{t.pid}/task'))
+        wait_main_parked(t.pid, tid=tid)
+        dumps = []
+
+        def dump():
+            try:
+                dumps.append(proffs.read(t.pid, 'goroutine.txt').decode())
+            except OSError as e:
+                refused.append(('dump', i, e))
+        th = threading.Thread(target=dump)
+        th.start()
+        proffs.wait_log(rf'start: pid={t.pid} kind=goroutine')
+        time.sleep(0.01 * i)
+        try:
+            data = proffs.read(t.pid, 'heap_1s.pb.gz')
+            util.validate_pprof(save(data, f'heap-beside-dump-{i}.pb.gz'))
+        except OSError as e:
+            refused.append(('heap', i, e))
+        th.join()
+        assert dumps and dumps[0].startswith(
+            'threads profile: total 1001\n'), dumps
+        t.kill()
+        met = proffs.log_lines(rf'turns: pid {t.pid}: waited|'
+                               r'a thread dump of ours holds')
+        if met or refused:
+            break
+    assert not refused, (refused, proffs.log_lines(r'traced by|holds'))
+    # else this proves nothing about the turn
+    assert met, proffs.log_lines(r'session|inject')
