@@ -309,6 +309,70 @@ static void test_cache(void)
 	free(path);
 }
 
+/* Held while in use, let go once idle for the expiry time (name index
+ * too), then mapped again from the boot's cache, or read again from the
+ * file when there is none. */
+static void test_expiry(void)
+{
+	char dir[] = "/tmp/test-kallsyms-idle-XXXXXX", cmd[4200];
+	char *path = write_file(table);
+	struct kallsyms_stats st;
+	struct kallsyms *k;
+	uint64_t start, addr;
+
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+	MUST(kallsyms_new(path, &k));
+	MUST(kallsyms_set_cache_dir(k, dir));
+	kallsyms_stats(k, &st);
+	CHECK(!st.bytes && !st.holders && !st.expired &&
+	      st.idle_ms == KALLSYMS_IDLE_S * 1000ull, "fresh: %zu %u %llu",
+	      st.bytes, st.holders, (unsigned long long)st.expired);
+	CHECK(kallsyms_hold(k), "not held");
+	CHECK(!kallsyms_addr(k, "ksys_read", 9, &addr) &&
+	      addr == 0xffffffff81004800ull, "ksys_read");
+	kallsyms_set_idle(k, 0);
+	CHECK(!kallsyms_sweep(k), "let go while held");
+	kallsyms_stats(k, &st);
+	CHECK(st.symbols && st.bytes && st.holders == 1 && !st.expired,
+	      "held: %zu %zu %u", st.symbols, st.bytes, st.holders);
+	kallsyms_put(k);
+	kallsyms_set_idle(k, 3600 * 1000);
+	CHECK(!kallsyms_sweep(k), "let go before its expiry");
+	kallsyms_set_idle(k, 0);
+	kallsyms_stats(k, &st);	/* sweeps */
+	CHECK(!st.symbols && !st.bytes && !st.holders && st.expired == 1,
+	      "not let go: %zu %zu %u %llu", st.symbols, st.bytes,
+	      st.holders, (unsigned long long)st.expired);
+	CHECK(kallsyms_ready(k), "not ready once let go");
+	/* the file gone: mapped again from the cache */
+	unlink(path);
+	CHECK(kallsyms_hold(k), "not held again from the cache");
+	CHECK(!strcmp(name_at(k, 0xffffffff81003900ull, &start), "pipe_read"),
+	      "%s", name_at(k, 0xffffffff81003900ull, &start));
+	kallsyms_put(k);
+	CHECK(kallsyms_sweep(k), "not let go again");
+	kallsyms_free(k);
+	/* no cache: read from the file again; no file: not held */
+	free(path);
+	path = write_file(table);
+	MUST(kallsyms_new(path, &k));
+	kallsyms_set_idle(k, 0);
+	CHECK(kallsyms_hold(k), "not held without a cache");
+	kallsyms_put(k);
+	CHECK(kallsyms_sweep(k), "not let go without a cache");
+	CHECK(kallsyms_hold(k), "not read again");
+	CHECK(!strcmp(name_at(k, 0xffffffff81004001ull, &start), "vfs_read"),
+	      "%s", name_at(k, 0xffffffff81004001ull, &start));
+	kallsyms_put(k);
+	CHECK(kallsyms_sweep(k), "not let go");
+	unlink(path);
+	CHECK(!kallsyms_hold(k), "held without a file");
+	kallsyms_free(k);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK(!system(cmd), "rm");
+	free(path);
+}
+
 /* The machine's own table, when this reader may see it. */
 static void test_this_kernel(void)
 {
@@ -346,6 +410,7 @@ int main(void)
 	test_frames();
 	test_sched_functions();
 	test_cache();
+	test_expiry();
 	test_this_kernel();
 	return failures ? 1 : 0;
 }

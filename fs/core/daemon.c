@@ -251,7 +251,13 @@ int daemon_init(struct proffs *fs, enum heap_method method)
 		dso_cache_set_bytes(fs->dsos, fs->opts.dso_mem,
 				    DSO_CACHE_GRACE_MS);
 	if (!ret)
+		dso_cache_set_limits(fs->dsos, fs->opts.cache_idle_s * 1000ull,
+				     DSO_CACHE_MAX);
+	if (!ret)
 		ret = kallsyms_new(NULL, &fs->ksyms);
+	/* one expiry for what is kept between sessions (performance.md) */
+	if (!ret)
+		kallsyms_set_idle(fs->ksyms, fs->opts.cache_idle_s * 1000ull);
 	/* root's daemons of one boot share the parsed table (kallsyms_i.h) */
 	if (!ret && !geteuid())
 		ret = kallsyms_set_cache_dir(fs->ksyms, "/run/proffs");

@@ -46,6 +46,7 @@ struct proffs_opts {
 	uint64_t record_mem;		/* parsed, bytes */
 	char *dso_mem_str;		/* -o dso_mem=64M */
 	uint64_t dso_mem;		/* parsed, bytes */
+	unsigned cache_idle_s;		/* unused objects and kallsyms go */
 	char *nice_str;			/* -o nice=N */
 	int nice;			/* parsed: the serving threads' */
 	int foreground;

@@ -26,6 +26,7 @@
 #include "sampler/model/profile.h"
 #include "fs/core/registry.h"
 #include "fs/core/run.h"
+#include "sampler/unwind/kallsyms.h"
 
 enum waiter_state { W_NEW, W_QUEUED, W_DONE };
 
@@ -472,6 +473,10 @@ static void *session_main(void *arg)
 		.rec = r->o.rec ? *r->o.rec : NULL,
 	};
 
+	/* the kernel's table goes once idle, as the DSO cache's objects do
+	 * at their next look-up (kallsyms.h) */
+	if (r->o.ksyms)
+		kallsyms_sweep(r->o.ksyms);
 	ret = dispatch_run(&rc, &prof, &out);
 	finish(s, ret, prof, &out);
 	pthread_mutex_lock(&r->lock);

@@ -69,7 +69,7 @@ struct snapshot {
 	bool has_http;
 	uint64_t uptime_s;
 	struct dso_cache_stats dsos;
-	size_t ksyms, ksyms_bytes;
+	struct kallsyms_stats ksyms;
 	bool has_rec;
 	struct record_stats rec;
 	unsigned long long cpu_user_us, cpu_system_us, rss_kb;
@@ -117,7 +117,7 @@ static int take(const struct status_src *src, struct snapshot **out)
 	if (src->dsos)
 		dso_cache_stats(src->dsos, &s->dsos);
 	if (src->ksyms)
-		kallsyms_size(src->ksyms, &s->ksyms, &s->ksyms_bytes);
+		kallsyms_stats(src->ksyms, &s->ksyms);
 	s->has_rec = src->rec != NULL;
 	if (src->rec)
 		record_get_stats(src->rec, &s->rec);
@@ -210,14 +210,19 @@ static void write_text(FILE *f, const struct snapshot *s)
 		"dso_cache_bytes: %llu\ndso_cache_in_use_bytes: %llu\n"
 		"dso_cache_max_bytes: %llu\n"
 		"kallsyms_symbols: %zu\nkallsyms_bytes: %zu\n"
+		"kallsyms_holders: %u\nkallsyms_idle_seconds: %llu\n"
+		"kallsyms_expired: %llu\n"
 		"debug_kept_bytes: %llu\ndebug_kept_max_bytes: %llu\n",
 		s->cpu_user_us, s->cpu_system_us, s->rss_kb, s->dsos.objects,
 		s->dsos.max, (unsigned long long)s->dsos.idle_ms / 1000,
 		(unsigned long long)s->dsos.expired,
 		(unsigned long long)s->dsos.bytes,
 		(unsigned long long)s->dsos.in_use,
-		(unsigned long long)s->dsos.max_bytes, s->ksyms,
-		s->ksyms_bytes, (unsigned long long)s->dsos.kept_bytes,
+		(unsigned long long)s->dsos.max_bytes, s->ksyms.symbols,
+		s->ksyms.bytes, s->ksyms.holders,
+		(unsigned long long)s->ksyms.idle_ms / 1000,
+		(unsigned long long)s->ksyms.expired,
+		(unsigned long long)s->dsos.kept_bytes,
 		(unsigned long long)s->dsos.kept_max);
 	/* what the bounded parts may hold together (README: memory) */
 	fprintf(f, "memory_bound_bytes: %llu\n", (unsigned long long)
@@ -390,9 +395,16 @@ static void metrics_self(FILE *f, const struct snapshot *s)
 	       "by a session or the recorder hold.", s->dsos.in_use);
 	scalar(f, "dso_cache_max_bytes", "gauge", "The bound past which idle "
 	       "objects go (dso_mem).", s->dsos.max_bytes);
-	scalar(f, "kallsyms_bytes", "gauge", "The kernel's symbol table, read "
-	       "once (0 until a profile has kernel frames).",
-	       s->ksyms_bytes);
+	scalar(f, "kallsyms_bytes", "gauge", "The kernel's symbol table and "
+	       "its name index, in memory now (0 until a profile has kernel "
+	       "frames, and once let go).", s->ksyms.bytes);
+	scalar(f, "kallsyms_holders", "gauge", "Sessions holding the kernel's "
+	       "symbol table.", s->ksyms.holders);
+	scalar(f, "kallsyms_idle_seconds", "gauge", "How long the kernel's "
+	       "symbol table stays once nobody holds it.",
+	       s->ksyms.idle_ms / 1000);
+	scalar(f, "kallsyms_expired_total", "counter", "Times the kernel's "
+	       "symbol table was let go.", s->ksyms.expired);
 	scalar(f, "debug_kept_bytes", "gauge", "Inflated debug files kept "
 	       "for later daemons of the boot (root's, in /run/proffs).",
 	       s->dsos.kept_bytes);

@@ -54,7 +54,7 @@ struct status_src {
 	const struct status_refusals *http;	/* ... over HTTP, or NULL */
 	uint64_t uptime_s;
 	struct dso_cache *dsos;			/* may be NULL */
-	const struct kallsyms *ksyms;		/* may be NULL */
+	struct kallsyms *ksyms;			/* may be NULL */
 	struct recorder *rec;			/* NULL: no -o record */
 	const char *log_where;	/* "syslog", a file, "stderr"; or NULL */
 };

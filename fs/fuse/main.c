@@ -59,6 +59,7 @@ static const struct fuse_opt proffs_opt_spec[] = {
 	OPT("record_s=%u", record_s, 0),
 	OPT("record_mem=%s", record_mem_str, 0),
 	OPT("dso_mem=%s", dso_mem_str, 0),
+	OPT("cache_idle=%u", cache_idle_s, 0),
 	OPT("nice=%s", nice_str, 0),
 	FUSE_OPT_END
 };
@@ -125,6 +126,9 @@ static void usage(const char *prog)
 	       "    -o dso_mem=SIZE        memory the cache of ELF objects\n"
 	       "                           (symbols, DWARF) keeps once they\n"
 	       "                           are idle, K/M/G (64M)\n"
+	       "    -o cache_idle=N        an ELF object or the kernel's\n"
+	       "                           symbol table unused N s is let\n"
+	       "                           go (60)\n"
 	       "    -o nice=N              the nice of the threads that\n"
 	       "                           answer reads (-10; 0: as any)\n"
 	       "\n");
@@ -201,6 +205,7 @@ int main(int argc, char *argv[])
 			.max_stacks = 100000,
 			.max_name = 255,
 			.heap_idle_s = 300,
+			.cache_idle_s = DSO_CACHE_IDLE_S,
 		},
 	};
 	enum heap_method heap_method = HEAP_AUTO;

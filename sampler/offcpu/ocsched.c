@@ -62,7 +62,7 @@ struct oc_sched {
 	struct calls calls;
 	uint64_t pcs[MAX_FRAMES];
 	uint64_t kpcs[OC_MAX_KFRAMES];
-	struct kallsyms *ksyms;		/* NULL: no kernel frames */
+	struct kallsyms *ksyms;		/* NULL: no kernel frames; held */
 };
 
 /* ---- system calls by pc ---- */
@@ -434,7 +434,8 @@ int oc_sched_open(struct oc_run *run)
 	if (!ret)
 		ret = perf_switch_open(run->o->pid, run->o->ksyms &&
 				       kallsyms_ready(run->o->ksyms), &sc->w);
-	if (!ret && perf_switch_kernel_frames(sc->w))
+	if (!ret && perf_switch_kernel_frames(sc->w) &&
+	    kallsyms_hold(run->o->ksyms))
 		sc->ksyms = run->o->ksyms;
 	if (ret) {	/* /proc alone, then: as if never looked at */
 		for (size_t i = 0; i < n; i++)
@@ -494,6 +495,8 @@ void oc_sched_free(struct oc_run *run)
 	if (!run->sched)
 		return;
 	perf_switch_close(run->sched->w);
+	if (run->sched->ksyms)
+		kallsyms_put(run->sched->ksyms);
 	free(run->sched->calls.pc);
 	free(run->sched->calls.sysno);
 	free(run->sched);

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "sampler/clock.h"
 #include "sampler/grow.h"
 #include "sampler/unwind/kallsyms.h"
 #include "sampler/unwind/kallsyms_i.h"
@@ -46,6 +48,10 @@ struct kallsyms {
 	/* [start, end) of the scheduler's and the lock functions, from
 	 * their section markers; 0, 0 when the file has none. */
 	uint64_t sched[2], locks[2];
+	/* The expiry (kallsyms.h), under lock: holders, when the last one
+	 * let go, after how long an unheld table goes, how often it went. */
+	unsigned refs;
+	uint64_t last_put_ms, idle_ms, expired;
 };
 
 int kallsyms_new(const char *path, struct kallsyms **out)
@@ -59,6 +65,7 @@ int kallsyms_new(const char *path, struct kallsyms **out)
 		free(k);
 		return -ENOMEM;
 	}
+	k->idle_ms = KALLSYMS_IDLE_S * 1000ull;
 	pthread_mutex_init(&k->lock, NULL);
 	*out = k;
 	return 0;
@@ -74,7 +81,8 @@ static void free_by_name(struct kallsyms *all)
 	free(all);
 }
 
-/* The table: mapped from the cache, or malloc()ed. */
+/* The table: mapped from the cache, or malloc()ed; k as before its
+ * first load but for what the file said (state, the markers). */
 static void drop_table(struct kallsyms *k)
 {
 	if (k->map) {
@@ -84,9 +92,12 @@ static void drop_table(struct kallsyms *k)
 		free(k->names);
 	}
 	k->map = NULL;
+	k->map_len = 0;
 	k->syms = NULL;
 	k->names = NULL;
-	k->n = 0;
+	k->n = k->cap = 0;
+	k->names_len = k->names_cap = 0;
+	k->unsorted = false;
 }
 
 void kallsyms_free(struct kallsyms *k)
@@ -347,43 +358,115 @@ static int load(struct kallsyms *k)
 	return ret;
 }
 
-bool kallsyms_ready(struct kallsyms *k)
+/* Under k->lock: the table in memory unless the file was found useless,
+ * read (or mapped again from the boot's cache, after an expiry) when it
+ * is not. The first load says whether the file is of use (k->state). */
+static void load_locked(struct kallsyms *k)
 {
+	int state = atomic_load_explicit(&k->state, memory_order_relaxed);
 	int ret;
 
+	if (state < 0 || k->syms)
+		return;
+	ret = load(k);
+	if (ret == -EPERM && !state)
+		pr_info("kallsyms: the kernel hides the addresses of %s from "
+			"this daemon (kptr_restrict, perf_event_paranoid): no "
+			"kernel frames", k->path);
+	else if (ret)
+		pr_info("kallsyms: cannot read %s (%s): no kernel frames%s",
+			k->path, strerror(-ret), state ? " this time" : "");
+	if (ret)
+		drop_table(k);
+	else
+		pr_debug("kallsyms: %zu kernel functions from %s%s", k->n,
+			 k->path, state ? ", again after its expiry" : "");
+	k->last_put_ms = now_ms();
+	if (!state)
+		atomic_store_explicit(&k->state, ret ? -1 : 1,
+				      memory_order_release);
+}
+
+bool kallsyms_ready(struct kallsyms *k)
+{
 	if (atomic_load_explicit(&k->state, memory_order_acquire))
 		return atomic_load_explicit(&k->state,
 					    memory_order_acquire) > 0;
 	pthread_mutex_lock(&k->lock);
-	if (!atomic_load_explicit(&k->state, memory_order_relaxed)) {
-		ret = load(k);
-		if (ret == -EPERM)
-			pr_info("kallsyms: the kernel hides the addresses of "
-				"%s from this daemon (kptr_restrict, "
-				"perf_event_paranoid): no kernel frames",
-				k->path);
-		else if (ret)
-			pr_info("kallsyms: cannot read %s (%s): no kernel "
-				"frames", k->path, strerror(-ret));
-		if (ret) {
-			drop_table(k);
-		} else {
-			pr_debug("kallsyms: %zu kernel functions from %s",
-				 k->n, k->path);
-		}
-		atomic_store_explicit(&k->state, ret ? -1 : 1,
-				      memory_order_release);
-	}
+	load_locked(k);
 	pthread_mutex_unlock(&k->lock);
 	return atomic_load_explicit(&k->state, memory_order_acquire) > 0;
 }
 
-void kallsyms_size(const struct kallsyms *k, size_t *symbols, size_t *bytes)
+bool kallsyms_hold(struct kallsyms *k)
 {
-	bool ready = atomic_load_explicit(&k->state, memory_order_acquire) > 0;
+	bool held;
 
-	*symbols = ready ? k->n : 0;
-	*bytes = ready ? k->cap * sizeof(*k->syms) + k->names_cap : 0;
+	if (atomic_load_explicit(&k->state, memory_order_acquire) < 0)
+		return false;
+	pthread_mutex_lock(&k->lock);
+	load_locked(k);
+	held = k->syms != NULL;
+	k->refs += held;
+	pthread_mutex_unlock(&k->lock);
+	return held;
+}
+
+void kallsyms_put(struct kallsyms *k)
+{
+	pthread_mutex_lock(&k->lock);
+	if (k->refs && !--k->refs)
+		k->last_put_ms = now_ms();
+	pthread_mutex_unlock(&k->lock);
+}
+
+/* The bytes the name index takes (kallsyms_addr()). */
+static size_t index_bytes(const struct kallsyms *all)
+{
+	return all ? all->cap * sizeof(*all->syms) + all->names_cap : 0;
+}
+
+bool kallsyms_sweep(struct kallsyms *k)
+{
+	bool gone = false;
+
+	pthread_mutex_lock(&k->lock);
+	if (!k->refs && (k->syms || k->by_name) &&
+	    now_ms() - k->last_put_ms >= k->idle_ms) {
+		drop_table(k);
+		free_by_name(k->by_name);
+		k->by_name = NULL;
+		k->expired++;
+		gone = true;
+	}
+	pthread_mutex_unlock(&k->lock);
+	/* The index, a malloc()ed table, and what the sessions that named
+	 * kernel frames freed (the daemon keeps freed pages for the next
+	 * session, daemon.c: now there is none): back to the system. */
+	if (gone)
+		malloc_trim(0);
+	return gone;
+}
+
+void kallsyms_set_idle(struct kallsyms *k, uint64_t idle_ms)
+{
+	pthread_mutex_lock(&k->lock);
+	k->idle_ms = idle_ms;
+	pthread_mutex_unlock(&k->lock);
+}
+
+void kallsyms_stats(struct kallsyms *k, struct kallsyms_stats *st)
+{
+	kallsyms_sweep(k);
+	pthread_mutex_lock(&k->lock);
+	*st = (struct kallsyms_stats){
+		.symbols = k->syms ? k->n : 0,
+		.bytes = (k->map ? k->map_len : k->cap * sizeof(*k->syms) +
+			  k->names_cap) + index_bytes(k->by_name),
+		.holders = k->refs, .idle_ms = k->idle_ms,
+		.expired = k->expired,
+	};
+	pthread_mutex_unlock(&k->lock);
 }
 
 bool kallsyms_tried(const struct kallsyms *k)

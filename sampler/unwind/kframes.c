@@ -23,7 +23,8 @@ struct pc_slot {
 
 struct kframes {
 	struct profile *p;
-	const struct kallsyms *ksyms;
+	struct kallsyms *ksyms;
+	int held;		/* ksyms held: 0 not yet asked, 1, -1 no */
 	struct pc_slot *pcs;	/* open addressing, power of two */
 	size_t pcs_cap, pcs_n;
 	uint64_t *by_fn;	/* function id -> location id, 0 = none */
@@ -31,7 +32,7 @@ struct kframes {
 	uint64_t mapping_id;	/* 0 until the first frame */
 };
 
-int kframes_new(struct profile *p, const struct kallsyms *ksyms,
+int kframes_new(struct profile *p, struct kallsyms *ksyms,
 		struct kframes **out)
 {
 	struct kframes *kf = calloc(1, sizeof(*kf));
@@ -54,6 +55,8 @@ void kframes_free(struct kframes *kf)
 {
 	if (!kf)
 		return;
+	if (kf->held > 0)
+		kallsyms_put(kf->ksyms);
 	free(kf->pcs);
 	free(kf->by_fn);
 	free(kf);
@@ -119,14 +122,24 @@ static int named_at(struct kframes *kf, const char *name, size_t len,
 	return ret;
 }
 
+/* The table, held from the first frame to name to kframes_free(); NULL
+ * when there is none or it cannot be held. */
+static const struct kallsyms *table(struct kframes *kf)
+{
+	if (kf->ksyms && !kf->held)
+		kf->held = kallsyms_hold(kf->ksyms) ? 1 : -1;
+	return kf->held > 0 ? kf->ksyms : NULL;
+}
+
 /* A function the kernel named: at its address where the table has it
  * (Go's debug=1 dumps print every frame's address), else 0. */
 static int named(struct kframes *kf, const char *name, size_t len,
 		 uint64_t *loc)
 {
+	const struct kallsyms *k = table(kf);
 	uint64_t addr = 0;
 
-	if (kf->ksyms && kallsyms_addr(kf->ksyms, name, len, &addr))
+	if (k && kallsyms_addr(k, name, len, &addr))
 		addr = 0;
 	return named_at(kf, name, len, addr, loc);
 }
@@ -176,6 +189,7 @@ int kframes_pc(struct kframes *kf, uint64_t pc, bool leaf, uint64_t *loc)
 {
 	uint64_t key = leaf ? pc : pc - 1, start = 0;
 	struct pc_slot *s;
+	const struct kallsyms *k;
 	const char *name = NULL;
 	char hex[24];
 	int ret;
@@ -187,8 +201,9 @@ int kframes_pc(struct kframes *kf, uint64_t pc, bool leaf, uint64_t *loc)
 		*loc = s->loc;
 		return 0;
 	}
-	if (kf->ksyms)
-		name = kallsyms_name(kf->ksyms, key, &start);
+	k = table(kf);
+	if (k)
+		name = kallsyms_name(k, key, &start);
 	if (!name) {
 		snprintf(hex, sizeof(hex), "0x%" PRIx64, key);
 		name = hex;

@@ -12,8 +12,9 @@
  * through the shared kallsyms table (kframes_pc()); and a thread's
  * /proc/PID/task/TID/stack, which names them itself (kframes_named()).
  *
- * Owned by one session; the profile and the table are borrowed. Not
- * thread-safe. Errors: -ENOMEM.
+ * Owned by one session; the profile and the table are borrowed, the table
+ * held (kallsyms_hold()) from the first frame it names to kframes_free().
+ * Not thread-safe. Errors: -ENOMEM.
  */
 #ifndef PROFFS_KFRAMES_H
 #define PROFFS_KFRAMES_H
@@ -27,7 +28,7 @@ struct kframes;
 struct profile;
 
 /* ksyms may be NULL when only named frames are added. */
-int kframes_new(struct profile *p, const struct kallsyms *ksyms,
+int kframes_new(struct profile *p, struct kallsyms *ksyms,
 		struct kframes **out);
 void kframes_free(struct kframes *kf);
 

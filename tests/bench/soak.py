@@ -65,6 +65,28 @@ def rss_kb(pid, what='VmRSS'):
         return int(re.search(what + r':\s+(\d+)', f.read()).group(1))
 
 
+def parts(pid):
+    """RssAnon / RssFile / RssShmem, in KiB."""
+    return tuple(rss_kb(pid, w) for w in ('RssAnon', 'RssFile', 'RssShmem'))
+
+
+def largest_maps(pid, n=8):
+    """The n mappings holding the most RSS: (KiB, what), what the file
+    or [heap], [stack], anon."""
+    rows, what = [], None
+    with open(f'/proc/{pid}/smaps') as f:
+        for line in f:
+            m = re.match(r'[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$', line)
+            if m:
+                what = m.group(1) or 'anon'
+            elif line.startswith('Rss:'):
+                rows.append((int(line.split()[1]), what))
+    merged = {}
+    for kb, w in rows:
+        merged[w] = merged.get(w, 0) + kb
+    return sorted(((kb, w) for w, kb in merged.items()), reverse=True)[:n]
+
+
 def status(mnt):
     with open(os.path.join(mnt, 'status')) as f:
         return dict(line.rstrip('\n').split(': ', 1) for line in f)
@@ -141,6 +163,8 @@ def main():
         time.sleep(0.5)
         d.read(pool.pick(), 'cpu_1s.pb.gz')
         first = rss_kb(d.proc.pid)
+        first_parts = parts(d.proc.pid)
+        first_maps = largest_maps(d.proc.pid)
         t0 = time.monotonic()
         end = t0 + args.minutes * 60
         th = [threading.Thread(target=reader, args=(d, pool, end, counts, names))
@@ -181,6 +205,8 @@ def main():
         st = status(d.mnt)      # sweeps the cache
         time.sleep(1)
         after = rss_kb(d.proc.pid)
+        after_parts = parts(d.proc.pid)
+        after_maps = largest_maps(d.proc.pid)
         st = status(d.mnt)
     finally:
         pool.stop()
@@ -212,6 +238,15 @@ def main():
         f'{st["dso_cache_objects"]} objects left cached, '
         f'kallsyms {int(st["kallsyms_bytes"]) / 2**20:.1f} MiB). '
         f'Bound: within 20%: {"met" if ratio <= 1.2 else "NOT met"}.',
+        '',
+        'RSS anon / file / shmem after the first session '
+        + ' / '.join(f'{x / 1024:.1f}' for x in first_parts) +
+        ' MiB, after the expiry '
+        + ' / '.join(f'{x / 1024:.1f}' for x in after_parts) +
+        ' MiB. The mappings holding the most, after the first session: '
+        + ', '.join(f'{w} {kb} KiB' for kb, w in first_maps) +
+        '; after the expiry: '
+        + ', '.join(f'{w} {kb} KiB' for kb, w in after_maps) + '.',
         '',
         *([f'The bounded parts (memory_bound_bytes: record_mem + dso_mem) '
            f'{bound / 1024:.0f} MiB; the DSO cache held at most '
