@@ -27,6 +27,7 @@
 #define PROFFS_PYTHON_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -82,6 +83,21 @@ int pyrt_snapshot(struct pyrt *r, pid_t tid);
  * call. r may be NULL.
  */
 const char *pyrt_thread_name(struct pyrt *r, pid_t tid);
+
+/*
+ * The frames read in the kernel, at each sample, by an eBPF program
+ * (pybpf.c, pybpf.bpf.c) rather than by the daemon after it: a cpu
+ * session starts it (0, or why not: -ENOTSUP without libbpf or a known
+ * layout, -EPERM without root or CAP_BPF + CAP_PERFMON, a refused load;
+ * logged once, said in pyrt_note(), the session then reads eagerly),
+ * attaches it to its perf events (fds, n; 0 or why not), and hands each
+ * sample's (tid, time) to pyrt_bpf_sample() before pyrt_locations() of
+ * it: the record of that moment is paired with it, or the stack keeps
+ * its native frames (counted). Those return 0 or -ENOMEM.
+ */
+int pyrt_bpf_start(struct pyrt *r);
+int pyrt_bpf_attach(struct pyrt *r, const int *fds, size_t n);
+int pyrt_bpf_sample(struct pyrt *r, pid_t tid, uint64_t time);
 
 /* Comments on what could not be merged, for the profile. 0 or -ENOMEM. */
 int pyrt_note(struct pyrt *r);
