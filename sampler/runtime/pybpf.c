@@ -10,7 +10,8 @@
  * pyrt_locations() of that thread; code objects come from python.c's
  * cache, checked against what the program saw of them at the sample.
  *
- * Owns the BPF object, its maps and the records not yet paired (each
+ * PROFFS_NO_BPF in the daemon's environment turns it off (the tests
+ * check both ways). Owns the BPF object, its maps and the records not yet paired (each
  * malloc()ed). Built without libbpf (PROFFS_BPF undefined), every entry
  * point says -ENOTSUP and the eager reading of python.c is used.
  * Errors: -ENOMEM; the rest (load, attach) are reasons to fall back,
@@ -114,8 +115,11 @@ static void why(struct pyrt *r, const char *what, int err)
 {
 	static bool logged;
 
-	snprintf(r->bpf_why, sizeof(r->bpf_why), "%s: %s", what,
-		 strerror(-err));
+	if (err == -ENOTSUP)
+		snprintf(r->bpf_why, sizeof(r->bpf_why), "%s", what);
+	else
+		snprintf(r->bpf_why, sizeof(r->bpf_why), "%s: %s", what,
+			 strerror(-err));
 	if (!logged)
 		pr_info("python: frames read after each sample, not in the "
 			"kernel (eBPF %s)", r->bpf_why);
@@ -193,6 +197,11 @@ int pyrt_bpf_start(struct pyrt *r)
 	if (!r || !r->o)
 		return -ENOTSUP;
 	r->bpf_tried = true;
+	/* the other way, asked for (tests/integration/test_python.py) */
+	if (getenv("PROFFS_NO_BPF")) {
+		why(r, "PROFFS_NO_BPF set", -ENOTSUP);
+		return -ENOTSUP;
+	}
 	set_cfg(r, &c);
 	if (!cfg_fits(&c)) {
 		why(r, "layout", -ENOTSUP);
