@@ -42,7 +42,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 2 << 20);
+	__uint(max_entries, 1 << 20);
 } records SEC(".maps");
 
 /* A bpf_loop() walk's state, on the program's stack. */

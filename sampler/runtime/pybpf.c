@@ -28,6 +28,7 @@
 
 #ifdef PROFFS_BPF
 #include <linux/perf_event.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <sys/ioctl.h>
 #include <bpf/bpf.h>
@@ -40,6 +41,9 @@
 /* Unpaired records older than the newest by this much are dropped. */
 #define EXPIRE_NS 2000000000ull
 #define POOL_MAX 16384
+/* Loaded programs kept for the next sessions (loading one, the
+ * verifier's pass and its maps, takes ~1.3 ms of the daemon's CPU). */
+#define IDLE_MAX 2
 
 struct pyrec {
 	uint64_t time;
@@ -52,11 +56,16 @@ struct pybpf {
 	struct bpf_object *obj;
 	struct bpf_program *prog;
 	struct ring_buffer *rb;
+	int cfg_fd;		/* -1 until the program is loaded */
 	struct pyrec **pool;	/* unpaired records */
 	size_t npool;
 	uint64_t newest;
 	int err;		/* of the ring's callback: -ENOMEM */
 };
+
+static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pybpf *idle[IDLE_MAX];	/* loaded, attached to nothing */
+static int nidle;
 
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -173,16 +182,58 @@ static bool cfg_fits(const struct pybpf_cfg *c)
 	return c->fr_is_entry < PYBPF_BLOCK;
 }
 
-void pyrt_bpf_free(struct pybpf *b)
+static void pool_clear(struct pybpf *b)
 {
-	if (!b)
-		return;
 	for (size_t i = 0; i < b->npool; i++)
 		free(b->pool[i]);
+	b->npool = 0;
+	b->newest = 0;
+	b->err = 0;
+}
+
+static void bpf_close(struct pybpf *b)
+{
+	pool_clear(b);
 	free(b->pool);
 	ring_buffer__free(b->rb);
 	bpf_object__close(b->obj);
 	free(b);
+}
+
+/* Kept for the next session when it is whole and there is room. Its
+ * events are closed: it runs no more (a sample in flight as they close
+ * writes a record the next session drops). */
+void pyrt_bpf_free(struct pybpf *b)
+{
+	if (!b)
+		return;
+	pool_clear(b);
+	if (b->rb && b->cfg_fd >= 0) {
+		pthread_mutex_lock(&idle_lock);
+		if (nidle < IDLE_MAX) {
+			idle[nidle++] = b;
+			b = NULL;
+		}
+		pthread_mutex_unlock(&idle_lock);
+	}
+	if (b)
+		bpf_close(b);
+}
+
+/* A kept program, its ring drained: NULL when none. */
+static struct pybpf *take_idle(void)
+{
+	struct pybpf *b = NULL;
+
+	pthread_mutex_lock(&idle_lock);
+	if (nidle)
+		b = idle[--nidle];
+	pthread_mutex_unlock(&idle_lock);
+	if (b) {
+		ring_buffer__consume(b->rb);
+		pool_clear(b);
+	}
+	return b;
 }
 
 int pyrt_bpf_start(struct pyrt *r)
@@ -207,9 +258,21 @@ int pyrt_bpf_start(struct pyrt *r)
 		why(r, "layout", -ENOTSUP);
 		return -ENOTSUP;
 	}
+	b = take_idle();
+	if (b) {
+		if (bpf_map_update_elem(b->cfg_fd, &key, &c, BPF_ANY)) {
+			ret = -errno;
+			why(r, "map", ret);
+			bpf_close(b);
+			return ret;
+		}
+		r->bpf = b;
+		return 0;
+	}
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
+	b->cfg_fd = -1;
 	b->pool = malloc(POOL_MAX * sizeof(*b->pool));
 	if (!b->pool) {
 		free(b);
@@ -239,6 +302,7 @@ int pyrt_bpf_start(struct pyrt *r)
 		why(r, "map", ret);
 		goto fail;
 	}
+	b->cfg_fd = bpf_map__fd(m);
 	m = bpf_object__find_map_by_name(b->obj, "records");
 	b->rb = m ? ring_buffer__new(bpf_map__fd(m), on_record, b, NULL) : NULL;
 	if (!b->rb) {
@@ -249,7 +313,7 @@ int pyrt_bpf_start(struct pyrt *r)
 	r->bpf = b;
 	return 0;
 fail:
-	pyrt_bpf_free(b);
+	bpf_close(b);
 	return ret == -ENOMEM ? -ENOMEM : (ret ? ret : -EINVAL);
 }
 
@@ -265,7 +329,7 @@ int pyrt_bpf_attach(struct pyrt *r, const int *fds, size_t n)
 			int ret = -errno;
 
 			why(r, "attach", ret);
-			pyrt_bpf_free(r->bpf);
+			bpf_close(r->bpf);
 			r->bpf = NULL;
 			return ret;
 		}
