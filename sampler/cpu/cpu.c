@@ -514,11 +514,13 @@ static int open_python(struct cpu_run *run, struct proc_ctx *c,
 		ret = pyrt_bpf_attach(py, fds, n);
 		if (!ret) {
 			run->pybpf = py;
+			run->st->python_read = "ebpf";
 			return 0;
 		}
 		perf_close(*rec);
 		*rec = NULL;
 	}
+	run->st->python_read = "eager";
 	return perf_open_eager(o->pid, o->hz, run->kf != NULL, rec);
 }
 
