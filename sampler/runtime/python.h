@@ -9,7 +9,9 @@
  * carries the source file and line. The frames are read with
  * process_vm_readv (no stop): _PyRuntime -> interpreters -> the thread
  * state whose native_thread_id is the thread -> its frame chain -> code
- * objects and their line tables. Layouts come from pyoffsets.h.
+ * objects and their line tables. Layouts come from pyoffsets.h. A cpu
+ * session of a root daemon has them read in the kernel instead, at each
+ * sample, by an eBPF program (pyrt_bpf_start() below, pybpf.c).
  *
  * A stack keeps its native frames, and the reason is counted, when the
  * chain changed while it was read (twice in a row), when the number of
