@@ -59,7 +59,8 @@ struct pybpf {
 	int cfg_fd;		/* -1 until the program is loaded */
 	struct pyrec **pool;	/* unpaired records */
 	size_t npool;
-	uint64_t newest;
+	uint64_t newest;	/* the latest record's time */
+	uint64_t expired;	/* newest when old records were last dropped */
 	int err;		/* of the ring's callback: -ENOMEM */
 };
 
@@ -99,11 +100,15 @@ static int on_record(void *ctx, void *data, size_t len)
 		return 0;
 	if (rec->time > b->newest)
 		b->newest = rec->time;
-	for (size_t i = 0; i < b->npool;)
-		if (b->pool[i]->time + EXPIRE_NS < b->newest)
-			pool_drop(b, i);
-		else
-			i++;
+	/* a look for old ones now and then, not at every record */
+	if (b->newest > b->expired + EXPIRE_NS / 4) {
+		b->expired = b->newest;
+		for (size_t i = 0; i < b->npool;)
+			if (b->pool[i]->time + EXPIRE_NS < b->newest)
+				pool_drop(b, i);
+			else
+				i++;
+	}
 	if (b->npool == POOL_MAX)
 		pool_drop(b, 0);
 	p = malloc(sizeof(*p) + n * sizeof(p->f[0]));
@@ -187,7 +192,7 @@ static void pool_clear(struct pybpf *b)
 	for (size_t i = 0; i < b->npool; i++)
 		free(b->pool[i]);
 	b->npool = 0;
-	b->newest = 0;
+	b->newest = b->expired = 0;
 	b->err = 0;
 }
 
