@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sampler/clock.h"
 #include "sampler/log.h"
 #include "sampler/runtime/pybpf_abi.h"
 #include "sampler/runtime/python_i.h"
@@ -57,6 +58,7 @@ struct pybpf {
 	struct bpf_program *prog;
 	struct ring_buffer *rb;
 	int cfg_fd;		/* -1 until the program is loaded */
+	uint64_t idle_since;	/* CLOCK_MONOTONIC ns, when kept */
 	struct pyrec **pool;	/* unpaired records */
 	size_t npool;
 	uint64_t newest;	/* the latest record's time */
@@ -216,6 +218,7 @@ void pyrt_bpf_free(struct pybpf *b)
 	if (b->rb && b->cfg_fd >= 0) {
 		pthread_mutex_lock(&idle_lock);
 		if (nidle < IDLE_MAX) {
+			b->idle_since = clock_ns(CLOCK_MONOTONIC);
 			idle[nidle++] = b;
 			b = NULL;
 		}
@@ -223,6 +226,27 @@ void pyrt_bpf_free(struct pybpf *b)
 	}
 	if (b)
 		bpf_close(b);
+}
+
+void pyrt_bpf_sweep(unsigned idle_s)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	struct pybpf *old[IDLE_MAX];
+	int n = 0;
+
+	pthread_mutex_lock(&idle_lock);
+	for (int i = 0; i < nidle;)
+		if (idle[i]->idle_since + idle_s * 1000000000ull <= now) {
+			old[n++] = idle[i];
+			idle[i] = idle[--nidle];
+		} else {
+			i++;
+		}
+	pthread_mutex_unlock(&idle_lock);
+	for (int i = 0; i < n; i++)
+		bpf_close(old[i]);
+	if (n)
+		pr_debug("sweep: %d idle eBPF Python reader(s) unloaded", n);
 }
 
 /* A kept program, its ring drained: NULL when none. */
@@ -446,6 +470,11 @@ int pyrt_bpf_sample(struct pyrt *r, pid_t tid, uint64_t time)
 	(void)tid;
 	(void)time;
 	return 0;
+}
+
+void pyrt_bpf_sweep(unsigned idle_s)
+{
+	(void)idle_s;
 }
 
 #endif

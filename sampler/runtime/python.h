@@ -100,6 +100,9 @@ const char *pyrt_thread_name(struct pyrt *r, pid_t tid);
 int pyrt_bpf_start(struct pyrt *r);
 int pyrt_bpf_attach(struct pyrt *r, const int *fds, size_t n);
 int pyrt_bpf_sample(struct pyrt *r, pid_t tid, uint64_t time);
+/* Unload the programs kept for later sessions (at most 2, each with a
+ * 1 MiB ring) that no session took for idle_s seconds; thread-safe. */
+void pyrt_bpf_sweep(unsigned idle_s);
 
 /* Comments on what could not be merged, for the profile. 0 or -ENOMEM. */
 int pyrt_note(struct pyrt *r);
