@@ -85,28 +85,30 @@ bool tracee_own_thread(pid_t tid)
 	return !access(path, F_OK);
 }
 
-bool tracee_held_by_own(pid_t pid, pid_t tid)
-{
-	char what[32];
-	pid_t tracer;
-
-	snprintf(what, sizeof(what), "task/%d", (int)tid);
-	return !tracee_tracer_of(pid, what, &tracer) &&
-	       (!tracer || tracee_own_thread(tracer));
-}
-
-int tracee_await_own_tracer(pid_t pid, const char *what, pid_t *tracer)
+/* Waiting for our own tracer covers the moment after one of the
+ * daemon's ptrace users (a dump, a heap agent load: they take turns,
+ * turns.h) has joined its tracer thread and before the kernel has let go
+ * of the threads it never saw stop. */
+int tracee_await_untraced(pid_t pid, const char *who)
 {
 	uint64_t until = now_ns() + TRACEE_OWN_WAIT_MS * 1000000ull;
+	pid_t tracer;
 	int ret;
 
-	ret = tracee_tracer_of(pid, what, tracer);
-	while (!ret && *tracer && tracee_own_thread(*tracer) &&
+	ret = tracee_tracer_of(pid, ".", &tracer);
+	while (!ret && tracer && tracee_own_thread(tracer) &&
 	       now_ns() < until) {
 		usleep(5000);
-		ret = tracee_tracer_of(pid, what, tracer);
+		ret = tracee_tracer_of(pid, ".", &tracer);
 	}
-	return ret;
+	if (ret)
+		return ret == -ENOENT ? -ESRCH : ret;
+	if (tracer) {
+		pr_info("%s: %d is traced by %d", who, (int)pid,
+			(int)tracer);
+		return -EBUSY;
+	}
+	return 0;
 }
 
 int tracee_seize_refused(pid_t pid, pid_t tid)

@@ -56,18 +56,14 @@ int tracee_tracer_of(pid_t pid, const char *what, pid_t *tracer);
 /* Whether tid is a thread of this daemon. */
 bool tracee_own_thread(pid_t tid);
 
-/* After a seize refused with -EBUSY: whether thread tid of pid is traced
- * by one of this daemon's threads, or no longer traced (its tracer let go
- * since): worth waiting and trying again. */
-bool tracee_held_by_own(pid_t pid, pid_t tid);
-
 /*
- * tracee_tracer_of() of pid's what ("." or "task/TID"), waiting while the
- * tracer is one of this daemon's threads, at most TRACEE_OWN_WAIT_MS:
- * 0 and *tracer (0 once none, or a foreign tracer, or still our own when
- * the wait ran out), or -errno.
+ * Whether pid is free to be traced: 0 when no one traces it, waiting
+ * (at most TRACEE_OWN_WAIT_MS) while its tracer is one of this daemon's
+ * threads; -EBUSY, logged with who, when another process traces it (a
+ * debugger) or ours did not let go in time; -ESRCH when it is gone;
+ * -errno.
  */
-int tracee_await_own_tracer(pid_t pid, const char *what, pid_t *tracer);
+int tracee_await_untraced(pid_t pid, const char *who);
 
 /* PTRACE_SEIZE of tid failed with EPERM: -ESRCH when it is gone or
  * exiting (the kernel refuses a zombie with EPERM), -EBUSY when someone

@@ -18,6 +18,7 @@
 #include "fs/core/errors.h"
 #include "fs/core/past.h"
 #include "fs/core/registry.h"
+#include "fs/core/sweep.h"
 #include "sampler/heap/heap.h"
 #include "sampler/log.h"
 #include "sampler/proc.h"
@@ -282,8 +283,21 @@ int daemon_init(struct proffs *fs, enum heap_method method)
 	return ret;
 }
 
+void daemon_start_threads(struct proffs *fs)
+{
+	int ret = sweeper_start(fs->dsos, fs->ksyms, fs->opts.cache_idle_s,
+				&fs->sweeper);
+
+	if (ret)
+		pr_warn("fs: no sweeper: caches expire at look-ups only: %s",
+			strerror(-ret));
+}
+
 void daemon_free(struct proffs *fs)
 {
+	/* before the caches it sweeps */
+	sweeper_stop(fs->sweeper);
+	fs->sweeper = NULL;
 	registry_free(fs->registry);
 	heap_agents_free(fs->heap);
 	turns_free(fs->turns);

@@ -68,6 +68,7 @@ struct proffs {
 	struct errlog *errors;		/* errors.txt (errors.h) */
 	char log_where[200];		/* where the log goes, for status */
 	struct recorder *rec;		/* NULL unless -o record */
+	struct sweeper *sweeper;	/* the caches' expiry (sweep.h) */
 };
 
 /* What /prof/status and /metrics are made of. */
@@ -120,6 +121,9 @@ void daemon_process_setup(void);
 int daemon_check_opts(struct proffs_opts *o, enum heap_method *method);
 int daemon_init(struct proffs *fs, enum heap_method method);
 void daemon_free(struct proffs *fs);
+/* The daemon's own threads, after fuse_daemonize() (which forks): the
+ * caches' sweeper. A failure is logged; the daemon runs on without it. */
+void daemon_start_threads(struct proffs *fs);
 void daemon_log_choose(struct proffs *fs, int foreground);
 void daemon_log_start(struct proffs *fs);
 

@@ -473,10 +473,6 @@ static void *session_main(void *arg)
 		.rec = r->o.rec ? *r->o.rec : NULL,
 	};
 
-	/* the kernel's table goes once idle, as the DSO cache's objects do
-	 * at their next look-up (kallsyms.h) */
-	if (r->o.ksyms)
-		kallsyms_sweep(r->o.ksyms);
 	ret = dispatch_run(&rc, &prof, &out);
 	finish(s, ret, prof, &out);
 	pthread_mutex_lock(&r->lock);

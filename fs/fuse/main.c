@@ -267,6 +267,7 @@ int main(int argc, char *argv[])
 	uprobe_group_sweep();
 	pr_info("fs: mounted on %s", cl.mountpoint);
 	/* Threads after fuse_daemonize(), which forks. */
+	daemon_start_threads(&fs);
 	if (fs.opts.record && past_start(&fs))
 		goto err_out5;	/* logged */
 	/* The FUSE workers, the HTTP acceptor and what they start inherit

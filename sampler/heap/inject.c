@@ -780,25 +780,6 @@ static void *tracer_main(void *arg)
 	return NULL;
 }
 
-/* The daemon's dumps take the target's turn as the load does (turns.h),
- * but a dump's tracer thread is joined before the kernel has let go of
- * the threads it never saw stop: a tracer of ours is waited for. */
-static int wait_own_tracer(pid_t pid)
-{
-	pid_t tracer;
-	int ret;
-
-	ret = tracee_await_own_tracer(pid, ".", &tracer);
-	if (ret)
-		return ret == -ENOENT ? -ESRCH : ret;
-	if (tracer) {
-		pr_info("inject: pid %d is traced by %d", (int)pid,
-			(int)tracer);
-		return -EBUSY;
-	}
-	return 0;
-}
-
 int inject_run(const struct inject_opts *o, inject_fn fn, void *arg,
 	       struct inject_stats *st)
 {
@@ -815,7 +796,8 @@ int inject_run(const struct inject_opts *o, inject_fn fn, void *arg,
 	ret = turns_take(o->turns, o->pid, TRACEE_OWN_WAIT_MS);
 	if (ret)
 		return ret;
-	ret = wait_own_tracer(o->pid);
+	/* a dump's tracer thread may still be letting go (tracee.h) */
+	ret = tracee_await_untraced(o->pid, "inject");
 	if (ret)
 		goto out;
 	in.stack = malloc(STACK_MAX);

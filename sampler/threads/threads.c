@@ -242,9 +242,7 @@ static void sweep_late(struct dump *d)
 	}
 }
 
-/* Seize, interrupt and, if it stops soon, read one thread: 0, or -errno;
- * -EINPROGRESS when the daemon's own heap agent loader holds it (began
- * after check_target() looked). */
+/* Seize, interrupt and, if it stops soon, read one thread: 0, or -errno. */
 static int grab(struct dump *d, struct thread_rec *t)
 {
 	int sig = 0, ret;
@@ -258,8 +256,6 @@ static int grab(struct dump *d, struct thread_rec *t)
 				       -errno;
 		if (ret == -ESRCH)
 			goto gone;	/* exited, or exiting */
-		if (ret == -EBUSY && tracee_held_by_own(d->pid, t->tid))
-			ret = -EINPROGRESS;	/* our agent loader: wait */
 		return ret;
 	}
 	t->running_ns = now_ns();
@@ -530,21 +526,12 @@ static int load_tasks(struct dump *d)
 
 static int check_target(pid_t pid)
 {
-	pid_t tracer;
-	int ret;
-
 	if (pid <= 0)
 		return -EINVAL;
 	if (pid == getpid())
 		return -EPERM;	/* no process may trace its own threads */
-	ret = tracee_await_own_tracer(pid, ".", &tracer);
-	if (ret)
-		return ret;
-	if (tracer) {
-		pr_info("threads: %d is traced by %d", (int)pid, (int)tracer);
-		return -EBUSY;
-	}
-	return 0;
+	/* a debugger's target is refused before anything is set up */
+	return tracee_await_untraced(pid, "threads");
 }
 
 static void drop_tasks(struct dump *d)
@@ -560,30 +547,24 @@ static void drop_tasks(struct dump *d)
 	d->ret = 0;
 }
 
-/* The threads listed and read. A heap agent load of the daemon's own that
- * seized a thread after check_target() looked (a read of heap.pb.gz just
- * before) makes the dump let everything go, wait for it and begin again,
- * a few times, rather than be refused: 0, or -errno. */
-static int dump_tasks(struct dump *d)
+/* The threads listed and read, in the target's turn (turns.h): 0, or
+ * -errno. */
+static int dump_tasks(struct dump *d, const struct threads_opts *o)
 {
 	int ret;
 
-	for (int tries = 0;; tries++) {
+	ret = turns_take(o->turns, o->pid, TRACEE_OWN_WAIT_MS);
+	if (ret)
+		return ret;
+	/* a heap agent load that had the turn: its tracer thread may
+	 * still be letting go */
+	ret = tracee_await_untraced(o->pid, "threads");
+	if (!ret)
 		ret = load_tasks(d);
-		if (!ret)
-			ret = run_tracer(d);
-		if (ret != -EINPROGRESS)
-			return ret;
-		drop_tasks(d);
-		memset(d->st, 0, sizeof(*d->st));
-		if (tries == 2)
-			return -EBUSY;
-		pr_info("threads: %d: the daemon's heap agent loader holds a "
-			"thread; the dump waits and begins again", (int)d->pid);
-		ret = check_target(d->pid);
-		if (ret)
-			return ret;
-	}
+	if (!ret)
+		ret = run_tracer(d);
+	turns_give(o->turns, o->pid);
+	return ret;
 }
 
 int threads_profile(const struct threads_opts *o, struct profile **out,
@@ -608,12 +589,7 @@ int threads_profile(const struct threads_opts *o, struct profile **out,
 		goto out_profile;
 	d.stack = malloc(STACK_MAX);
 	d.kbuf = o->kernel ? malloc(KSTACK_MAX) : NULL;
-	ret = d.stack ? turns_take(o->turns, o->pid, TRACEE_OWN_WAIT_MS) :
-			-ENOMEM;
-	if (!ret) {
-		ret = dump_tasks(&d);
-		turns_give(o->turns, o->pid);
-	}
+	ret = d.stack ? dump_tasks(&d, o) : -ENOMEM;
 	/* a JVM's own view, once every thread runs again */
 	if (!ret)
 		ret = symbolizer_dump(d.sc.sym);

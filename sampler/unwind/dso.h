@@ -54,9 +54,10 @@ int dso_cache_set_inflate_dir(struct dso_cache *c, const char *dir);
  * holds (only the cache) goes DSO_CACHE_IDLE_S after its last holder let
  * go once no process seen mapping it (dso_note_user()) runs any more;
  * and the least recently let go goes first, mapped or not, while the
- * cache holds more than DSO_CACHE_MAX. A dso in use always stays. Sweeps happen at
- * most every DSO_CACHE_SWEEP_MS, from dso_cache_get(), and when asked
- * (now: at once); freed memory is handed back to the system
+ * cache holds more than DSO_CACHE_MAX. A dso in use always stays. Sweeps
+ * happen at most every DSO_CACHE_SWEEP_MS, from dso_cache_get() and the
+ * daemon's sweeper (fs/core/sweep.h), and when asked (now: at once);
+ * freed memory is handed back to the system
  * (malloc_trim()).
  */
 #define DSO_CACHE_IDLE_S	60

@@ -71,8 +71,8 @@ void kallsyms_put(struct kallsyms *k);
 
 /*
  * Let the table and its name index go if nobody has held them for the
- * expiry time: true when it did. Cheap (a lock); called from every
- * status read and the start of every session.
+ * expiry time: true when it did. Cheap (a lock); called by the
+ * daemon's sweeper (fs/core/sweep.h) and from every status read.
  */
 bool kallsyms_sweep(struct kallsyms *k);
 void kallsyms_set_idle(struct kallsyms *k, uint64_t idle_ms);

@@ -13,9 +13,7 @@ with -ldflags='-s -w' (proffs' table for Go 1.19)."""
 import collections
 import os
 import re
-import signal
 import subprocess
-import time
 
 import pytest
 
@@ -51,17 +49,6 @@ def builds(tmp_path_factory):
                            env=util.go_env(), cwd=str(d), timeout=300)
         assert r.returncode == 0, r.stderr
     return out
-
-
-def go_profile(t, path):
-    """The target's own goroutine profile, debug=1 text and pprof."""
-    os.kill(t.pid, signal.SIGUSR1)
-    deadline = time.monotonic() + 20
-    while not os.path.exists(path):
-        assert time.monotonic() < deadline, 'no profile from the target'
-        time.sleep(0.02)
-    with open(path, encoding='utf-8') as f:
-        return f.read()
 
 
 def without_own(line):
@@ -118,7 +105,7 @@ def test_goroutine_labels_like_go(proffs, builds, tmp_path, name):
     try:
         text = proffs.read(t.pid, 'goroutine.txt').decode()
         pb = proffs.read(t.pid, 'goroutine.pb.gz')
-        theirs = go_profile(t, dump)
+        theirs = util.go_own_dump(t.pid, dump)
     finally:
         t.kill()
     print(text)

@@ -89,17 +89,6 @@ def parse_debug2(text, created=None):
     return out
 
 
-def go_dump(t, path):
-    """The target's own goroutine dump, written on SIGUSR1."""
-    os.kill(t.pid, signal.SIGUSR1)
-    deadline = time.monotonic() + 20
-    while not os.path.exists(path):
-        assert time.monotonic() < deadline, 'no dump from the target'
-        time.sleep(0.02)
-    with open(path) as f:
-        return f.read()
-
-
 def go_frames(frames):
     """The Go functions of a stack: its kernel frames ("[k] ...", a
     thread in a system call, where proffs may read them) left out."""
@@ -121,7 +110,8 @@ def test_goroutines_named_like_go(proffs, builds, tmp_path, name):
         grouped = proffs.read(t.pid, 'goroutine.txt').decode()
         pb = proffs.read(t.pid, 'goroutine.pb.gz')
         folded = proffs.read(t.pid, 'goroutine.folded').decode()
-        theirs = parse_debug2(go_dump(t, dump_path), their_created)
+        theirs = parse_debug2(util.go_own_dump(t.pid, dump_path),
+                              their_created)
     finally:
         t.kill()
     path = save(pb, f'{name}.pb.gz')
@@ -236,7 +226,8 @@ def test_stripped_allgs_searched_once(proffs, builds, tmp_path):
     try:
         texts = [proffs.read(t.pid, 'goroutine.txt?debug=2').decode()
                  for t in ts]
-        theirs = parse_debug2(go_dump(ts[1], str(tmp_path / 'go1.dump')))
+        theirs = parse_debug2(util.go_own_dump(ts[1].pid,
+                                               str(tmp_path / 'go1.dump')))
     finally:
         for t in ts:
             t.kill()

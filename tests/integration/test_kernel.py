@@ -363,3 +363,39 @@ def test_kernel_table_expires(proffs, target):
     after = kernel_status(proffs)
     assert after['kallsyms_bytes'] == 0 and after['kallsyms_holders'] == 0
     assert after['kallsyms_expired'] > st['kallsyms_expired'], (st, after)
+
+
+def kernel_table_mapped(pid):
+    """Whether the daemon pid maps the boot's kernel table (kallsyms_i.h:
+    /run/proffs/kallsyms-BOOT_ID), seen from outside, not by a read."""
+    with open(f'/proc/{pid}/maps') as f:
+        return any('/kallsyms-' in line for line in f)
+
+
+@pytest.mark.parametrize('proffs_options', [('cache_idle=2',)],
+                         indirect=True)
+def test_idle_daemon_lets_the_kernel_table_go(proffs, target):
+    """Nobody reads, and the table still goes: the daemon's sweeper
+    (fs/core/sweep.c) lets it go once idle, where the caches used to look
+    only at a session's start or a status read, so an idle daemon kept
+    its last session's table for ever. Watched in the daemon's own maps,
+    with no read through the mount after the profile."""
+    if os.geteuid():
+        pytest.skip('the boot table is kept for root daemons only')
+    t = start_dd(target)
+    known = kernel_names()
+    # the first daemon of a boot reads /proc/kallsyms and keeps the table
+    # in /run/proffs; from the next use on, it is that file, mapped
+    kernel_frames_named(proffs, t.pid, f'cpu_1s?hz={HZ}', known)
+    deadline = time.monotonic() + 30
+    while kernel_status(proffs)['kallsyms_bytes']:
+        assert time.monotonic() < deadline, kernel_status(proffs)
+        time.sleep(0.5)
+    kernel_frames_named(proffs, t.pid, f'cpu_1s?hz={HZ}', known)
+    assert kernel_table_mapped(proffs.proc.pid)
+    deadline = time.monotonic() + 15
+    while kernel_table_mapped(proffs.proc.pid):
+        assert time.monotonic() < deadline, 'still mapped, nobody reading'
+        time.sleep(0.2)
+    st = kernel_status(proffs)
+    assert st['kallsyms_bytes'] == 0 and st['kallsyms_holders'] == 0, st

@@ -18,6 +18,7 @@ import os
 import pwd
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -225,6 +226,18 @@ def go_env():
 
 PPROF_COMPLAINT = re.compile(r'warn|error|fail|invalid|malformed|'
                              r'unrecogni|unknown|panic', re.I)
+
+
+def go_own_dump(pid, path, timeout=20.0):
+    """What a Go test target writes to path on SIGUSR1: its own goroutine
+    dump or profile, the reference proffs' is compared with."""
+    os.kill(pid, signal.SIGUSR1)
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        assert time.monotonic() < deadline, f'no dump from {pid} in {path}'
+        time.sleep(0.02)
+    with open(path, encoding='utf-8') as f:
+        return f.read()
 
 
 def pprof(*args, check=True, clean=False):
