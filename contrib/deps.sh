@@ -4,12 +4,14 @@
 
 # To build and run the daemon and the demo. g++ too: the build compiles the
 # C++ test targets (issue 19: run.sh stopped at "Unknown compiler c++" on a
-# minimal Debian, where only the test packages had it).
+# minimal Debian, where only the test packages had it). libbpf-dev and
+# clang: the eBPF program that reads Python frames at each sample
+# (sampler/runtime/pybpf.bpf.c), compiled by clang, loaded by libbpf.
 # shellcheck disable=SC2034  # used by the scripts that source this file
 PROFFS_BUILD_PKGS="meson ninja-build pkg-config gcc g++ libc6-dev binutils
 	libfuse3-dev fuse3 libunwind-dev libprotobuf-c-dev protobuf-c-compiler
 	zlib1g-dev libdeflate-dev libelf-dev libdw-dev libiberty-dev elfutils golang-go
-	util-linux"
+	util-linux libbpf-dev clang"
 # The integration tests and their external validators (go tool pprof is
 # in golang-go; perf is the reference profiler; setpriv, findmnt and
 # mount are in util-linux and mount; prometheus scrapes /metrics, curl is

@@ -137,9 +137,11 @@ int run_cpu(const struct run_ctx *c, struct profile **out, struct run_result *r)
 	r->samples = st.samples;
 	r->lost = st.lost;
 	snprintf(r->detail, sizeof(r->detail), "hz=%u samples=%llu lost=%llu "
-		 "daemon_cpu_us=%llu%s%s", o.hz,
+		 "daemon_cpu_us=%llu%s%s%s%s", o.hz,
 		 (unsigned long long)st.samples, (unsigned long long)st.lost,
 		 (unsigned long long)(st.daemon_cpu_ns / 1000),
+		 st.python_read ? " python=" : "",
+		 st.python_read ? st.python_read : "",
 		 c->req->last ? " recorder" : "",
 		 c->req->base != PROFFS_BASE_NONE ? " diff" : "");
 	return ret;

@@ -10,6 +10,7 @@
 
 #include "fs/core/sweep.h"
 #include "sampler/log.h"
+#include "sampler/runtime/python.h"
 #include "sampler/unwind/dso.h"
 #include "sampler/unwind/kallsyms.h"
 
@@ -20,6 +21,7 @@ struct sweeper {
 	struct dso_cache *dsos;
 	struct kallsyms *ksyms;
 	int period_ms;
+	unsigned idle_s;
 	int stop_fd;		/* an eventfd: written once, to stop */
 	pthread_t thread;
 };
@@ -34,6 +36,7 @@ static void *sweeper_main(void *arg)
 			dso_cache_sweep(s->dsos, false);
 		if (s->ksyms && kallsyms_sweep(s->ksyms))
 			pr_debug("sweep: the kernel's symbol table let go");
+		pyrt_bpf_sweep(s->idle_s);
 	}
 	return NULL;
 }
@@ -51,6 +54,7 @@ int sweeper_start(struct dso_cache *dsos, struct kallsyms *ksyms,
 		return -ENOMEM;
 	s->dsos = dsos;
 	s->ksyms = ksyms;
+	s->idle_s = idle_s;
 	s->period_ms = half < SWEEP_MIN_MS ? SWEEP_MIN_MS :
 		       half > SWEEP_MAX_MS ? SWEEP_MAX_MS : (int)half;
 	s->stop_fd = eventfd(0, EFD_CLOEXEC);

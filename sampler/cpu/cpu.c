@@ -18,6 +18,7 @@
 #include "sampler/unwind/maps.h"
 #include "sampler/perf/perf.h"
 #include "sampler/proc.h"
+#include "sampler/runtime/python.h"
 #include "sampler/model/profile.h"
 #include "sampler/unwind/stackctx.h"
 #include "sampler/unwind/symbolize.h"
@@ -65,6 +66,7 @@ struct cpu_run {
 	uint64_t t0;			/* window start, CLOCK_MONOTONIC ns */
 	struct thread_slot *threads;	/* THREAD_SLOTS */
 	struct cpu_stats *st;
+	struct pyrt *pybpf;		/* its frames read by eBPF, or NULL */
 	uint32_t max_stacks;
 	uint64_t overflow_loc;		/* 0 until max_stacks is reached */
 	int err;			/* first error of a callback */
@@ -284,7 +286,9 @@ static void on_sample(const struct perf_sample *s, void *arg)
 	unwinder_set_fp_chain(c->sc.unw, s->user, s->nuser);
 	unwind_stack(c->sc.unw, &s->regs, s->stack, s->stack_len, pcs,
 		     MAX_FRAMES, &npcs);
-	ret = symbolizer_stack(c->sc.sym, s->tid, pcs, npcs, ulocs,
+	ret = pyrt_bpf_sample(run->pybpf, s->tid, s->time);
+	if (!ret)
+		ret = symbolizer_stack(c->sc.sym, s->tid, pcs, npcs, ulocs,
 			       MAX_FRAMES + RUNTIME_FRAMES, &n, &gil);
 	if (ret)
 		goto fail;
@@ -488,6 +492,38 @@ static int open_all(const struct cpu_opts *o, bool kframes,
 	return ret;
 }
 
+/* A Python process's events: batched as a native program's, with the
+ * frames read in the kernel (pybpf.c) where it can be done, else eager
+ * (the daemon reads them as soon as each sample is written). */
+static int open_python(struct cpu_run *run, struct proc_ctx *c,
+		       const struct cpu_opts *o, struct perf_rec **rec)
+{
+	struct pyrt *py = symbolizer_python(c->sc.sym);
+	const int *fds;
+	size_t n;
+	int ret;
+
+	ret = pyrt_bpf_start(py);
+	if (ret == -ENOMEM)
+		return ret;
+	if (!ret) {
+		ret = perf_open(o->pid, o->hz, run->kf != NULL, rec);
+		if (ret)
+			return ret;
+		fds = perf_fds(*rec, &n);
+		ret = pyrt_bpf_attach(py, fds, n);
+		if (!ret) {
+			run->pybpf = py;
+			run->st->python_read = "ebpf";
+			return 0;
+		}
+		perf_close(*rec);
+		*rec = NULL;
+	}
+	run->st->python_read = "eager";
+	return perf_open_eager(o->pid, o->hz, run->kf != NULL, rec);
+}
+
 int cpu_profile(const struct cpu_opts *o, struct profile **out,
 		struct cpu_stats *stats)
 {
@@ -518,9 +554,10 @@ int cpu_profile(const struct cpu_opts *o, struct profile **out,
 	/* the samples' clock */
 	run.t0 = o->timeline_t0 ? o->timeline_t0 : clock_ns(CLOCK_MONOTONIC);
 	/* A runtime's frames are read from the process when its sample is
-	 * handled: at once, so that they are (nearly) the sample's. */
+	 * handled: at once, so that they are (nearly) the sample's; or,
+	 * Python's where the kernel runs our program, at the sample. */
 	if (!ret && o->pid && symbolizer_runtime(c->sc.sym))
-		ret = perf_open_eager(o->pid, o->hz, run.kf != NULL, &rec);
+		ret = open_python(&run, c, o, &rec);
 	else if (!ret && o->pid && is_go(c))
 		ret = perf_open_fp(o->pid, o->hz, run.kf != NULL, &rec);
 	else if (!ret)

@@ -81,6 +81,9 @@ struct cpu_stats {
 	uint64_t skipped_procs;	/* whole host: processes past the limit */
 	uint64_t elapsed_ns;
 	uint64_t daemon_cpu_ns;	/* the sampling thread's CPU time */
+	/* how a Python target's frames were read: "ebpf" (in the kernel,
+	 * at each sample), "eager" (by the daemon after each), else NULL */
+	const char *python_read;
 };
 
 int cpu_profile(const struct cpu_opts *o, struct profile **out,

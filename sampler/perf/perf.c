@@ -323,6 +323,12 @@ int perf_open(pid_t pid, unsigned hz, bool kernel_frames,
 	return open_pids(&pid, 1, hz, kernel_frames, 0, out);
 }
 
+const int *perf_fds(const struct perf_rec *r, size_t *n)
+{
+	*n = r->nfds;
+	return r->fds;
+}
+
 int perf_open_fp(pid_t pid, unsigned hz, bool kernel_frames,
 		 struct perf_rec **out)
 {

@@ -135,6 +135,10 @@ int perf_poll(struct perf_rec *r, int timeout_ms, perf_sample_cb cb,
  */
 int perf_add_wake_fd(struct perf_rec *r, int fd);
 
+/* The events opened (one per thread and cpu), to attach a program to
+ * each (PERF_EVENT_IOC_SET_BPF); owned by r. */
+const int *perf_fds(const struct perf_rec *r, size_t *n);
+
 /* Records the kernel dropped because a ring was full. */
 uint64_t perf_lost(const struct perf_rec *r);
 

@@ -12,6 +12,7 @@
 #include "sampler/unwind/maps.h"
 #include "sampler/proc.h"
 #include "sampler/model/profile.h"
+#include "sampler/runtime/pybpf_abi.h"
 #include "sampler/runtime/pyline.h"
 #include "sampler/runtime/python_i.h"
 
@@ -264,6 +265,33 @@ static int code_get(struct pyrt *r, uint64_t addr, const uint8_t *obj,
 	}
 	*out = c;
 	return r->ncodes * 2 >= r->codes_cap ? pyrt_codes_grow(r) : 0;
+}
+
+int pyrt_code_at(struct pyrt *r, uint64_t addr, uint64_t sig,
+		 struct py_code **out)
+{
+	struct py_code *c = *code_slot(r, addr);
+	int ret;
+
+	if (!c || !c->name_p || pybpf_sig(c->file_p, c->name_p, c->qualname_p,
+					  c->linetable_p) != sig) {
+		pages_reset(r);
+		if (mem(r, addr, r->codebuf, r->o->co_size))
+			return -EFAULT;
+		ret = code_get(r, addr, r->codebuf, &c);
+		if (ret)
+			return ret == -ENOMEM ? ret : -EAGAIN;
+		if (pybpf_sig(c->file_p, c->name_p, c->qualname_p,
+			      c->linetable_p) != sig)
+			return -EAGAIN;
+	}
+	*out = c;
+	return 0;
+}
+
+int32_t pyrt_code_line(struct py_code *c, int64_t lasti)
+{
+	return code_line(c, lasti);
 }
 
 /* The location of a Python frame, made once per (code, line). */
@@ -712,8 +740,15 @@ int pyrt_locations(struct pyrt *r, const struct pyrt_native *nat, pid_t tid,
 			neval += is_eval(r, pcs[i]);
 	if (!neval)
 		return native(nat, pcs, n, locs, max, nlocs);
-	s = snap_of(r, tid);
-	if (s) {
+	s = r->bpf_on ? NULL : snap_of(r, tid);
+	if (r->bpf_on) {
+		/* read in the kernel at the sample (pybpf.c) */
+		ret = r->cur.tid == tid ? r->cur.ret : -ENODATA;
+		nframes = r->cur.n;
+		nentry = r->cur.nentry;
+		g = r->cur.gil;
+		r->cur.tid = 0;
+	} else if (s) {
 		ret = s->ret;
 		nframes = s->n;
 		nentry = s->nentry;
@@ -731,6 +766,8 @@ int pyrt_locations(struct pyrt *r, const struct pyrt_native *nat, pid_t tid,
 			r->changed++;
 		else if (ret == -ENOENT)
 			r->no_thread++;
+		else if (ret == -ENODATA)
+			r->unmatched++;
 		else
 			r->unreadable++;
 		return native(nat, pcs, n, locs, max, nlocs);

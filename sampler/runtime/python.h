@@ -9,7 +9,9 @@
  * carries the source file and line. The frames are read with
  * process_vm_readv (no stop): _PyRuntime -> interpreters -> the thread
  * state whose native_thread_id is the thread -> its frame chain -> code
- * objects and their line tables. Layouts come from pyoffsets.h.
+ * objects and their line tables. Layouts come from pyoffsets.h. A cpu
+ * session of a root daemon has them read in the kernel instead, at each
+ * sample, by an eBPF program (pyrt_bpf_start() below, pybpf.c).
  *
  * A stack keeps its native frames, and the reason is counted, when the
  * chain changed while it was read (twice in a row), when the number of
@@ -27,6 +29,7 @@
 #define PROFFS_PYTHON_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -82,6 +85,24 @@ int pyrt_snapshot(struct pyrt *r, pid_t tid);
  * call. r may be NULL.
  */
 const char *pyrt_thread_name(struct pyrt *r, pid_t tid);
+
+/*
+ * The frames read in the kernel, at each sample, by an eBPF program
+ * (pybpf.c, pybpf.bpf.c) rather than by the daemon after it: a cpu
+ * session starts it (0, or why not: -ENOTSUP without libbpf or a known
+ * layout, -EPERM without root or CAP_BPF + CAP_PERFMON, a refused load;
+ * logged once, said in pyrt_note(), the session then reads eagerly),
+ * attaches it to its perf events (fds, n; 0 or why not), and hands each
+ * sample's (tid, time) to pyrt_bpf_sample() before pyrt_locations() of
+ * it: the record of that moment is paired with it, or the stack keeps
+ * its native frames (counted). Those return 0 or -ENOMEM.
+ */
+int pyrt_bpf_start(struct pyrt *r);
+int pyrt_bpf_attach(struct pyrt *r, const int *fds, size_t n);
+int pyrt_bpf_sample(struct pyrt *r, pid_t tid, uint64_t time);
+/* Unload the programs kept for later sessions (at most 2, each with a
+ * 1 MiB ring) that no session took for idle_s seconds; thread-safe. */
+void pyrt_bpf_sweep(unsigned idle_s);
 
 /* Comments on what could not be merged, for the profile. 0 or -ENOMEM. */
 int pyrt_note(struct pyrt *r);

@@ -99,8 +99,20 @@ struct pyrt {
 	struct py_snap *snaps;		/* read while threads were stopped */
 	size_t nsnaps, snaps_cap;
 	struct pynames *names;		/* pythreads.c's; NULL: none yet */
+	/* The kernel's reading (pybpf.c): the program, whether it is
+	 * attached to the session's events, why not when tried and not */
+	struct pybpf *bpf;
+	bool bpf_on, bpf_tried;
+	char bpf_why[120];
+	/* the frames of the sample pyrt_bpf_sample() paired last */
+	struct {
+		pid_t tid;	/* 0: none */
+		int ret, n, nentry;
+		enum pyrt_gil gil;
+	} cur;
 	/* counted, for pyrt_note() */
 	uint64_t merged, changed, mismatch, no_thread, unreadable;
+	uint64_t unmatched;	/* samples with no record of the kernel's */
 };
 
 struct pynames;
@@ -117,5 +129,17 @@ int pyrt_str(struct pyrt *r, pyrt_read_fn rd, uint64_t addr, char *buf,
 	     size_t size);
 /* Free what a code entry holds and zero it. */
 void pyrt_code_clear(struct py_code *c);
+
+/* The cached code object at addr whose pointers pybpf_sig() gives sig
+ * (read from the target when not cached or not the same): 0, -EAGAIN
+ * (it is another object now), -EFAULT, -ENOSPC, -ENOMEM. */
+int pyrt_code_at(struct pyrt *r, uint64_t addr, uint64_t sig,
+		 struct py_code **out);
+/* The line of instruction lasti of c (cached), or -1. */
+int32_t pyrt_code_line(struct py_code *c, int64_t lasti);
+
+struct pybpf;
+/* Free pybpf.c's state; NULL is fine. */
+void pyrt_bpf_free(struct pybpf *b);
 
 #endif

@@ -119,6 +119,7 @@ void pyrt_free(struct pyrt *r)
 	if (!r)
 		return;
 	pyrt_names_free(r->names);
+	pyrt_bpf_free(r->bpf);
 	for (size_t i = 0; i < r->codes_cap; i++)
 		if (r->codes[i]) {
 			pyrt_code_clear(r->codes[i]);
@@ -136,25 +137,39 @@ void pyrt_free(struct pyrt *r)
 
 int pyrt_note(struct pyrt *r)
 {
-	char text[256];
+	char text[384];
 	uint64_t lost;
 
 	if (!r)
 		return 0;
 	if (r->why[0])
 		return profile_add_comment(r->p, r->why);
-	lost = r->changed + r->mismatch + r->no_thread + r->unreadable;
+	/* which way a cpu session's frames were read */
+	if (r->bpf_on)
+		snprintf(text, sizeof(text), "proffs: Python 3.%u: frames "
+			 "read in the kernel at each sample (eBPF)", r->minor);
+	else if (r->bpf_tried)
+		snprintf(text, sizeof(text), "proffs: Python 3.%u: frames "
+			 "read from the process after each sample "
+			 "(process_vm_readv; eBPF not used: %s)", r->minor,
+			 r->bpf_why);
+	if (r->bpf_tried && profile_add_comment(r->p, text))
+		return -ENOMEM;
+	lost = r->changed + r->mismatch + r->no_thread + r->unreadable +
+	       r->unmatched;
 	if (!lost)
 		return 0;
 	snprintf(text, sizeof(text), "proffs: Python 3.%u: %llu of %llu "
 		 "stacks keep native frames only (frame chain changed while "
 		 "read: %llu; evaluation frames not matching the chain: "
-		 "%llu; no thread state: %llu; unreadable: %llu)", r->minor,
+		 "%llu; no thread state: %llu; unreadable: %llu; no record "
+		 "of the sample: %llu)", r->minor,
 		 (unsigned long long)lost,
 		 (unsigned long long)(lost + r->merged),
 		 (unsigned long long)r->changed,
 		 (unsigned long long)r->mismatch,
 		 (unsigned long long)r->no_thread,
-		 (unsigned long long)r->unreadable);
+		 (unsigned long long)r->unreadable,
+		 (unsigned long long)r->unmatched);
 	return profile_add_comment(r->p, text);
 }

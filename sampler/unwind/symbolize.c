@@ -556,3 +556,8 @@ bool symbolizer_runtime(const struct symbolizer *s)
 {
 	return s && s->py;
 }
+
+struct pyrt *symbolizer_python(struct symbolizer *s)
+{
+	return s ? s->py : NULL;
+}

@@ -82,4 +82,8 @@ int symbolizer_note(struct symbolizer *s);
  * taken). */
 bool symbolizer_runtime(const struct symbolizer *s);
 
+/* The process's CPython reader (python.h), or NULL when it runs none. */
+struct pyrt;
+struct pyrt *symbolizer_python(struct symbolizer *s);
+
 #endif

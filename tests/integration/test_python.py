@@ -88,11 +88,28 @@ def py_name(frame):
     return (m.group(1), int(m.group(2))) if m else None
 
 
-def test_cpu_shares_by_python_function(proffs, target, twin):
+@pytest.fixture(params=['bpf', 'eager'])
+def reader(request, monkeypatch):
+    """How the daemon about to start reads a cpu sample's Python frames:
+    in the kernel at the sample (an eBPF program; root, as in CI), or
+    itself after each sample (PROFFS_NO_BPF, as without root). Comes
+    before the proffs fixture, which starts the daemon."""
+    if request.param == 'bpf' and os.geteuid() != 0:
+        pytest.skip('the eBPF reader needs root')
+    if request.param == 'eager':
+        monkeypatch.setenv('PROFFS_NO_BPF', '1')
+    else:
+        monkeypatch.delenv('PROFFS_NO_BPF', raising=False)
+    return request.param
+
+
+def test_cpu_shares_by_python_function(reader, proffs, target, twin):
     """heavy() and light() burn 3:1: their shares within 2 points of what
     an unprofiled twin measured meanwhile, named by function and line, in
     stacks that still carry the native frames; the same names in every
-    format."""
+    format. Both ways of reading the frames: in the kernel at each sample
+    (eBPF, batched samples) and by the daemon after each sample; the
+    profile says which way was taken."""
     name = f'cpu_{WINDOW}s?hz={HZ}'
     before = spent(twin)
     t0 = util.cpu_seconds(target.pid)
@@ -100,8 +117,12 @@ def test_cpu_shares_by_python_function(proffs, target, twin):
         name + '.pb.gz', name + '.folded', name + '.txt', name + '.svg'])
     cpu_s = util.cpu_seconds(target.pid) - t0
     after = spent(twin)
-    path = save(out[name + '.pb.gz'], 'python-cpu.pb.gz')
+    path = save(out[name + '.pb.gz'], f'python-cpu-{reader}.pb.gz')
     p = util.raw(path)
+    way = {'bpf': 'frames read in the kernel at each sample (eBPF)',
+           'eager': 'frames read from the process after each sample '
+                    '(process_vm_readv; eBPF not used: PROFFS_NO_BPF'}
+    assert any(way[reader] in c for c in p.comments), p.comments
     # the lines of the function, from its def (a frame that has not run
     # its first instruction yet) to its return
     lines = {f: set(range(marked_line(f) - 2, marked_line(f) + 3))
@@ -154,7 +175,7 @@ def test_cpu_shares_by_python_function(proffs, target, twin):
     text = out[name + '.txt'].decode()
     assert re.search(r'\bheavy \(pyburn\.py:\d+\)', text), text
     svg = out[name + '.svg'].decode()
-    util.check_svg(out[name + '.svg'], 'python-cpu.svg')
+    util.check_svg(out[name + '.svg'], f'python-cpu-{reader}.svg')
     assert 'light (pyburn.py:' in svg
     # Python's frames in purples, the native ones in the warm palette
     frames = util.svg_frames(svg)[1:]

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * pybpf_abi.h - what the kernel half of the Python frame reader
+ * (pybpf.bpf.c, an eBPF program run at each perf sample) and its user
+ * half (pybpf.c) share: the configuration it is given through an array
+ * map, and the record it writes into a BPF ring buffer per sample.
+ * Included by both; only linux/types.h types.
+ */
+#ifndef PROFFS_PYBPF_ABI_H
+#define PROFFS_PYBPF_ABI_H
+
+#include <linux/types.h>
+
+#define PYBPF_MAX_FRAMES 128	/* Python frames a record carries */
+#define PYBPF_MAX_THREADS 64	/* thread states walked to find one */
+#define PYBPF_BLOCK 64		/* bytes read of a frame, of a code object */
+
+/* Where to look, in the target (pyoffsets.h's layout). The fr_* and co_*
+ * offsets are relative to fr_base and co_base, each below PYBPF_BLOCK - 8:
+ * one read of PYBPF_BLOCK bytes per frame, per code object. */
+struct pybpf_cfg {
+	__u64 runtime;		/* address of _PyRuntime */
+	__u32 tgid;		/* the target; other processes are skipped */
+	__u32 rt_gil_holder, rt_interp_head, is_threads_head;
+	__u32 ts_next, ts_cframe, ts_native_tid, cf_current_frame;
+	__u32 fr_base, fr_code, fr_previous, fr_instr, fr_is_entry;
+	__u32 co_base, co_filename, co_name, co_qualname, co_linetable;
+};
+
+enum {
+	PYBPF_GIL = 1,		/* the thread held the GIL */
+	PYBPF_NO_TSTATE = 2,	/* no thread state is the thread's */
+	PYBPF_FAULT = 4,	/* a read failed (a page not present) */
+	PYBPF_TRUNCATED = 8,	/* more than PYBPF_MAX_FRAMES frames */
+};
+
+/* One frame: its code object, its last instruction with bit 0 set when
+ * the frame entered the evaluation loop, and pybpf_sig() of its code
+ * object's name, qualname, file and line table pointers at the sample. */
+struct pybpf_frame {
+	__u64 code, instr, sig;
+};
+
+/* One sample's record; n frames, innermost first, follow the header. */
+struct pybpf_rec {
+	__u64 time;		/* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	__u32 tid;
+	__u16 n;
+	__u16 flags;
+	struct pybpf_frame f[PYBPF_MAX_FRAMES];
+};
+
+#define PYBPF_HDR 16		/* offsetof(struct pybpf_rec, f) */
+
+static inline __u64 pybpf_rotl(__u64 v, unsigned k)
+{
+	return v << k | v >> (64 - k);
+}
+
+/* What identifies a code object's contents cheaply. */
+static inline __u64 pybpf_sig(__u64 file, __u64 name, __u64 qualname,
+			      __u64 linetable)
+{
+	return file ^ pybpf_rotl(name, 16) ^ pybpf_rotl(qualname, 32) ^
+	       pybpf_rotl(linetable, 48);
+}
+
+#endif
