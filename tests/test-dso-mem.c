@@ -7,7 +7,9 @@
  * cache's sum is the sum of its objects; past the bound the idle ones go,
  * least recently let go first, none within the grace time, the ones in
  * use never (said once in the log, the cache then "pressed"). Prints the
- * counts and malloc's, for docs/performance.md.
+ * counts and malloc's, for docs/performance.md. The unwinder's rows kept
+ * with an object (dso_row_get): found again through the cache, at most
+ * DSO_ROWS_MAX of one size, counted in its bytes, gone with it.
  */
 #include <link.h>
 #include <malloc.h>
@@ -234,6 +236,57 @@ static void test_in_use(void)
 	dso_cache_free(c);
 }
 
+/* The rows a user keeps with an object: found by the next holder of the
+ * same object, one size only, bounded, counted, expired with it. */
+static void test_rows(void)
+{
+	uint64_t h0, m0, f0, h, m, f, before, row[12] = { 7 };
+	struct dso_cache_stats st;
+	struct dso_cache *c;
+	struct dso *d, *again;
+
+	MUST(dso_cache_new("", &c));
+	MUST(dso_cache_get(c, paths[3], paths[3], &d));
+	dso_rows_counters(&h0, &m0, &f0);
+	CHECK(!dso_row_get(d, 0x1000, row, sizeof(row)), "none yet");
+	before = dso_mem_bytes(d);
+	for (uint64_t i = 0; i <= DSO_ROWS_MAX; i++) {
+		row[0] = i;
+		dso_row_put(d, 0x1000 + i, row, sizeof(row));
+	}
+	dso_row_put(d, 0x100, row, 8);	/* another size: not kept */
+	dso_rows_counters(&h, &m, &f);
+	CHECK(dso_rows_held(d) == DSO_ROWS_MAX && f == f0 + 1 && m == m0 + 1,
+	      "bounded: %zu held, %llu refused", dso_rows_held(d),
+	      (unsigned long long)(f - f0));
+	CHECK(dso_mem_bytes(d) >= before + DSO_ROWS_MAX * sizeof(row),
+	      "counted: %llu -> %llu", (unsigned long long)before,
+	      (unsigned long long)dso_mem_bytes(d));
+	dso_put(d);
+	/* the next session gets the same object, and its rows */
+	MUST(dso_cache_get(c, paths[3], paths[3], &again));
+	CHECK(again == d && dso_row_get(again, 0x1000 + 5, row, sizeof(row)) &&
+	      row[0] == 5 && !dso_row_get(again, 0x100, row, 8),
+	      "kept across holders");
+	dso_rows_counters(&h, &m, &f);
+	CHECK(h == h0 + 1, "one hit: %llu", (unsigned long long)(h - h0));
+	dso_cache_stats(c, &st);
+	CHECK(st.rows == DSO_ROWS_MAX && st.row_hits == h, "status: %llu",
+	      (unsigned long long)st.rows);
+	dso_put(again);
+	/* expired: the rows go with it */
+	dso_cache_set_limits(c, 0, 256);
+	dso_cache_stats(c, &st);
+	CHECK(st.objects == 0 && st.rows == 0, "expired: %zu objects, %llu "
+	      "rows", st.objects, (unsigned long long)st.rows);
+	MUST(dso_cache_get(c, paths[3], paths[3], &d));
+	CHECK(!dso_rows_held(d) && !dso_row_get(d, 0x1000 + 5, row,
+						 sizeof(row)),
+	      "loaded again without them");
+	dso_put(d);
+	dso_cache_free(c);
+}
+
 int main(void)
 {
 	find_libs();
@@ -243,6 +296,7 @@ int main(void)
 	test_accounting("");	/* none */
 	test_lru();
 	test_in_use();
+	test_rows();
 	if (failures)
 		fprintf(stderr, "%d failures\n", failures);
 	return failures ? 1 : 0;

@@ -4,9 +4,12 @@
  * frames whose CFI is only in .debug_frame (unwind-fixture.c): once from
  * a plain call (the cached rows unwind it) and once from a signal
  * handler (a signal frame sends the whole stack to libunwind, which must
- * find the same .debug_frame FDEs).
+ * find the same .debug_frame FDEs). A second unwinder (the next session)
+ * of the same stack finds the rows the first computed kept with the
+ * objects (dso.h: dso_row_get), computes none, and gives the same frames.
  */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +31,7 @@ static struct proc_maps *maps;
 static struct unwinder *unwinder;
 static uint64_t pcs[MAX_FRAMES];
 static int npcs;
+static bool again;	/* capture(): unwind once more, a new unwinder */
 
 /* The live stack holds AddressSanitizer's poisoned redzones in an ASan
  * build, and parts valgrind holds inaccessible inside a signal frame: it
@@ -40,6 +44,31 @@ static void copy_stack(uint8_t *to, uintptr_t from, size_t len)
 
 	CHECK(process_vm_readv(getpid(), &local, 1, &remote, 1, 0) ==
 	      (ssize_t)len, "process_vm_readv of our own stack: %m");
+}
+
+/* The same stack, unwound by a new unwinder (the next session): every
+ * row is found kept with its object, none computed again, and the frames
+ * are the same. */
+static void next_session(const struct unwind_regs *regs, const void *stack,
+			 size_t len)
+{
+	uint64_t pcs2[MAX_FRAMES], h0, m0, f0, h, m, f;
+	struct unwinder *u;
+	int n2 = 0;
+
+	CHECK(!unwinder_new(maps, &u), "second unwinder");
+	dso_rows_counters(&h0, &m0, &f0);
+	CHECK(!unwind_stack(u, regs, stack, len, pcs2, MAX_FRAMES, &n2),
+	      "unwind_stack");
+	dso_rows_counters(&h, &m, &f);
+	unwinder_free(u);
+	CHECK(n2 == npcs && !memcmp(pcs2, pcs, npcs * sizeof(*pcs)),
+	      "the same frames: %d and %d", npcs, n2);
+	CHECK(h - h0 >= (uint64_t)npcs - 1 && m == m0,
+	      "rows found kept: %llu, computed again: %llu",
+	      (unsigned long long)(h - h0), (unsigned long long)(m - m0));
+	printf("next session: %d frames, %llu rows found kept\n", n2,
+	       (unsigned long long)(h - h0));
 }
 
 /* Unwind from the point getcontext() returns to, over a copy of the
@@ -72,6 +101,8 @@ static __attribute__((noinline)) void capture(void)
 	copy_stack(stack, regs.r[UREG_RSP], len);
 	CHECK(!unwind_stack(unwinder, &regs, stack, len, pcs, MAX_FRAMES,
 			    &npcs), "unwind_stack");
+	if (again)
+		next_session(&regs, stack, len);
 }
 
 static void on_signal(int sig)
@@ -137,7 +168,9 @@ int main(void)
 		return 1;
 	}
 	signal(SIGUSR1, on_signal);
+	again = true;
 	from_call();
+	again = false;
 	check_chain("cached rows", "from_call");
 	from_signal();
 	check_chain("libunwind", "from_signal");

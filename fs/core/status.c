@@ -224,6 +224,14 @@ static void write_text(FILE *f, const struct snapshot *s)
 		(unsigned long long)s->ksyms.expired,
 		(unsigned long long)s->dsos.kept_bytes,
 		(unsigned long long)s->dsos.kept_max);
+	/* the unwinder's rows kept with the objects (dso.h: dso_row_get) */
+	fprintf(f, "dso_cache_rows: %llu\ndso_cache_rows_max_per_object: %u\n"
+		"dso_cache_row_hits: %llu\ndso_cache_row_misses: %llu\n"
+		"dso_cache_rows_refused: %llu\n",
+		(unsigned long long)s->dsos.rows, DSO_ROWS_MAX,
+		(unsigned long long)s->dsos.row_hits,
+		(unsigned long long)s->dsos.row_misses,
+		(unsigned long long)s->dsos.rows_full);
 	/* what the bounded parts may hold together (README: memory) */
 	fprintf(f, "memory_bound_bytes: %llu\n", (unsigned long long)
 		(s->dsos.max_bytes + (s->has_rec ? s->rec.mem_max : 0)));
@@ -395,6 +403,13 @@ static void metrics_self(FILE *f, const struct snapshot *s)
 	       "by a session or the recorder hold.", s->dsos.in_use);
 	scalar(f, "dso_cache_max_bytes", "gauge", "The bound past which idle "
 	       "objects go (dso_mem).", s->dsos.max_bytes);
+	scalar(f, "dso_cache_rows", "gauge", "CFI rows the unwinder computed, "
+	       "kept with the cached objects for later sessions.",
+	       s->dsos.rows);
+	scalar(f, "dso_cache_row_hits_total", "counter", "Rows a session "
+	       "found kept.", s->dsos.row_hits);
+	scalar(f, "dso_cache_row_misses_total", "counter", "Rows a session "
+	       "computed.", s->dsos.row_misses);
 	scalar(f, "kallsyms_bytes", "gauge", "The kernel's symbol table and "
 	       "its name index, in memory now (0 until a profile has kernel "
 	       "frames, and once let go).", s->ksyms.bytes);

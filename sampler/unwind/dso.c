@@ -197,6 +197,7 @@ static void dso_free(struct dso *d)
 	for (i = 0; i < DSO_MEMO__COUNT; i++)
 		free(d->memo[i]);
 	pthread_mutex_destroy(&d->lock);
+	dso_rows_free(d);
 	free(d->pool);
 	free(d->syms);
 	free(d->segs);
@@ -237,6 +238,7 @@ static int dso_load(const struct dso_cache *c, int fd, const struct stat *st,
 	atomic_init(&d->df_done, false);
 	d->fd = fd;
 	pthread_mutex_init(&d->lock, NULL);
+	pthread_mutex_init(&d->rows_lock, NULL);
 	d->dev = st->st_dev;
 	d->ino = st->st_ino;
 	d->page_size = (uint64_t)sysconf(_SC_PAGESIZE);

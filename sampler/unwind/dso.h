@@ -116,6 +116,10 @@ struct dso_cache_stats {
 	uint64_t grace_ms;	/* let go more recently: never evicted */
 	uint64_t kept_bytes;	/* inflated debug files kept for the boot */
 	uint64_t kept_max;	/* their bound; 0: none kept */
+	uint64_t rows;		/* dso_row_put() values the objects keep */
+	uint64_t row_hits;	/* dso_row_get()s that found one (ever) */
+	uint64_t row_misses;	/* and that did not */
+	uint64_t rows_full;	/* puts refused at DSO_ROWS_MAX */
 };
 /* After a sweep; for the status file. */
 void dso_cache_stats(struct dso_cache *c, struct dso_cache_stats *st);
@@ -264,6 +268,29 @@ int dso_memo_get(struct dso *d, enum dso_memo_kind k, void *buf,
 		 size_t size);
 int dso_memo_put(struct dso *d, enum dso_memo_kind k, const void *buf,
 		 size_t size);
+
+/*
+ * Values a user computes per ELF virtual address from this object alone
+ * (the unwinder's CFI row at a pc, unwind.c), kept with the object so
+ * that the next session, or the next process mapping the same file, does
+ * not compute them again: one kind per object (a value of another size
+ * is neither kept nor found), at most DSO_ROWS_MAX values of at most
+ * DSO_ROW_SIZE_MAX bytes each (past it nothing more is kept), counted in
+ * dso_mem_bytes() and so under the cache's byte bound, let go when the
+ * object goes (its expiry). Thread-safe (a lock of their own).
+ * dso_row_get(): whether vaddr had a value, copied into val.
+ * dso_row_put(): keeps val for vaddr (a first value stays; no memory or
+ * the bound reached: not kept). dso_rows_held(): how many d keeps.
+ * dso_rows_counters(): gets that found a value, that did not, and puts
+ * refused at the bound, since the daemon started (every object).
+ */
+#define DSO_ROWS_MAX		32768
+#define DSO_ROW_SIZE_MAX	256
+bool dso_row_get(struct dso *d, uint64_t vaddr, void *val, size_t size);
+void dso_row_put(struct dso *d, uint64_t vaddr, const void *val,
+		 size_t size);
+size_t dso_rows_held(struct dso *d);
+void dso_rows_counters(uint64_t *hits, uint64_t *misses, uint64_t *full);
 
 /*
  * The ELF virtual address of the function called name (the name a user

@@ -217,7 +217,12 @@ void dso_cache_stats(struct dso_cache *c, struct dso_cache_stats *st)
 					.bytes = c->bytes, .in_use = c->in_use,
 					.max_bytes = c->max_bytes,
 					.grace_ms = c->grace_ms };
+	for (size_t i = 0; i < c->ntab; i++)
+		for (struct cache_ent *e = c->tab[i]; e; e = e->next)
+			if (e->owner)
+				st->rows += dso_rows_held(e->dso);
 	pthread_mutex_unlock(&c->lock);
+	dso_rows_counters(&st->row_hits, &st->row_misses, &st->rows_full);
 	if (c->inflate_dir) {	/* set before the cache is shared */
 		st->kept_bytes = dso_debug_kept_bytes(c->inflate_dir);
 		st->kept_max = DSO_DEBUG_CACHE_MAX;

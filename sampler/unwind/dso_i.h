@@ -110,6 +110,13 @@ struct dso {
 	uint64_t dw_lines;	/* line table rows libdw has loaded */
 	void *memo[DSO_MEMO__COUNT];	/* dso_memo_put()'s blobs */
 	size_t memo_size[DSO_MEMO__COUNT];
+
+	/* dso_row_get()'s values (dso_rows.c), under a lock of their own */
+	pthread_mutex_t rows_lock;
+	struct u64map rows;	/* vaddr -> index into rows_vals */
+	uint8_t *rows_vals;	/* rows_n values of rows_size bytes */
+	size_t rows_n, rows_cap, rows_size;
+	_Atomic uint64_t rows_bytes;	/* what they take */
 };
 
 /* A string made here (absolute source path, unversioned symbol). */
@@ -204,6 +211,11 @@ uint64_t dso_alloc_bytes(uint64_t n);
 uint64_t dso_sections_bytes(Elf *elf, const char *const *names);
 /* Recount d->mem. Called with d->lock held (or before d is shared). */
 void dso_mem_update(struct dso *d);
+
+/* ---- dso_rows.c ---- */
+
+/* Frees what dso_row_put() kept in d (when d goes). */
+void dso_rows_free(struct dso *d);
 
 /* ---- dso.c ---- */
 

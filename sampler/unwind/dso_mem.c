@@ -7,7 +7,8 @@
  *  - heap: its own tables (the object, names, segments, the sorted symbol
  *    table, the DWARF unit index, the memo of symbolized addresses and
  *    its frame pool, interned and demangled strings, the .debug_frame
- *    copy), counted from their sizes as malloc() rounds them; and
+ *    copy, the unwinder's rows kept per address: dso_rows.c), counted
+ *    from their sizes as malloc() rounds them; and
  *    libdw's (Elf and Dwarf handles, its unit, abbrev and line tables),
  *    which cannot be seen one by one, so estimated from what drives it:
  *    DW_MODULE for the module, DW_UNIT for each DWARF unit (the unit
@@ -119,13 +120,16 @@ void dso_mem_update(struct dso *d)
 
 uint64_t dso_mem_bytes(const struct dso *d)
 {
-	return atomic_load_explicit(&d->mem, memory_order_relaxed);
+	/* the rows (dso_rows.c) grow under a lock of their own */
+	return atomic_load_explicit(&d->mem, memory_order_relaxed) +
+	       atomic_load_explicit(&d->rows_bytes, memory_order_relaxed);
 }
 
 void dso_mem_parts(struct dso *d, struct dso_mem_parts *p)
 {
 	pthread_mutex_lock(&d->lock);
-	*p = (struct dso_mem_parts){ .heap = heap_bytes(d),
+	*p = (struct dso_mem_parts){ .heap = heap_bytes(d) +
+					     atomic_load(&d->rows_bytes),
 				     .inflated = d->memfd_bytes,
 				     .mapped = d->file_bytes };
 	pthread_mutex_unlock(&d->lock);

@@ -3,8 +3,10 @@
  * gostack.c - Go's stack switches as seen from a frame-pointer walk: the
  * frames it skips, found from the code's calls and Go's frame sizes
  * (gopclntab.h), and checked against the stack words read from the
- * process.
+ * process; and which Go functions end an unwind, and the row of Go code
+ * without CFI (for unwind.c).
  */
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -149,4 +151,74 @@ int gostack_gap(struct proc_maps *maps, struct livestack *live, uint64_t bp,
 	gap[0] = w - 1;
 	gap[1] = v - 1;
 	return 2;
+}
+
+/*
+ * Go's runtime switches stacks inside some functions (to g0's, in mcall
+ * and systemstack, and to call the vDSO in nanotime1, walltime and
+ * time.now; back from a signal handler, in sigreturn) and starts them in
+ * others (goexit, mstart, rt0_go), and their CFI does not say so: what
+ * lies above their frame is whatever another stack left there. Go's own
+ * traceback stops at them too (its "top frame" function IDs, and the
+ * vDSO caller it records in m); perf stops or goes astray. The names are
+ * matched with or without their ABI suffix (".abi0").
+ */
+enum go_top gostack_top_frame(const char *name)
+{
+	static const struct {
+		const char *name;
+		enum go_top top;
+	} tops[] = {
+		{ "runtime.mcall", GO_SWITCH },
+		{ "runtime.morestack", GO_SWITCH },
+		{ "runtime.systemstack", GO_SWITCH },
+		{ "runtime.systemstack_switch", GO_SWITCH },
+		{ "runtime.asmcgocall", GO_SWITCH },
+		{ "runtime.sigreturn", GO_SWITCH },
+		{ "runtime.sigreturn__sigaction", GO_SWITCH },
+		{ "runtime.nanotime1", GO_SWITCH },
+		{ "runtime.walltime", GO_SWITCH },
+		{ "runtime.walltime1", GO_SWITCH },
+		{ "runtime.vgetrandom1", GO_SWITCH },
+		{ "time.now", GO_SWITCH },
+		{ "runtime.asyncPreempt", GO_INJECTED },
+		{ "runtime.sigpanic", GO_INJECTED },
+		{ "runtime.goexit", GO_START },
+		{ "runtime.mstart", GO_START },
+		{ "runtime.rt0_go", GO_START },
+	};
+
+	if (!name || (strncmp(name, "runtime.", 8) && strncmp(name, "time.", 5)))
+		return GO_NOT_TOP;
+	for (size_t i = 0; i < sizeof(tops) / sizeof(*tops); i++) {
+		size_t n = strlen(tops[i].name);
+
+		if (!strncmp(name, tops[i].name, n) &&
+		    (!name[n] || !strcmp(name + n, ".abi0")))
+			return tops[i].top;
+	}
+	return GO_NOT_TOP;
+}
+
+/*
+ * The row of Go code without CFI (a Go program built -s -w has none, nor
+ * has its assembly), from the frame size Go's table gives at the pc: the
+ * return address just above the frame, and the caller's frame pointer
+ * below it once the function has a frame (Go on amd64 saves it there).
+ */
+int gostack_row(const struct gopcln *g, uint64_t vaddr,
+		struct cfi_row *row)
+{
+	int32_t delta;
+
+	if (gopcln_sp_delta(g, vaddr, &delta) || delta > (1 << 24))
+		return -ENOENT;
+	*row = (struct cfi_row){ .cfa_reg = CFI_REG_RSP, .cfa_off = delta + 8,
+				 .nrules = 1 };
+	row->rules[0] = (struct cfi_rule){ .reg = CFI_REG_RA, .off = -8,
+					   .kind = CFI_OFFSET };
+	if (delta >= 8)
+		row->rules[row->nrules++] = (struct cfi_rule){
+			.reg = CFI_REG_RBP, .off = -16, .kind = CFI_OFFSET };
+	return 0;
 }

@@ -12,8 +12,34 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "sampler/unwind/cfi.h"
+
+struct gopcln;
 struct livestack;
 struct proc_maps;
+
+/* Where a Go function leaves the unwinder (its stacks, unwind.c). */
+enum go_top {
+	GO_NOT_TOP,
+	GO_SWITCH,		/* switches stacks: the rest is elsewhere */
+	GO_START,		/* the first frame of a stack */
+	GO_INJECTED,		/* called by no call: the runtime made the
+				 * interrupted frame look like its caller
+				 * (asyncPreempt, sigpanic), whose pc is
+				 * exact, not a return address */
+};
+
+/*
+ * Go's runtime switches stacks inside some functions and starts them in
+ * others, and their CFI does not say so: which name (of a Go program's
+ * function, with or without its ABI suffix) is which, or GO_NOT_TOP.
+ */
+enum go_top gostack_top_frame(const char *name);
+
+/* The CFI row of Go code without CFI, from the frame size Go's table
+ * gives at vaddr (see gostack.c). 0, or -ENOENT. */
+int gostack_row(const struct gopcln *g, uint64_t vaddr,
+		struct cfi_row *row);
 
 /* Whether pc is inside a function of a Go program's own table (not at
  * its first byte). */

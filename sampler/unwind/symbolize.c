@@ -28,6 +28,19 @@ struct map_slot {
 	uint64_t mapping_id;
 };
 
+/* A function a dso named, by the addresses of its strings (owned by the
+ * dso, so stable while the maps hold it): its id in the profile. */
+struct fn_slot {
+	const char *function, *system_name, *file;
+	int start_line;
+	uint64_t id;		/* 0 = empty */
+};
+
+/* Functions memoized per session: the table doubles from FN_MEMO_MIN
+ * slots, up to FN_MEMO_MAX; past half of that it starts over. */
+#define FN_MEMO_MIN	256
+#define FN_MEMO_MAX	(1u << 16)
+
 static int add_mapping(struct symbolizer *s, struct map_entry *e,
 		       uint64_t *id);
 
@@ -38,6 +51,10 @@ struct symbolizer {
 	size_t pcs_cap, pcs_n;
 	struct map_slot *mappings;
 	size_t map_cap, map_n;
+	struct fn_slot *fns;	/* fns_cap slots, once needed */
+	size_t fns_n, fns_cap;
+	unsigned fns_generation;	/* of the maps the memo's strings
+					 * came from */
 	struct jitmap *jit;	/* created on the first pc in JIT code */
 	struct pyrt *py;	/* NULL: the process runs no CPython */
 	struct javart *java;	/* NULL: the process is no JVM */
@@ -126,7 +143,8 @@ size_t symbolizer_mem_bytes(const struct symbolizer *s)
 	if (!s)
 		return 0;
 	return sizeof(*s) + s->pcs_cap * sizeof(*s->pcs) +
-	       s->map_cap * sizeof(*s->mappings);
+	       s->map_cap * sizeof(*s->mappings) +
+	       s->fns_cap * sizeof(*s->fns);
 }
 
 void symbolizer_free(struct symbolizer *s)
@@ -138,6 +156,7 @@ void symbolizer_free(struct symbolizer *s)
 	javart_free(s->java);
 	free(s->pcs);
 	free(s->mappings);
+	free(s->fns);
 	free(s);
 }
 
@@ -229,6 +248,104 @@ static void jit_frame(struct symbolizer *s, const struct map_entry *e,
 	*nf = nj;
 }
 
+/*
+ * The function id of a frame a dso gave: interned once per distinct
+ * function in a session, later frames found by the addresses of the
+ * dso's strings (a pc's frames repeat those of the pcs around it), not
+ * by hashing and comparing the strings. The memo is dropped when the
+ * maps change (a dso let go takes its strings with it), and when full.
+ */
+static size_t fn_hash(const struct dso_frame *f)
+{
+	return hash64((uintptr_t)f->function ^
+		      hash64((uintptr_t)f->system_name ^
+			     hash64((uintptr_t)f->file ^
+				    (uint64_t)f->start_line)));
+}
+
+/* The slot of f in the memo: its own, or the empty one to fill. */
+static struct fn_slot *fn_find(struct fn_slot *t, size_t cap,
+			       const struct dso_frame *f)
+{
+	for (size_t i = fn_hash(f) & (cap - 1);; i = (i + 1) & (cap - 1)) {
+		struct fn_slot *e = &t[i];
+
+		if (!e->id || (e->function == f->function &&
+			       e->system_name == f->system_name &&
+			       e->file == f->file &&
+			       e->start_line == f->start_line))
+			return e;
+	}
+}
+
+/* Room for one more function in the memo: it doubles, or starts over
+ * (at its bound, or when the maps changed: a dso let go takes its
+ * strings with it). false without memory (the memo is not used). */
+static bool fn_room(struct symbolizer *s)
+{
+	size_t cap = s->fns_cap ? s->fns_cap * 2 : FN_MEMO_MIN;
+	struct fn_slot *t;
+
+	if (s->fns_generation != maps_generation(s->maps) ||
+	    (s->fns_n + 1) * 2 > FN_MEMO_MAX) {
+		if (s->fns)
+			memset(s->fns, 0, s->fns_cap * sizeof(*s->fns));
+		s->fns_n = 0;
+		s->fns_generation = maps_generation(s->maps);
+	}
+	if (s->fns && (s->fns_n + 1) * 2 <= s->fns_cap)
+		return true;
+	t = calloc(cap, sizeof(*t));
+	if (!t)
+		return false;
+	for (size_t i = 0; i < s->fns_cap; i++)
+		if (s->fns[i].id) {
+			struct dso_frame f = {
+				.function = s->fns[i].function,
+				.system_name = s->fns[i].system_name,
+				.file = s->fns[i].file,
+				.start_line = s->fns[i].start_line,
+			};
+
+			*fn_find(t, cap, &f) = s->fns[i];
+		}
+	free(s->fns);
+	s->fns = t;
+	s->fns_cap = cap;
+	return true;
+}
+
+/*
+ * The function id of a frame a dso gave: interned once per distinct
+ * function in a session, later frames found by the addresses of the
+ * dso's strings (a pc's frames repeat those of the pcs around it), not
+ * by hashing and comparing the strings.
+ */
+static int dso_function(struct symbolizer *s, const struct dso_frame *f,
+			uint64_t *id)
+{
+	struct fn_slot *e;
+	int ret;
+
+	if (!fn_room(s))
+		return profile_add_function(s->p, f->function, f->system_name,
+					    f->file, f->start_line, id);
+	e = fn_find(s->fns, s->fns_cap, f);
+	if (e->id) {
+		*id = e->id;
+		return 0;
+	}
+	ret = profile_add_function(s->p, f->function, f->system_name, f->file,
+				   f->start_line, id);
+	if (ret)
+		return ret;
+	*e = (struct fn_slot){ .function = f->function,
+			       .system_name = f->system_name, .file = f->file,
+			       .start_line = f->start_line, .id = *id };
+	s->fns_n++;
+	return 0;
+}
+
 /* Lines for a pc: its symbolized frames, else one "object+0xoff" frame. */
 static int make_lines(struct symbolizer *s, struct map_entry *e,
 		      uint64_t pc, struct pf_line *lines, uint32_t *n)
@@ -236,6 +353,7 @@ static int make_lines(struct symbolizer *s, struct map_entry *e,
 	struct dso_frame frames[MAX_INLINE];
 	char fallback[256], method[512], file[256];
 	bool runtime = false;	/* a Java method's frame */
+	bool from_dso = e && e->dso;	/* the strings are the dso's */
 	uint16_t bcp16;
 	int nf = 0, ret, line;
 
@@ -255,7 +373,9 @@ static int make_lines(struct symbolizer *s, struct map_entry *e,
 		jit_frame(s, e, pc, frames, &nf, &runtime);
 	}
 	for (int i = 0; i < nf; i++) {
-		ret = profile_add_function(s->p, frames[i].function,
+		ret = from_dso ? dso_function(s, &frames[i],
+					      &lines[i].function_id) :
+		      profile_add_function(s->p, frames[i].function,
 					   frames[i].system_name,
 					   frames[i].file,
 					   frames[i].start_line,

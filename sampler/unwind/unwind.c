@@ -432,97 +432,23 @@ static void rows_make_room(struct unwinder *u)
 	u->rows_cap = ncap;
 }
 
-enum go_top {
-	GO_NOT_TOP,
-	GO_SWITCH,		/* switches stacks: the rest is elsewhere */
-	GO_START,		/* the first frame of a stack */
-	GO_INJECTED,		/* called by no call: the runtime made the
-				 * interrupted frame look like its caller
-				 * (asyncPreempt, sigpanic), whose pc is
-				 * exact, not a return address */
-};
-
-/*
- * Go's runtime switches stacks inside some functions (to g0's, in mcall
- * and systemstack, and to call the vDSO in nanotime1, walltime and
- * time.now; back from a signal handler, in sigreturn) and starts them in
- * others (goexit, mstart, rt0_go), and their CFI does not say so: what
- * lies above their frame is whatever another stack left there. Go's own
- * traceback stops at them too (its "top frame" function IDs, and the
- * vDSO caller it records in m); perf stops or goes astray. The names are
- * matched with or without their ABI suffix (".abi0").
- */
-static enum go_top go_top_frame(const char *name)
-{
-	static const struct {
-		const char *name;
-		enum go_top top;
-	} tops[] = {
-		{ "runtime.mcall", GO_SWITCH },
-		{ "runtime.morestack", GO_SWITCH },
-		{ "runtime.systemstack", GO_SWITCH },
-		{ "runtime.systemstack_switch", GO_SWITCH },
-		{ "runtime.asmcgocall", GO_SWITCH },
-		{ "runtime.sigreturn", GO_SWITCH },
-		{ "runtime.sigreturn__sigaction", GO_SWITCH },
-		{ "runtime.nanotime1", GO_SWITCH },
-		{ "runtime.walltime", GO_SWITCH },
-		{ "runtime.walltime1", GO_SWITCH },
-		{ "runtime.vgetrandom1", GO_SWITCH },
-		{ "time.now", GO_SWITCH },
-		{ "runtime.asyncPreempt", GO_INJECTED },
-		{ "runtime.sigpanic", GO_INJECTED },
-		{ "runtime.goexit", GO_START },
-		{ "runtime.mstart", GO_START },
-		{ "runtime.rt0_go", GO_START },
-	};
-
-	if (!name || (strncmp(name, "runtime.", 8) && strncmp(name, "time.", 5)))
-		return GO_NOT_TOP;
-	for (size_t i = 0; i < sizeof(tops) / sizeof(*tops); i++) {
-		size_t n = strlen(tops[i].name);
-
-		if (!strncmp(name, tops[i].name, n) &&
-		    (!name[n] || !strcmp(name + n, ".abi0")))
-			return tops[i].top;
-	}
-	return GO_NOT_TOP;
-}
-
-/*
- * The row of Go code without CFI (a Go program built -s -w has none, nor
- * has its assembly), from the frame size Go's table gives at the pc: the
- * return address just above the frame, and the caller's frame pointer
- * below it once the function has a frame (Go on amd64 saves it there).
- */
-static int go_row(const struct gopcln *g, uint64_t vaddr,
-		  struct cfi_row *row)
-{
-	int32_t delta;
-
-	if (gopcln_sp_delta(g, vaddr, &delta) || delta > (1 << 24))
-		return -ENOENT;
-	*row = (struct cfi_row){ .cfa_reg = CFI_REG_RSP, .cfa_off = delta + 8,
-				 .nrules = 1 };
-	row->rules[0] = (struct cfi_rule){ .reg = CFI_REG_RA, .off = -8,
-					   .kind = CFI_OFFSET };
-	if (delta >= 8)
-		row->rules[row->nrules++] = (struct cfi_rule){
-			.reg = CFI_REG_RBP, .off = -16, .kind = CFI_OFFSET };
-	return 0;
-}
-
 static void row_compute(struct unwinder *u, struct row_val *v, uint64_t pc)
 {
 	struct map_entry *e = maps_find(u->maps, pc);
 
+	/* kept with the object by the sessions before (dso.h) */
+	if (e && e->dso && dso_row_get(e->dso, pc - e->bias, v, sizeof(*v)))
+		return;
+	memset(v, 0, sizeof(*v));
 	v->status = e && e->dso ? cfi_row_at(e->dso, pc - e->bias, &v->row)
 				: -ENOENT;
 	if (v->status && e && e->dso && dso_gopcln(e->dso))
-		v->status = go_row(dso_gopcln(e->dso), pc - e->bias, &v->row);
+		v->status = gostack_row(dso_gopcln(e->dso), pc - e->bias, &v->row);
 	v->top = e && e->dso && dso_is_go(e->dso) ?
-		 go_top_frame(dso_symbol_name(e->dso, pc - e->bias)) :
+		 gostack_top_frame(dso_symbol_name(e->dso, pc - e->bias)) :
 		 GO_NOT_TOP;
+	if (e && e->dso && v->status != -ENOMEM)
+		dso_row_put(e->dso, pc - e->bias, v, sizeof(*v));
 }
 
 /* What is known of lookup address pc, or NULL for pc 0. */
