@@ -2,7 +2,7 @@
 /*
  * pybpf.bpf.c - the kernel half of the Python frame reader: an eBPF
  * program (BPF_PROG_TYPE_PERF_EVENT) attached to the cpu-clock events of
- * one CPython 3.11 process. At each sample, in the sampled thread's
+ * one CPython 3.11 or 3.12 process. At each sample, in the sampled thread's
  * context, it finds the thread's state (the GIL holder when it is the
  * thread, else the interpreter's list), walks its frame chain with
  * bpf_probe_read_user() (never faulting pages in, never stopping
@@ -30,7 +30,7 @@ struct {
  * runs once at a time on a cpu). */
 struct scratch {
 	struct pybpf_rec rec;
-	__u8 block[PYBPF_BLOCK];
+	__u8 block[PYBPF_BUF];
 };
 
 struct {
@@ -55,7 +55,16 @@ struct walk {
 
 static __always_inline __u64 at(const __u8 *block, __u32 off)
 {
-	return *(const __u64 *)(block + (off & (PYBPF_BLOCK - 8)));
+	return *(const __u64 *)(block + (off & (PYBPF_BUF - 8)));
+}
+
+static __always_inline __u32 read_u32(__u64 addr)
+{
+	__u32 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
+		return 0;
+	return v;
 }
 
 static __always_inline __u64 read_u64(__u64 addr)
@@ -94,6 +103,8 @@ static long frame_step(__u32 i, void *arg)
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &k);
 	struct pybpf_frame *f;
 	__u64 code;
+	__u8 mark;
+	long err;
 
 	if (!c || !s || !w->ptr)
 		return 1;
@@ -101,16 +112,26 @@ static long frame_step(__u32 i, void *arg)
 		s->rec.flags |= PYBPF_TRUNCATED;
 		return 1;
 	}
-	f = &s->rec.f[i];
-	if (bpf_probe_read_user(s->block, PYBPF_BLOCK,
-				(const void *)(w->ptr + c->fr_base))) {
+	if (c->fr_wide)
+		err = bpf_probe_read_user(s->block, PYBPF_FBLOCK,
+					  (const void *)(w->ptr + c->fr_base));
+	else
+		err = bpf_probe_read_user(s->block, PYBPF_BLOCK,
+					  (const void *)(w->ptr + c->fr_base));
+	if (err) {
 		s->rec.flags |= PYBPF_FAULT;
 		return 1;
 	}
+	/* i < PYBPF_MAX_FRAMES (a power of two), masked again where the
+	 * compiler cannot drop it: the verifier loses the bound when i is
+	 * spilled */
+	asm volatile("" : "+r"(i));
+	f = &s->rec.f[i & (PYBPF_MAX_FRAMES - 1)];
 	code = at(s->block, c->fr_code);
 	f->code = code;
+	mark = s->block[c->fr_is_entry & (PYBPF_BUF - 1)];
 	f->instr = (at(s->block, c->fr_instr) & ~1ull) |
-		   (s->block[c->fr_is_entry & (PYBPF_BLOCK - 1)] != 0);
+		   (c->fr_shim ? mark == c->fr_shim : mark != 0);
 	w->ptr = at(s->block, c->fr_previous);
 	if (code != w->last_code) {
 		if (bpf_probe_read_user(s->block, PYBPF_BLOCK,
@@ -150,6 +171,8 @@ int pybpf_sample(void *ctx)
 	w.tid = (__u32)id;
 	gil = read_u64(c->runtime + c->rt_gil_holder);
 	ts = gil;
+	if (c->rt_gil_locked && !read_u32(c->runtime + c->rt_gil_locked))
+		gil = 0;	/* its last holder, not holding it now */
 	if (!ts || read_u64(ts + c->ts_native_tid) != w.tid) {
 		__u64 interp = read_u64(c->runtime + c->rt_interp_head);
 

@@ -173,20 +173,30 @@ static void set_cfg(const struct pyrt *r, struct pybpf_cfg *c)
 		.co_name = o->co_name - cb,
 		.co_qualname = o->co_qualname - cb,
 		.co_linetable = o->co_linetable - cb,
+		.fr_shim = o->entry == PY_ENTRY_SHIM ? o->fr_shim_owner : 0,
+		.rt_gil_locked = o->rt_gil_locked,
 	};
+	c->fr_wide = c->fr_code > PYBPF_BLOCK - 8 ||
+		     c->fr_previous > PYBPF_BLOCK - 8 ||
+		     c->fr_instr > PYBPF_BLOCK - 8 ||
+		     c->fr_is_entry >= PYBPF_BLOCK;
 }
 
 /* Whether the layout fits the program's one-block reads. */
 static bool cfg_fits(const struct pybpf_cfg *c)
 {
-	const uint32_t rel[] = { c->fr_code, c->fr_previous, c->fr_instr,
-				 c->co_filename, c->co_name, c->co_qualname,
-				 c->co_linetable };
+	const uint32_t fr[] = { c->fr_code, c->fr_previous, c->fr_instr };
+	const uint32_t co[] = { c->co_filename, c->co_name, c->co_qualname,
+				c->co_linetable };
+	uint32_t flen = c->fr_wide ? PYBPF_FBLOCK : PYBPF_BLOCK;
 
-	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++)
-		if (rel[i] > PYBPF_BLOCK - 8 || rel[i] % 8)
+	for (size_t i = 0; i < sizeof(fr) / sizeof(fr[0]); i++)
+		if (fr[i] > flen - 8 || fr[i] % 8)
 			return false;
-	return c->fr_is_entry < PYBPF_BLOCK;
+	for (size_t i = 0; i < sizeof(co) / sizeof(co[0]); i++)
+		if (co[i] > PYBPF_BLOCK - 8 || co[i] % 8)
+			return false;
+	return c->fr_is_entry < flen;
 }
 
 static void pool_clear(struct pybpf *b)
@@ -366,28 +376,39 @@ int pyrt_bpf_attach(struct pyrt *r, const int *fds, size_t n)
 	return 0;
 }
 
-/* A record's frames into r->frames: 0, -ENOENT, -EFAULT, -EAGAIN (a
- * code object changed since the sample), -ENOMEM. */
-static int record_frames(struct pyrt *r, const struct pyrec *p, int *nentry)
+/* A record's frames into r->frames (*n of them; a 3.12 record's shims
+ * are left out, marking the frames before them): 0, -ENOENT, -EFAULT,
+ * -EAGAIN (a code object changed since the sample), -ENOMEM. */
+static int record_frames(struct pyrt *r, const struct pyrec *p, int *n,
+			 int *nentry)
 {
 	const struct py_offsets *o = r->o;
 
-	*nentry = 0;
+	*n = *nentry = 0;
 	if (p->flags & PYBPF_NO_TSTATE)
 		return -ENOENT;
 	if (p->flags & PYBPF_FAULT)
 		return -EFAULT;
+	*n = 0;
 	for (int i = 0; i < p->n; i++) {
 		const struct pybpf_frame *f = &p->f[i];
-		struct py_frame *pf = &r->frames[i];
+		struct py_frame *pf = &r->frames[*n];
 		uint64_t instr = f->instr & ~1ull;
 		int ret;
 
+		if (o->entry == PY_ENTRY_SHIM && (f->instr & 1)) {
+			/* a shim: the frame before it entered the loop */
+			if (*n)
+				r->frames[*n - 1].entry = true;
+			(*nentry)++;
+			continue;
+		}
 		ret = pyrt_code_at(r, f->code, f->sig, &pf->code);
 		if (ret)
 			return ret;
-		pf->entry = f->instr & 1;
+		pf->entry = o->entry == PY_ENTRY_IS_ENTRY && (f->instr & 1);
 		*nentry += pf->entry;
+		(*n)++;
 		pf->line = pyrt_code_line(pf->code, ((int64_t)instr -
 				(int64_t)(f->code + o->co_code)) / 2);
 		if (pf->line < 0)
@@ -423,9 +444,9 @@ int pyrt_bpf_sample(struct pyrt *r, pid_t tid, uint64_t time)
 		r->cur.ret = -ENODATA;
 		return 0;
 	}
-	r->cur.ret = record_frames(r, b->pool[best], &r->cur.nentry);
+	r->cur.ret = record_frames(r, b->pool[best], &r->cur.n,
+				   &r->cur.nentry);
 	if (!r->cur.ret) {
-		r->cur.n = b->pool[best]->n;
 		r->cur.gil = b->pool[best]->flags & PYBPF_GIL ?
 			     PYRT_GIL_HELD : PYRT_GIL_NOT_HELD;
 	}

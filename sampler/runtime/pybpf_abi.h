@@ -14,16 +14,26 @@
 #define PYBPF_MAX_FRAMES 128	/* Python frames a record carries */
 #define PYBPF_MAX_THREADS 64	/* thread states walked to find one */
 #define PYBPF_BLOCK 64		/* bytes read of a frame, of a code object */
+#define PYBPF_FBLOCK 80		/* bytes read of a frame when fr_wide */
+#define PYBPF_BUF 128		/* the buffer they are read into */
 
 /* Where to look, in the target (pyoffsets.h's layout). The fr_* and co_*
- * offsets are relative to fr_base and co_base, each below PYBPF_BLOCK - 8:
- * one read of PYBPF_BLOCK bytes per frame, per code object. */
+ * offsets are relative to fr_base and co_base, each below PYBPF_BLOCK - 8
+ * (PYBPF_FBLOCK - 8 for fr_* when fr_wide): one read of PYBPF_BLOCK
+ * (PYBPF_FBLOCK) bytes per frame, one of PYBPF_BLOCK per code object.
+ * fr_shim 0: the byte at fr_is_entry is a bool, "this frame entered the
+ * evaluation loop" (3.11); else it is the frame's owner, and fr_shim
+ * the owner of the C stack's shim frames that mark each entry (3.12):
+ * bit 0 of a frame's instr then says "a shim". rt_gil_locked 0: the
+ * word at rt_gil_holder is the holder (0 when none); else the holder is
+ * the last holder when the u32 at rt_gil_locked is not 0. */
 struct pybpf_cfg {
 	__u64 runtime;		/* address of _PyRuntime */
 	__u32 tgid;		/* the target; other processes are skipped */
 	__u32 rt_gil_holder, rt_interp_head, is_threads_head;
 	__u32 ts_next, ts_cframe, ts_native_tid, cf_current_frame;
 	__u32 fr_base, fr_code, fr_previous, fr_instr, fr_is_entry;
+	__u32 fr_wide, fr_shim, rt_gil_locked;
 	__u32 co_base, co_filename, co_name, co_qualname, co_linetable;
 };
 

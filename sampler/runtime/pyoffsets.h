@@ -16,6 +16,8 @@
 /* How a frame says the C evaluation loop was entered for it. */
 enum py_entry_mark {
 	PY_ENTRY_IS_ENTRY,	/* 3.11: a bool field, is_entry */
+	PY_ENTRY_SHIM,		/* 3.12: a shim frame (owner fr_shim_owner,
+				 * its byte at fr_is_entry) follows it */
 };
 
 struct py_offsets {
@@ -23,7 +25,9 @@ struct py_offsets {
 	enum py_entry_mark entry;
 	/* _PyRuntimeState */
 	uint32_t rt_interp_head;	/* interpreters.head */
-	uint32_t rt_gil_holder;		/* gilstate.tstate_current */
+	uint32_t rt_gil_holder;		/* gilstate.tstate_current (3.11),
+					 * the main GIL's last_holder */
+	uint32_t rt_gil_locked;		/* 0, or that GIL's locked (u32) */
 	/* PyInterpreterState */
 	uint32_t is_next, is_threads_head;
 	/* PyThreadState, of which ts_size bytes are read */
@@ -32,6 +36,7 @@ struct py_offsets {
 	uint32_t cf_current_frame;
 	/* _PyInterpreterFrame, of which fr_size bytes are read */
 	uint32_t fr_code, fr_previous, fr_instr, fr_is_entry, fr_size;
+	uint8_t fr_shim_owner;		/* PY_ENTRY_SHIM: FRAME_OWNED_BY_CSTACK */
 	/* PyCodeObject, of which co_size bytes are read; co_code is where
 	 * the instructions start, inside the object */
 	uint32_t co_filename, co_name, co_qualname, co_linetable;

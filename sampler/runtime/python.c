@@ -421,9 +421,10 @@ static void read_guess(struct pyrt *r, uint64_t ts, pid_t tid,
 {
 	const struct py_offsets *o = r->o;
 	size_t slot = (uint32_t)tid % TID_SLOTS;
-	struct iovec local[PRE_PAGES + PRE_CODES + 5];
-	struct iovec remote[PRE_PAGES + PRE_CODES + 5];
+	struct iovec local[PRE_PAGES + PRE_CODES + 6];
+	struct iovec remote[PRE_PAGES + PRE_CODES + 6];
 	uint64_t now[3];
+	uint32_t locked = 1;
 	size_t want = 0;
 	ssize_t got;
 	int k = 0;
@@ -441,8 +442,12 @@ static void read_guess(struct pyrt *r, uint64_t ts, pid_t tid,
 	IOV(ts + o->ts_cframe, &now[0], 8);
 	IOV(*cframe + o->cf_current_frame, &now[1], 8);
 	IOV(r->runtime + o->rt_gil_holder, gil_ts, 8);
+	if (o->rt_gil_locked)
+		IOV(r->runtime + o->rt_gil_locked, &locked, 4);
 	IOV(ts + o->ts_native_tid, &now[2], 8);
 	got = process_vm_readv(r->pid, local, k, remote, k, 0);
+	if (!locked)
+		*gil_ts = 0;	/* its last holder, not holding it now */
 	if (got < 8) {
 		*frame = 0;
 		return;
@@ -462,7 +467,8 @@ static void read_guess(struct pyrt *r, uint64_t ts, pid_t tid,
 
 /* Where the chain just read was, for the next guess. */
 static void remember_chain(struct pyrt *r, size_t slot, uint64_t cframe,
-			   const uint64_t *fp, const uint64_t *code, int n)
+			   const uint64_t *fp, const uint64_t *code,
+			   const bool *shim, int n)
 {
 	r->tids[slot].cframe = cframe;
 	for (int i = 0; i < n; i++) {
@@ -471,8 +477,9 @@ static void remember_chain(struct pyrt *r, size_t slot, uint64_t cframe,
 		if ((fp[i] + r->o->fr_size - 1) / PAGE != fp[i] / PAGE)
 			remember(r->tids[slot].pages, &r->tids[slot].npages,
 				 PRE_PAGES, (fp[i] & ~(PAGE - 1)) + PAGE);
-		remember(r->tids[slot].codes, &r->tids[slot].ncodes,
-			 PRE_CODES, code[i]);
+		if (!shim[i])
+			remember(r->tids[slot].codes, &r->tids[slot].ncodes,
+				 PRE_CODES, code[i]);
 	}
 }
 
@@ -494,15 +501,18 @@ static int read_frames(struct pyrt *r, uint64_t ts, pid_t tid, bool guess,
 	const struct py_offsets *o = r->o;
 	size_t slot = (uint32_t)tid % TID_SLOTS;
 	uint64_t cframe, frame, leaf, now[5], gil_ts = 0, reads;
-	struct iovec local[MAX_PY_FRAMES + 4], remote[MAX_PY_FRAMES + 4];
+	struct iovec local[MAX_PY_FRAMES + 6], remote[MAX_PY_FRAMES + 6];
 	uint64_t code[MAX_PY_FRAMES], instr[MAX_PY_FRAMES];
 	uint64_t fp[MAX_PY_FRAMES];
+	bool shim[MAX_PY_FRAMES];	/* 3.12's entry shims */
+	bool isent[MAX_PY_FRAMES];	/* 3.11's is_entry */
+	uint32_t locked = 1;
 	uint64_t uniq[MAX_PY_FRAMES];	/* distinct code objects */
 	struct py_code *uc[MAX_PY_FRAMES];
 	uint8_t which[MAX_PY_FRAMES];	/* frame -> uniq index, or 255 */
 	size_t want = 0;
 	uint8_t fr[128];
-	int k = 0, nu = 0, ret;
+	int k = 0, nu = 0, nall = 0, ret;
 	bool fast = false;
 	ssize_t got;
 
@@ -517,24 +527,28 @@ static int read_frames(struct pyrt *r, uint64_t ts, pid_t tid, bool guess,
 	}
 	reads = r->page_reads;
 	leaf = frame;
-	while (frame && *n < MAX_PY_FRAMES) {
+	while (frame && nall < MAX_PY_FRAMES) {
 		if (mem(r, frame, fr, o->fr_size))
 			return -EAGAIN;	/* freed under us */
-		fp[*n] = frame;
-		code[*n] = ld_u64(fr, o->fr_code);
-		instr[*n] = ld_u64(fr, o->fr_instr);
-		r->frames[*n].entry = fr[o->fr_is_entry] != 0;
-		*nentry += r->frames[*n].entry;
-		(*n)++;
+		fp[nall] = frame;
+		code[nall] = ld_u64(fr, o->fr_code);
+		instr[nall] = ld_u64(fr, o->fr_instr);
+		shim[nall] = o->entry == PY_ENTRY_SHIM &&
+			     fr[o->fr_is_entry] == o->fr_shim_owner;
+		isent[nall] = o->entry == PY_ENTRY_IS_ENTRY &&
+			      fr[o->fr_is_entry] != 0;
+		nall++;
 		frame = ld_u64(fr, o->fr_previous);
 	}
 	/* The fast way: every frame on the guessed pages (no page read
 	 * since) and of a code object whose header came with them. */
 	fast = fast && r->page_reads == reads;
 	nu = fast ? r->tids[slot].ncodes : 0;
-	for (int i = 0; fast && i < *n; i++) {
+	for (int i = 0; fast && i < nall; i++) {
 		int u = 0;
 
+		if (shim[i])
+			continue;
 		while (u < nu && r->tids[slot].codes[u] != code[i])
 			u++;
 		fast = u < nu;
@@ -546,9 +560,11 @@ static int read_frames(struct pyrt *r, uint64_t ts, pid_t tid, bool guess,
 		goto decode;
 	}
 	nu = 0;
-	for (int i = 0; i < *n; i++) {
+	for (int i = 0; i < nall; i++) {
 		int u = 0;
 
+		if (shim[i])
+			continue;
 		while (u < nu && u < UNIQ_MAX && uniq[u] != code[i])
 			u++;
 		if (u < nu && uniq[u] == code[i]) {
@@ -563,21 +579,36 @@ static int read_frames(struct pyrt *r, uint64_t ts, pid_t tid, bool guess,
 	IOV(ts + o->ts_cframe, &now[0], 8);
 	IOV(cframe + o->cf_current_frame, &now[1], 8);
 	IOV(r->runtime + o->rt_gil_holder, &now[3], 8);
+	if (o->rt_gil_locked)
+		IOV(r->runtime + o->rt_gil_locked, &locked, 4);
 	IOV(ts + o->ts_native_tid, &now[4], 8);
 	if (leaf)
 		IOV(leaf + o->fr_code, &now[2], 8);
 	got = process_vm_readv(r->pid, local, k, remote, k, 0);
+	if (!locked)
+		now[3] = 0;	/* its last holder, not holding it now */
 	if (got != (ssize_t)want || now[0] != cframe || now[1] != leaf ||
 	    now[4] != (uint64_t)tid || (leaf && now[2] != code[0]))
 		return -EAGAIN;
 decode:
-	remember_chain(r, slot, cframe, fp, code, *n);
+	remember_chain(r, slot, cframe, fp, code, shim, nall);
 	*gil = now[3] == ts ? PYRT_GIL_HELD : PYRT_GIL_NOT_HELD;
 	for (int u = 0; u < nu; u++)
 		uc[u] = NULL;
-	for (int i = 0, next = UNIQ_MAX; i < *n; i++) {
-		struct py_frame *f = &r->frames[i];
-		int u = which[i] != 255 ? which[i] : next++;
+	for (int i = 0, next = UNIQ_MAX; i < nall; i++) {
+		struct py_frame *f = &r->frames[*n];
+		int u;
+
+		if (shim[i]) {
+			/* 3.12: the frame before a shim entered the loop */
+			if (*n)
+				r->frames[*n - 1].entry = true;
+			(*nentry)++;
+			continue;
+		}
+		u = which[i] != 255 ? which[i] : next++;
+		f->entry = isent[i];
+		*nentry += f->entry;
 
 		/* past UNIQ_MAX distinct objects, each its own, in order */
 		if (!uc[u]) {
@@ -594,6 +625,7 @@ decode:
 							o->co_code)) / 2);
 		if (f->line < 0)
 			return -EAGAIN;
+		(*n)++;
 	}
 	return 0;
 }
