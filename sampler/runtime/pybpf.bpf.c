@@ -2,7 +2,7 @@
 /*
  * pybpf.bpf.c - the kernel half of the Python frame reader: an eBPF
  * program (BPF_PROG_TYPE_PERF_EVENT) attached to the cpu-clock events of
- * one CPython 3.11 or 3.12 process. At each sample, in the sampled thread's
+ * one CPython 3.11, 3.12 or 3.13 process. At each sample, in the sampled thread's
  * context, it finds the thread's state (the GIL holder when it is the
  * thread, else the interpreter's list), walks its frame chain with
  * bpf_probe_read_user() (never faulting pages in, never stopping
@@ -185,7 +185,7 @@ int pybpf_sample(void *ctx)
 	} else {
 		if (ts == gil)
 			s->rec.flags |= PYBPF_GIL;
-		cframe = read_u64(ts + c->ts_cframe);
+		cframe = c->no_cframe ? ts : read_u64(ts + c->ts_cframe);
 		w.ptr = cframe ? read_u64(cframe + c->cf_current_frame) : 0;
 		bpf_loop(PYBPF_MAX_FRAMES + 1, frame_step, &w, 0);
 	}

@@ -175,6 +175,7 @@ static void set_cfg(const struct pyrt *r, struct pybpf_cfg *c)
 		.co_linetable = o->co_linetable - cb,
 		.fr_shim = o->entry == PY_ENTRY_SHIM ? o->fr_shim_owner : 0,
 		.rt_gil_locked = o->rt_gil_locked,
+		.no_cframe = o->no_cframe,
 	};
 	c->fr_wide = c->fr_code > PYBPF_BLOCK - 8 ||
 		     c->fr_previous > PYBPF_BLOCK - 8 ||

@@ -34,6 +34,8 @@ struct pybpf_cfg {
 	__u32 ts_next, ts_cframe, ts_native_tid, cf_current_frame;
 	__u32 fr_base, fr_code, fr_previous, fr_instr, fr_is_entry;
 	__u32 fr_wide, fr_shim, rt_gil_locked;
+	__u32 no_cframe;	/* 3.13: the current frame at ts +
+				 * cf_current_frame */
 	__u32 co_base, co_filename, co_name, co_qualname, co_linetable;
 };
 

@@ -11,6 +11,8 @@
 #ifndef PROFFS_PYOFFSETS_H
 #define PROFFS_PYOFFSETS_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* How a frame says the C evaluation loop was entered for it. */
@@ -32,8 +34,10 @@ struct py_offsets {
 	uint32_t is_next, is_threads_head;
 	/* PyThreadState, of which ts_size bytes are read */
 	uint32_t ts_next, ts_cframe, ts_native_tid, ts_size;
-	/* _PyCFrame */
+	/* _PyCFrame; no_cframe (3.13): the thread state holds the current
+	 * frame itself, at cf_current_frame */
 	uint32_t cf_current_frame;
+	bool no_cframe;
 	/* _PyInterpreterFrame, of which fr_size bytes are read */
 	uint32_t fr_code, fr_previous, fr_instr, fr_is_entry, fr_size;
 	uint8_t fr_shim_owner;		/* PY_ENTRY_SHIM: FRAME_OWNED_BY_CSTACK */
@@ -48,5 +52,21 @@ struct py_offsets {
 
 /* The offsets of CPython 3.minor, or NULL when they are not known. */
 const struct py_offsets *pyoffsets_find(unsigned minor);
+
+#define PY_DEBUG_OFFSETS_LEN 584	/* 3.13's _Py_DebugOffsets */
+
+/*
+ * 3.13's offsets from the _Py_DebugOffsets at the start of _PyRuntime
+ * (buf, len bytes of it), main_interp the offset of the main interpreter
+ * (where interpreters.head points) from _PyRuntime, for its GIL: 0, or
+ * -ENOTSUP (no cookie, another version, offsets that do not fit), with
+ * why (size bytes) saying what.
+ */
+int pyoffsets_parse(const uint8_t *buf, size_t len, uint64_t main_interp,
+		    struct py_offsets *out, char *why, size_t size);
+
+/* Where interpreters.head is in _PyRuntime, by the same _Py_DebugOffsets:
+ * 0, or -ENOTSUP. */
+int pyoffsets_interp_head(const uint8_t *buf, size_t len, uint64_t *off);
 
 #endif

@@ -439,7 +439,10 @@ static void read_guess(struct pyrt *r, uint64_t ts, pid_t tid,
 	for (int i = 0; i < r->tids[slot].ncodes; i++)
 		IOV(r->tids[slot].codes[i], r->codebuf + i * o->co_size,
 		    o->co_size);
-	IOV(ts + o->ts_cframe, &now[0], 8);
+	if (o->no_cframe)
+		now[0] = ts;	/* the thread state is its own "cframe" */
+	else
+		IOV(ts + o->ts_cframe, &now[0], 8);
 	IOV(*cframe + o->cf_current_frame, &now[1], 8);
 	IOV(r->runtime + o->rt_gil_holder, gil_ts, 8);
 	if (o->rt_gil_locked)
@@ -521,6 +524,10 @@ static int read_frames(struct pyrt *r, uint64_t ts, pid_t tid, bool guess,
 		read_guess(r, ts, tid, &cframe, &frame, &gil_ts, &fast);
 		if (!frame && !fast)
 			return -EAGAIN;	/* unread, or not checked */
+	} else if (o->no_cframe) {
+		cframe = ts;	/* 3.13: ts->current_frame */
+		if (mem_u64(r, ts + o->cf_current_frame, &frame))
+			return -EFAULT;
 	} else if (mem_u64(r, ts + o->ts_cframe, &cframe) ||
 		   mem_u64(r, cframe + o->cf_current_frame, &frame)) {
 		return -EFAULT;
@@ -576,7 +583,10 @@ static int read_frames(struct pyrt *r, uint64_t ts, pid_t tid, bool guess,
 		IOV(code[i], r->codebuf + nu * o->co_size, o->co_size);
 		nu++;
 	}
-	IOV(ts + o->ts_cframe, &now[0], 8);
+	if (o->no_cframe)
+		now[0] = cframe;
+	else
+		IOV(ts + o->ts_cframe, &now[0], 8);
 	IOV(cframe + o->cf_current_frame, &now[1], 8);
 	IOV(r->runtime + o->rt_gil_holder, &now[3], 8);
 	if (o->rt_gil_locked)

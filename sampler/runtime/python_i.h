@@ -67,6 +67,7 @@ struct pyrt {
 	pid_t pid;
 	struct profile *p;
 	const struct py_offsets *o;	/* NULL: unknown version */
+	struct py_offsets own;		/* 3.13's, parsed: o points here */
 	unsigned minor;
 	char why[160];			/* why nothing is merged */
 	uint64_t runtime;		/* address of _PyRuntime */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sampler/log.h"
+#include "sampler/proc.h"
 #include "sampler/unwind/maps.h"
 #include "sampler/model/profile.h"
 #include "sampler/runtime/python_i.h"
@@ -61,6 +62,34 @@ static struct map_entry *find_runtime(struct proc_maps *maps, uint64_t *vaddr)
 	return NULL;
 }
 
+/*
+ * 3.13+: the offsets its _Py_DebugOffsets gives (read from the file's
+ * initial _PyRuntime), the main interpreter found where the process's
+ * interpreters.head points. r->o stays NULL, with r->why, when they
+ * cannot be had.
+ */
+static void debug_offsets(struct pyrt *r, struct map_entry *e)
+{
+	uint8_t buf[PY_DEBUG_OFFSETS_LEN];
+	uint64_t head_off, head = 0;
+	char why[100] = "";
+
+	if (dso_read(e->dso, r->runtime - r->bias, buf, sizeof(buf)) ||
+	    pyoffsets_interp_head(buf, sizeof(buf), &head_off)) {
+		snprintf(why, sizeof(why), "no _Py_DebugOffsets of 3.13 at "
+			 "the start of _PyRuntime");
+	} else if (proc_mem_read(r->pid, r->runtime + head_off, &head,
+				 sizeof(head)) || head < r->runtime) {
+		snprintf(why, sizeof(why), "no main interpreter yet");
+	} else if (!pyoffsets_parse(buf, sizeof(buf), head - r->runtime,
+				    &r->own, why, sizeof(why))) {
+		r->o = &r->own;
+		return;
+	}
+	snprintf(r->why, sizeof(r->why), "proffs: Python 3.%u: %s; native "
+		 "frames only", r->minor, why);
+}
+
 int pyrt_open(struct proc_maps *maps, struct profile *p, struct pyrt **out)
 {
 	struct map_entry *e;
@@ -81,6 +110,8 @@ int pyrt_open(struct proc_maps *maps, struct profile *p, struct pyrt **out)
 	r->runtime = vaddr + e->bias;
 	r->minor = minor_version(e->dso, e->path);
 	r->o = pyoffsets_find(r->minor);
+	if (!r->o && r->minor >= 13)
+		debug_offsets(r, e);
 	if (r->o) {
 		ret = dso_symbol_ranges(e->dso, eval_named, NULL, &r->eval,
 					&r->neval);
@@ -103,7 +134,7 @@ int pyrt_open(struct proc_maps *maps, struct profile *p, struct pyrt **out)
 				 "no _PyEval_EvalFrameDefault symbol in %s; "
 				 "native frames only", r->minor, e->path);
 		}
-	} else {
+	} else if (!r->why[0]) {
 		snprintf(r->why, sizeof(r->why), "proffs: Python 3.%u: no "
 			 "known layout of its frames; native frames only",
 			 r->minor);

@@ -20,7 +20,7 @@ from test_python import BASE, HZ, SCRIPT, WINDOW, marked_line, py_name, \
     spent, wait_parked, warm
 
 # minor -> what proffs reads of it
-SUPPORTED = {12}
+SUPPORTED = {12, 13}
 
 
 def interpreters():
