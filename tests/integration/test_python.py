@@ -97,6 +97,64 @@ def py_name(frame):
     return (m.group(1), int(m.group(2))) if m else None
 
 
+# How a profile says its Python frames were read, by reader.
+WAY = {'bpf': 'frames read in the kernel at each sample (eBPF)',
+       'eager': 'frames read from the process after each sample '
+                '(process_vm_readv; eBPF not used: PROFFS_NO_BPF'}
+
+
+def function_lines():
+    """The lines of heavy() and light(), from the def (a frame that has
+    not run its first instruction yet) to the return."""
+    return {f: set(range(marked_line(f) - 2, marked_line(f) + 3))
+            for f in ('heavy', 'light')}
+
+
+def check_shares(p, pid, cpu_s, before, after):
+    """The main thread's samples of profile p: merged with their Python
+    frames, the GIL held, heavy() and light() at their lines, in shares
+    within 2 points of the twin's own count between before and after
+    (spent()). Returns (ours, theirs, merged, main_thread)."""
+    lines = function_lines()
+    count = {'heavy': 0, 'light': 0}
+    main_thread = merged = held = 0
+    for s in p.samples:
+        names = [py_name(f) for f in s.frames]
+        if s.labels.get('thread') != str(pid):
+            continue
+        main_thread += s.values[0]
+        if any(names):
+            merged += s.values[0]
+            # the only busy thread holds the GIL
+            assert s.labels.get('gil') in ('held', 'not held'), s.labels
+            held += s.values[0] if s.labels['gil'] == 'held' else 0
+            # native frames above and below the Python ones
+            assert 'Py_RunMain' in s.frames and '_start' in s.frames, \
+                s.frames
+            assert '_PyEval_EvalFrameDefault' not in s.frames, s.frames
+        for fn in count:
+            hit = [n for n in names if n and n[0] == fn]
+            if hit:
+                assert hit[0][1] in lines[fn], (fn, hit, s.frames)
+                count[fn] += s.values[0]
+    # perf counts the thread's CPU time, whatever else runs
+    assert main_thread >= 0.8 * HZ * cpu_s, (main_thread, cpu_s)
+    # stacks left native (the thread moved on before its sample was
+    # read, a chain that changed while read) are few and counted
+    assert merged >= 0.9 * main_thread, (merged, main_thread, p.comments)
+    assert held >= 0.9 * merged, (held, merged)
+    ours = count['heavy'] / (count['heavy'] + count['light'])
+    theirs = (after[0] - before[0]) / ((after[0] - before[0]) +
+                                       (after[1] - before[1]))
+    assert abs(theirs - 0.75) < 0.03, theirs
+    # 2 points, or 3 standard errors of a share estimated from this
+    # many samples where a busy machine gave the target less CPU
+    n = count['heavy'] + count['light']
+    assert abs(ours - theirs) <= max(0.02, 3 * math.sqrt(
+        theirs * (1 - theirs) / n)), (ours, theirs, count, p.comments)
+    return ours, theirs, merged, main_thread
+
+
 @pytest.fixture(params=['bpf', 'eager'])
 def reader(request, monkeypatch):
     """How the daemon about to start reads a cpu sample's Python frames:
@@ -133,50 +191,9 @@ def test_cpu_shares_by_python_function(reader, proffs, target, twin):
     after = spent(twin)
     path = save(out[name + '.pb.gz'], f'python-cpu-{reader}.pb.gz')
     p = util.raw(path)
-    way = {'bpf': 'frames read in the kernel at each sample (eBPF)',
-           'eager': 'frames read from the process after each sample '
-                    '(process_vm_readv; eBPF not used: PROFFS_NO_BPF'}
-    assert any(way[reader] in c for c in p.comments), p.comments
-    # the lines of the function, from its def (a frame that has not run
-    # its first instruction yet) to its return
-    lines = {f: set(range(marked_line(f) - 2, marked_line(f) + 3))
-             for f in ('heavy', 'light')}
-    count = {'heavy': 0, 'light': 0}
-    main_thread = merged = held = 0
-    for s in p.samples:
-        names = [py_name(f) for f in s.frames]
-        if s.labels.get('thread') != str(target.pid):
-            continue
-        main_thread += s.values[0]
-        if any(names):
-            merged += s.values[0]
-            # the only busy thread holds the GIL
-            assert s.labels.get('gil') in ('held', 'not held'), s.labels
-            held += s.values[0] if s.labels['gil'] == 'held' else 0
-            # native frames above and below the Python ones
-            assert 'Py_RunMain' in s.frames and '_start' in s.frames, \
-                s.frames
-            assert '_PyEval_EvalFrameDefault' not in s.frames, s.frames
-        for fn in count:
-            hit = [n for n in names if n and n[0] == fn]
-            if hit:
-                assert hit[0][1] in lines[fn], (fn, hit, s.frames)
-                count[fn] += s.values[0]
-    # perf counts the thread's CPU time, whatever else runs
-    assert main_thread >= 0.8 * HZ * cpu_s, (main_thread, cpu_s)
-    # stacks left native (the thread moved on before its sample was
-    # read, a chain that changed while read) are few and counted
-    assert merged >= 0.9 * main_thread, (merged, main_thread, p.comments)
-    assert held >= 0.9 * merged, (held, merged)
-    ours = count['heavy'] / (count['heavy'] + count['light'])
-    theirs = (after[0] - before[0]) / ((after[0] - before[0]) +
-                                       (after[1] - before[1]))
-    assert abs(theirs - 0.75) < 0.03, theirs
-    # 2 points, or 3 standard errors of a share estimated from this
-    # many samples where a busy machine gave the target less CPU
-    n = count['heavy'] + count['light']
-    assert abs(ours - theirs) <= max(0.02, 3 * math.sqrt(
-        theirs * (1 - theirs) / n)), (ours, theirs, count, p.comments)
+    assert any(WAY[reader] in c for c in p.comments), p.comments
+    check_shares(p, target.pid, cpu_s, before, after)
+    lines = function_lines()
     # pprof's functions carry the file and the line
     locs = [l for loc in p.locations.values() for l in loc.lines
             if l[0].startswith('heavy (')]

@@ -8,7 +8,6 @@ test_python.py: an unprofiled twin's own CPU shares, the sleeper's
 function and line."""
 
 import glob
-import math
 import os
 import re
 
@@ -16,8 +15,8 @@ import pytest
 
 import util
 from util import save
-from test_python import BASE, HZ, SCRIPT, WINDOW, marked_line, py_name, \
-    spent, wait_parked, warm
+from test_python import BASE, HZ, SCRIPT, WAY, WINDOW, check_shares, \
+    marked_line, py_name, spent, wait_parked, warm
 
 # minor -> what proffs reads of it
 SUPPORTED = {12, 13}
@@ -79,41 +78,10 @@ def cpu_case(proffs, minor, reader, tmp_path):
         twin.kill()
     path = save(out[name + '.pb.gz'], f'python3{minor}-cpu-{reader}.pb.gz')
     p = util.raw(path)
-    way = {'bpf': 'frames read in the kernel at each sample (eBPF)',
-           'eager': 'frames read from the process after each sample '
-                    '(process_vm_readv; eBPF not used: PROFFS_NO_BPF'}
-    assert any(f'Python 3.{minor}: ' + way[reader] in c
+    assert any(f'Python 3.{minor}: ' + WAY[reader] in c
                for c in p.comments), p.comments
-    lines = {f: set(range(marked_line(f) - 2, marked_line(f) + 3))
-             for f in ('heavy', 'light')}
-    count = {'heavy': 0, 'light': 0}
-    main_thread = merged = held = 0
-    for s in p.samples:
-        names = [py_name(f) for f in s.frames]
-        if s.labels.get('thread') != str(target.pid):
-            continue
-        main_thread += s.values[0]
-        if any(names):
-            merged += s.values[0]
-            held += s.values[0] if s.labels.get('gil') == 'held' else 0
-            assert 'Py_RunMain' in s.frames and '_start' in s.frames, \
-                s.frames
-            assert '_PyEval_EvalFrameDefault' not in s.frames, s.frames
-        for fn in count:
-            hit = [n for n in names if n and n[0] == fn]
-            if hit:
-                assert hit[0][1] in lines[fn], (fn, hit, s.frames)
-                count[fn] += s.values[0]
-    assert main_thread >= 0.8 * HZ * cpu_s, (main_thread, cpu_s)
-    assert merged >= 0.9 * main_thread, (merged, main_thread, p.comments)
-    assert held >= 0.9 * merged, (held, merged)
-    ours = count['heavy'] / (count['heavy'] + count['light'])
-    theirs = (after[0] - before[0]) / ((after[0] - before[0]) +
-                                       (after[1] - before[1]))
-    assert abs(theirs - 0.75) < 0.03, theirs
-    n = count['heavy'] + count['light']
-    assert abs(ours - theirs) <= max(0.02, 3 * math.sqrt(
-        theirs * (1 - theirs) / n)), (ours, theirs, count, p.comments)
+    ours, theirs, merged, main_thread = check_shares(p, target.pid, cpu_s,
+                                                     before, after)
     print(f'3.{minor} {reader}: ours {ours:.3f} theirs {theirs:.3f} '
           f'merged {merged}/{main_thread}')
     folded = out[name + '.folded'].decode()
