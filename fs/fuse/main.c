@@ -267,12 +267,12 @@ int main(int argc, char *argv[])
 	uprobe_group_sweep();
 	pr_info("fs: mounted on %s", cl.mountpoint);
 	/* Threads after fuse_daemonize(), which forks. */
-	daemon_start_threads(&fs);
 	if (fs.opts.record && past_start(&fs))
 		goto err_out5;	/* logged */
 	/* The FUSE workers, the HTTP acceptor and what they start inherit
 	 * it (the recorder keeps its own, cpu.h). */
 	daemon_serving_priority(&fs);
+	daemon_start_threads(&fs);	/* at that priority too */
 	if (fs.opts.http_addr &&
 	    http_start(&fs, fs.opts.http_addr, fs.opts.http_token, &fs.http))
 		goto err_out5;	/* logged */
