@@ -61,6 +61,7 @@ harness_args()
 		      sampler/unwind/dso_inflate.c sampler/unwind/dso_debugcache.c
 		      sampler/unwind/bootdir.c
 		      sampler/unwind/dso_expire.c sampler/unwind/dso_mem.c
+		      sampler/unwind/dso_rows.c
 		      sampler/unwind/dso_sym.c sampler/unwind/demangle.c
 		      sampler/unwind/cu_index.c sampler/unwind/gopclntab.c
 		      sampler/log.c"
@@ -73,6 +74,7 @@ harness_args()
 		      sampler/unwind/dso_inflate.c sampler/unwind/dso_debugcache.c
 		      sampler/unwind/bootdir.c
 		      sampler/unwind/dso_expire.c sampler/unwind/dso_mem.c
+		      sampler/unwind/dso_rows.c
 		      sampler/unwind/demangle.c sampler/unwind/cu_index.c
 		      sampler/unwind/gopclntab.c sampler/log.c"
 		incs="$sinc"
