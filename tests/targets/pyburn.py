@@ -15,11 +15,12 @@ time.sleep() inside parked_here(). SIGUSR1 makes faulthandler write
 every thread's traceback to DUMP (a C-level handler: no Python code runs
 for it). Prints "ready" once both run.
 
-Given REF, it is the unprofiled twin of a profiled one: it also counts
-the CPU time heavy() and light() took (time.thread_time) and writes the
-two figures to REF on SIGUSR2. Only the twin reads the clock: those
-system calls are where a busy machine preempts a thread, and a thread
-preempted at chosen places is sampled unevenly.
+Given REF, it also counts the CPU time heavy() and light() took
+(time.thread_time) and writes the two figures to REF on SIGUSR2:
+test_python profiles such a process and holds its shares to its own
+count (an unprofiled twin beside it was once the reference, and its
+count strayed by up to 6 points where the profiled process's own and
+its profile agreed).
 
 Line numbers the tests check are marked with "# line:" comments."""
 import faulthandler
