@@ -520,7 +520,8 @@ static int open_python(struct cpu_run *run, struct proc_ctx *c,
 		perf_close(*rec);
 		*rec = NULL;
 	}
-	run->st->python_read = "eager";
+	/* a JVM's frames are read eagerly too, and are not Python's */
+	run->st->python_read = py ? "eager" : NULL;
 	return perf_open_eager(o->pid, o->hz, run->kf != NULL, rec);
 }
 
