@@ -5,7 +5,8 @@
  * (pyenv, x86-64) carries at the start of its _PyRuntime (printed by gdb,
  * print/x _PyRuntime.debug_offsets), and refused when its cookie, its
  * version, its build (free-threaded) or its values are not what the
- * reader knows; the 3.11 and 3.12 tables hold what python.c reads.
+ * reader knows; the 3.8-3.12 tables hold what python.c reads, 3.8-3.10
+ * with their own frame model.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -118,10 +119,11 @@ static void test_refused(void)
  * object (co_size) holds every field it takes from them. */
 static void test_tables(void)
 {
+	CHECK(!pyoffsets_find(7), "3.7 has no table");
 	for (unsigned minor = 8; minor <= 14; minor++) {
 		const struct py_offsets *o = pyoffsets_find(minor);
 
-		if (minor != 11 && minor != 12) {
+		if (minor > 12) {
 			CHECK(!o, "3.%u has no table", minor);
 			continue;
 		}
@@ -138,7 +140,14 @@ static void test_tables(void)
 		CHECK(o->str_state < o->str_compact_data &&
 		      o->str_compact_data <= 80, "3.%u str", minor);
 		CHECK((o->entry == PY_ENTRY_SHIM) == (minor == 12) &&
-		      !o->no_cframe, "3.%u entry", minor);
+		      (o->entry == PY_ENTRY_EVERY) == (minor <= 10) &&
+		      o->no_cframe == (minor <= 10), "3.%u entry", minor);
+		/* 3.8-3.10: an int f_lasti, a pthread_t, their line tables */
+		CHECK(o->fr_lasti == (minor <= 10) &&
+		      o->ts_pthread == (minor <= 10) &&
+		      o->lines == (minor <= 9 ? PY_LINES_LNOTAB :
+				   minor == 10 ? PY_LINES_310 : PY_LINES_311),
+		      "3.%u frames", minor);
 	}
 }
 

@@ -2,7 +2,7 @@
 /*
  * pybpf.bpf.c - the kernel half of the Python frame reader: an eBPF
  * program (BPF_PROG_TYPE_PERF_EVENT) attached to the cpu-clock events of
- * one CPython 3.11, 3.12 or 3.13 process. At each sample, in the sampled thread's
+ * one CPython 3.8-3.13 process. At each sample, in the sampled thread's
  * context, it finds the thread's state (the GIL holder when it is the
  * thread, else the interpreter's list), walks its frame chain with
  * bpf_probe_read_user() (never faulting pages in, never stopping
@@ -76,6 +76,17 @@ static __always_inline __u64 read_u64(__u64 addr)
 	return v;
 }
 
+/* The thread state ts's thread: its native id, or (3.8-3.10) the tid
+ * in the struct pthread its thread_id points at (pyold.c). */
+static __always_inline __u64 ts_tid(const struct pybpf_cfg *c, __u64 ts)
+{
+	__u64 v = read_u64(ts + c->ts_native_tid);
+
+	if (c->tid_off && v)
+		v = read_u32(v + c->tid_off);
+	return v;
+}
+
 /* One thread state of the interpreter's list: is it tid's? */
 static long thread_step(__u32 i, void *arg)
 {
@@ -86,7 +97,7 @@ static long thread_step(__u32 i, void *arg)
 	(void)i;
 	if (!c || !w->ptr)
 		return 1;
-	if (read_u64(w->ptr + c->ts_native_tid) == w->tid) {
+	if (ts_tid(c, w->ptr) == w->tid) {
 		w->found = w->ptr;
 		return 1;
 	}
@@ -112,7 +123,10 @@ static long frame_step(__u32 i, void *arg)
 		s->rec.flags |= PYBPF_TRUNCATED;
 		return 1;
 	}
-	if (c->fr_wide)
+	if (c->fr_wide == 2)
+		err = bpf_probe_read_user(s->block, PYBPF_XBLOCK,
+					  (const void *)(w->ptr + c->fr_base));
+	else if (c->fr_wide)
 		err = bpf_probe_read_user(s->block, PYBPF_FBLOCK,
 					  (const void *)(w->ptr + c->fr_base));
 	else
@@ -130,8 +144,12 @@ static long frame_step(__u32 i, void *arg)
 	code = at(s->block, c->fr_code);
 	f->code = code;
 	mark = s->block[c->fr_is_entry & (PYBPF_BUF - 1)];
-	f->instr = (at(s->block, c->fr_instr) & ~1ull) |
-		   (c->fr_shim ? mark == c->fr_shim : mark != 0);
+	if (c->fr_lasti)
+		f->instr = (at(s->block, c->fr_instr) & 0xffffffffull) << 1 |
+			   1;
+	else
+		f->instr = (at(s->block, c->fr_instr) & ~1ull) |
+			   (c->fr_shim ? mark == c->fr_shim : mark != 0);
 	w->ptr = at(s->block, c->fr_previous);
 	if (code != w->last_code) {
 		if (bpf_probe_read_user(s->block, PYBPF_BLOCK,
@@ -173,7 +191,7 @@ int pybpf_sample(void *ctx)
 	ts = gil;
 	if (c->rt_gil_locked && !read_u32(c->runtime + c->rt_gil_locked))
 		gil = 0;	/* its last holder, not holding it now */
-	if (!ts || read_u64(ts + c->ts_native_tid) != w.tid) {
+	if (!ts || ts_tid(c, ts) != w.tid) {
 		__u64 interp = read_u64(c->runtime + c->rt_interp_head);
 
 		w.ptr = interp ? read_u64(interp + c->is_threads_head) : 0;

@@ -176,11 +176,16 @@ static void set_cfg(const struct pyrt *r, struct pybpf_cfg *c)
 		.fr_shim = o->entry == PY_ENTRY_SHIM ? o->fr_shim_owner : 0,
 		.rt_gil_locked = o->rt_gil_locked,
 		.no_cframe = o->no_cframe,
+		.fr_lasti = o->fr_lasti,
+		.tid_off = o->ts_pthread ? r->tid_off : 0,
 	};
 	c->fr_wide = c->fr_code > PYBPF_BLOCK - 8 ||
 		     c->fr_previous > PYBPF_BLOCK - 8 ||
 		     c->fr_instr > PYBPF_BLOCK - 8 ||
 		     c->fr_is_entry >= PYBPF_BLOCK;
+	if (c->fr_code > PYBPF_FBLOCK - 8 || c->fr_previous > PYBPF_FBLOCK - 8 ||
+	    c->fr_instr > PYBPF_FBLOCK - 8 || c->fr_is_entry >= PYBPF_FBLOCK)
+		c->fr_wide = 2;
 }
 
 /* Whether the layout fits the program's one-block reads. */
@@ -189,7 +194,8 @@ static bool cfg_fits(const struct pybpf_cfg *c)
 	const uint32_t fr[] = { c->fr_code, c->fr_previous, c->fr_instr };
 	const uint32_t co[] = { c->co_filename, c->co_name, c->co_qualname,
 				c->co_linetable };
-	uint32_t flen = c->fr_wide ? PYBPF_FBLOCK : PYBPF_BLOCK;
+	uint32_t flen = c->fr_wide == 2 ? PYBPF_XBLOCK :
+			c->fr_wide ? PYBPF_FBLOCK : PYBPF_BLOCK;
 
 	for (size_t i = 0; i < sizeof(fr) / sizeof(fr[0]); i++)
 		if (fr[i] > flen - 8 || fr[i] % 8)
@@ -291,6 +297,12 @@ int pyrt_bpf_start(struct pyrt *r)
 	/* the other way, asked for (tests/integration/test_python.py) */
 	if (getenv("PROFFS_NO_BPF")) {
 		why(r, "PROFFS_NO_BPF set", -ENOTSUP);
+		return -ENOTSUP;
+	}
+	/* 3.8-3.10: where the struct pthread keeps the tid, learnt now */
+	if (r->o->ts_pthread && pyrt_tid_off(r, pyrt_read)) {
+		why(r, "no kernel thread id found in the threads' struct "
+		    "pthread", -ENOTSUP);
 		return -ENOTSUP;
 	}
 	set_cfg(r, &c);
@@ -407,11 +419,12 @@ static int record_frames(struct pyrt *r, const struct pyrec *p, int *n,
 		ret = pyrt_code_at(r, f->code, f->sig, &pf->code);
 		if (ret)
 			return ret;
-		pf->entry = o->entry == PY_ENTRY_IS_ENTRY && (f->instr & 1);
+		pf->entry = (o->entry == PY_ENTRY_IS_ENTRY ||
+			     o->entry == PY_ENTRY_EVERY) && (f->instr & 1);
 		*nentry += pf->entry;
 		(*n)++;
-		pf->line = pyrt_code_line(pf->code, ((int64_t)instr -
-				(int64_t)(f->code + o->co_code)) / 2);
+		pf->line = pyrt_code_line(pf->code, pyrt_lasti(o, f->code,
+				o->fr_lasti ? instr >> 1 : instr));
 		if (pf->line < 0)
 			return -EAGAIN;
 	}

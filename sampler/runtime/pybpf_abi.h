@@ -15,6 +15,7 @@
 #define PYBPF_MAX_THREADS 64	/* thread states walked to find one */
 #define PYBPF_BLOCK 64		/* bytes read of a frame, of a code object */
 #define PYBPF_FBLOCK 80		/* bytes read of a frame when fr_wide */
+#define PYBPF_XBLOCK 96		/* when fr_wide is 2 (3.8, 3.9) */
 #define PYBPF_BUF 128		/* the buffer they are read into */
 
 /* Where to look, in the target (pyoffsets.h's layout). The fr_* and co_*
@@ -26,7 +27,10 @@
  * the owner of the C stack's shim frames that mark each entry (3.12):
  * bit 0 of a frame's instr then says "a shim". rt_gil_locked 0: the
  * word at rt_gil_holder is the holder (0 when none); else the holder is
- * the last holder when the u32 at rt_gil_locked is not 0. */
+ * the last holder when the u32 at rt_gil_locked is not 0.
+ * fr_lasti (3.8-3.10): fr_instr is an int, f_lasti, recorded as
+ * lasti << 1; every frame entered the evaluation loop; the word at
+ * ts_native_tid is a pthread_t whose u32 at tid_off is the tid. */
 struct pybpf_cfg {
 	__u64 runtime;		/* address of _PyRuntime */
 	__u32 tgid;		/* the target; other processes are skipped */
@@ -37,6 +41,7 @@ struct pybpf_cfg {
 	__u32 no_cframe;	/* 3.13: the current frame at ts +
 				 * cf_current_frame */
 	__u32 co_base, co_filename, co_name, co_qualname, co_linetable;
+	__u32 fr_lasti, tid_off;
 };
 
 enum {
@@ -46,8 +51,9 @@ enum {
 	PYBPF_TRUNCATED = 8,	/* more than PYBPF_MAX_FRAMES frames */
 };
 
-/* One frame: its code object, its last instruction with bit 0 set when
- * the frame entered the evaluation loop, and pybpf_sig() of its code
+/* One frame: its code object, its last instruction (3.8-3.10: f_lasti
+ * << 1, as a u32) with bit 0 set when the frame entered the evaluation
+ * loop, and pybpf_sig() of its code
  * object's name, qualname, file and line table pointers at the sample. */
 struct pybpf_frame {
 	__u64 code, instr, sig;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* pyline.c - CPython 3.11 location tables -> line numbers. */
+/* pyline.c - CPython line tables (3.8-3.9 co_lnotab, 3.10 co_linetable,
+ * 3.11+ location tables) -> line numbers. */
 #include "sampler/runtime/pyline.h"
 
 static unsigned varint(const uint8_t *t, size_t len, size_t *i)
@@ -54,6 +55,61 @@ int32_t pyline_311(const uint8_t *t, size_t len, int32_t first,
 		pos += units;
 		while (i < len && !(t[i] & 128))
 			i++;
+	}
+	return -1;
+}
+
+/*
+ * 3.8 and 3.9's co_lnotab (Objects/lnotab_notes.txt of those versions):
+ * pairs of (bytecode offset increment, unsigned; line increment, signed
+ * byte), walked as PyCode_Addr2Line() walks them: the line of the last
+ * pair whose offset is not past lasti. lasti is a byte offset here, as
+ * f_lasti is in those versions; a table gives every offset a line (the
+ * last one's past its end).
+ */
+int32_t pyline_lnotab(const uint8_t *t, size_t len, int32_t first,
+		      int64_t lasti)
+{
+	int64_t line = first, addr = 0;
+
+	if (lasti < -1)
+		return -1;
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		addr += t[i];
+		if (addr > lasti)
+			break;
+		line += (int8_t)t[i + 1];
+	}
+	return (int32_t)line;
+}
+
+/*
+ * 3.10's co_linetable (PEP 626; Objects/lnotab_notes.txt of 3.10):
+ * pairs of (length of the range in bytes, unsigned; line delta, signed
+ * byte, -128 for "no line"), ranges one after another from offset 0,
+ * each line the previous one's plus its delta (a "no line" range adds
+ * nothing), as _PyCode_CheckLineNumber() walks them. lasti is the
+ * instruction's index (f_lasti of 3.10: code units of 2 bytes). 0 for
+ * no line, -1 past the table.
+ */
+int32_t pyline_310(const uint8_t *t, size_t len, int32_t first,
+		   int64_t lasti)
+{
+	int64_t line = first, end = 0, addr = lasti * 2;
+
+	if (lasti == -1)
+		return first;
+	if (lasti < 0)
+		return -1;
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		int8_t delta = (int8_t)t[i + 1];
+		int64_t start = end;
+
+		end += t[i];
+		if (delta != -128)
+			line += delta;
+		if (addr >= start && addr < end)
+			return delta == -128 ? 0 : (int32_t)line;
 	}
 	return -1;
 }

@@ -20,4 +20,16 @@
 int32_t pyline_311(const uint8_t *t, size_t len, int32_t first,
 		   int64_t lasti);
 
+/* The same of 3.8 and 3.9's co_lnotab, lasti a byte offset (f_lasti of
+ * those versions): every offset has a line (the last one's past the
+ * end); -1 for lasti below -1. */
+int32_t pyline_lnotab(const uint8_t *t, size_t len, int32_t first,
+		      int64_t lasti);
+
+/* The same of 3.10's co_linetable, lasti an instruction's index (2-byte
+ * code units, as f_lasti of 3.10): 0 for an instruction with no line,
+ * -1 when lasti is outside the table. */
+int32_t pyline_310(const uint8_t *t, size_t len, int32_t first,
+		   int64_t lasti);
+
 #endif

@@ -25,9 +25,18 @@
  * inside _Py_DebugOffsets are 3.13's (ptype/o of a 3.13.0 build); other
  * versions of it are refused.
  *
+ * 3.8, 3.9, 3.10: printed by gdb (ptype/o struct _frame, PyCodeObject,
+ * struct _ts, &((struct pyruntimestate *)0)->ceval.gil.last_holder...)
+ * from the DWARF of pyenv builds of 3.8.18, 3.9.18 and 3.10.13
+ * (libpython3.X.so.1.0, x86-64). Frames are heap PyFrameObjects linked
+ * by f_back, the thread state's frame the innermost, each run by its own
+ * call of _PyEval_EvalFrameDefault; f_lasti an int; no co_qualname (the
+ * name stands for it); the thread known by its pthread_t (thread_id).
+ * The GIL is _PyRuntime.ceval.gil: last_holder, held while locked. 3.9
+ * and 3.10 share the runtime's layout; 3.10's frame lost f_stacktop.
+ *
  * Other versions are left out until their layout can be checked the same
- * way: 3.8-3.10 keep their frames as PyFrameObjects with another line
- * table.
+ * way.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -37,10 +46,49 @@
 #include "sampler/bytes.h"
 #include "sampler/runtime/pyoffsets.h"
 
+#define OLD(m, gil, instr, table) { \
+		.minor = (m), \
+		.entry = PY_ENTRY_EVERY, \
+		.lines = (table), \
+		.fr_lasti = true, \
+		.ts_pthread = true, \
+		.rt_interp_head = 0x20, \
+		.rt_gil_holder = (gil), \
+		.rt_gil_locked = (gil) + 8, \
+		.is_next = 0, \
+		.is_threads_head = 8, \
+		.ts_next = 8, \
+		.ts_native_tid = 176,	/* thread_id */ \
+		.ts_size = 264, \
+		.cf_current_frame = 24,	/* the thread state's frame */ \
+		.no_cframe = true, \
+		.fr_code = 32, \
+		.fr_previous = 24,	/* f_back */ \
+		.fr_instr = (instr),	/* f_lasti */ \
+		.fr_is_entry = 24,	/* none: every frame is one */ \
+		.fr_size = (instr) + 8, \
+		.co_filename = 104, \
+		.co_name = 112, \
+		.co_qualname = 112,	/* none: co_name */ \
+		.co_linetable = 120,	/* co_lnotab, co_linetable */ \
+		.co_firstlineno = 40, \
+		.co_size = 128, \
+		.ob_size = 16, \
+		.bytes_data = 32, \
+		.str_length = 16, \
+		.str_state = 32, \
+		.str_ascii_data = 48, \
+		.str_compact_data = 72, \
+	}
+
 static const struct py_offsets table[] = {
+	OLD(8, 0x488, 104, PY_LINES_LNOTAB),
+	OLD(9, 0x168, 104, PY_LINES_LNOTAB),
+	OLD(10, 0x168, 96, PY_LINES_310),
 	{
 		.minor = 11,
 		.entry = PY_ENTRY_IS_ENTRY,
+		.lines = PY_LINES_311,
 		.rt_interp_head = 40,
 		.rt_gil_holder = 576,
 		.is_next = 0,
@@ -72,6 +120,7 @@ static const struct py_offsets table[] = {
 	{
 		.minor = 12,
 		.entry = PY_ENTRY_SHIM,
+		.lines = PY_LINES_311,
 		.rt_interp_head = 40,
 		/* _main_interpreter (0x12a68) + _gil (0x410) + 8, + 16 */
 		.rt_gil_holder = 0x12a68 + 0x410 + 8,

@@ -20,11 +20,27 @@ enum py_entry_mark {
 	PY_ENTRY_IS_ENTRY,	/* 3.11: a bool field, is_entry */
 	PY_ENTRY_SHIM,		/* 3.12: a shim frame (owner fr_shim_owner,
 				 * its byte at fr_is_entry) follows it */
+	PY_ENTRY_EVERY,		/* 3.8-3.10: every frame (a PyFrameObject)
+				 * is run by a call of its own */
+};
+
+/* Which line table a code object keeps at co_linetable. */
+enum py_lines {
+	PY_LINES_311,		/* 3.11+: location table (pyline_311) */
+	PY_LINES_310,		/* 3.10: co_linetable (pyline_310) */
+	PY_LINES_LNOTAB,	/* 3.8, 3.9: co_lnotab (pyline_lnotab) */
 };
 
 struct py_offsets {
 	unsigned minor;			/* 3.minor */
 	enum py_entry_mark entry;
+	enum py_lines lines;
+	/* 3.8-3.10: the frame's instruction is its int f_lasti at
+	 * fr_instr (a byte offset in 3.8/3.9, an index in 3.10), not a
+	 * pointer into co_code; the thread state's id at ts_native_tid is
+	 * its thread_id, pthread_self() of the thread, whose kernel tid
+	 * is in glibc's struct pthread (pyold.c) */
+	bool fr_lasti, ts_pthread;
 	/* _PyRuntimeState */
 	uint32_t rt_interp_head;	/* interpreters.head */
 	uint32_t rt_gil_holder;		/* gilstate.tstate_current (3.11),

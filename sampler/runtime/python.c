@@ -157,8 +157,10 @@ static int32_t code_line(struct py_code *c, int64_t lasti)
 
 	if (c->lines[slot].lasti2 == lasti + 2)
 		return c->lines[slot].line;
-	c->lines[slot].line = pyline_311(c->linetable, c->linetable_len,
-				       c->firstlineno, lasti);
+	c->lines[slot].line = (c->kind == PY_LINES_LNOTAB ? pyline_lnotab :
+			       c->kind == PY_LINES_310 ? pyline_310 :
+			       pyline_311)(c->linetable, c->linetable_len,
+					   c->firstlineno, lasti);
 	c->lines[slot].lasti2 = lasti + 2;
 	return c->lines[slot].line;
 }
@@ -212,6 +214,7 @@ static int code_load(struct pyrt *r, struct py_code *c, uint64_t addr,
 	c->qualname_p = ld_u64(obj, o->co_qualname);
 	c->file_p = ld_u64(obj, o->co_filename);
 	c->linetable_p = lt;
+	c->kind = o->lines;
 	c->firstlineno = (int32_t)ld_u32(obj, o->co_firstlineno);
 	c->name = read_str(r, c->name_p);
 	c->qualname = read_str(r, c->qualname_p);
@@ -336,11 +339,10 @@ static int frame_location(struct pyrt *r, const struct py_frame *f,
 
 /* Thread states */
 
-static bool tstate_is(struct pyrt *r, uint64_t ts, pid_t tid)
+static bool tstate_is(struct pyrt *r, uint64_t ts, pid_t tid,
+		      uint64_t *ident)
 {
-	uint64_t v;
-
-	return !mem_u64(r, ts + r->o->ts_native_tid, &v) && v == (uint64_t)tid;
+	return !pyrt_tstate_ident(r, mem, ts, tid, ident);
 }
 
 /* The thread state of tid: cached, else found by walking every
@@ -349,10 +351,10 @@ static int find_tstate(struct pyrt *r, pid_t tid, uint64_t *out)
 {
 	const struct py_offsets *o = r->o;
 	size_t slot = (uint32_t)tid % TID_SLOTS;
-	uint64_t interp, ts;
+	uint64_t interp, ts, ident;
 
 	if (r->tids[slot].tid == (uint32_t)tid &&
-	    tstate_is(r, r->tids[slot].tstate, tid)) {
+	    tstate_is(r, r->tids[slot].tstate, tid, &ident)) {
 		*out = r->tids[slot].tstate;
 		return 0;
 	}
@@ -362,9 +364,10 @@ static int find_tstate(struct pyrt *r, pid_t tid, uint64_t *out)
 		if (mem_u64(r, interp + o->is_threads_head, &ts))
 			return -EFAULT;
 		for (int j = 0; ts && j < MAX_THREADS; j++) {
-			if (tstate_is(r, ts, tid)) {
+			if (tstate_is(r, ts, tid, &ident)) {
 				r->tids[slot].tid = tid;
 				r->tids[slot].tstate = ts;
+				r->tids[slot].ident = ident;
 				r->tids[slot].cframe = 0;
 				r->tids[slot].npages = 0;
 				r->tids[slot].ncodes = 0;
@@ -465,7 +468,7 @@ static void read_guess(struct pyrt *r, uint64_t ts, pid_t tid,
 		r->page_addr[i] = r->tids[slot].pages[i];
 	r->npages_used = r->tids[slot].npages;
 	*fast = now[0] == *cframe && now[1] == *frame &&
-		now[2] == (uint64_t)tid;
+		now[2] == r->tids[slot].ident;
 }
 
 /* Where the chain just read was, for the next guess. */
@@ -539,11 +542,13 @@ static int read_frames(struct pyrt *r, uint64_t ts, pid_t tid, bool guess,
 			return -EAGAIN;	/* freed under us */
 		fp[nall] = frame;
 		code[nall] = ld_u64(fr, o->fr_code);
-		instr[nall] = ld_u64(fr, o->fr_instr);
+		instr[nall] = o->fr_lasti ? ld_u32(fr, o->fr_instr) :
+			      ld_u64(fr, o->fr_instr);
 		shim[nall] = o->entry == PY_ENTRY_SHIM &&
 			     fr[o->fr_is_entry] == o->fr_shim_owner;
-		isent[nall] = o->entry == PY_ENTRY_IS_ENTRY &&
-			      fr[o->fr_is_entry] != 0;
+		isent[nall] = o->entry == PY_ENTRY_EVERY ||
+			      (o->entry == PY_ENTRY_IS_ENTRY &&
+			       fr[o->fr_is_entry] != 0);
 		nall++;
 		frame = ld_u64(fr, o->fr_previous);
 	}
@@ -598,7 +603,7 @@ static int read_frames(struct pyrt *r, uint64_t ts, pid_t tid, bool guess,
 	if (!locked)
 		now[3] = 0;	/* its last holder, not holding it now */
 	if (got != (ssize_t)want || now[0] != cframe || now[1] != leaf ||
-	    now[4] != (uint64_t)tid || (leaf && now[2] != code[0]))
+	    now[4] != r->tids[slot].ident || (leaf && now[2] != code[0]))
 		return -EAGAIN;
 decode:
 	remember_chain(r, slot, cframe, fp, code, shim, nall);
@@ -630,9 +635,7 @@ decode:
 				return -EAGAIN;
 		}
 		f->code = uc[u];
-		f->line = code_line(f->code, ((int64_t)instr[i] -
-					      (int64_t)(code[i] +
-							o->co_code)) / 2);
+		f->line = code_line(f->code, pyrt_lasti(o, code[i], instr[i]));
 		if (f->line < 0)
 			return -EAGAIN;
 		(*n)++;

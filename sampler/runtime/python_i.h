@@ -39,6 +39,7 @@ struct py_code {
 	char *name, *qualname, *file;
 	uint8_t *linetable;
 	size_t linetable_len;
+	enum py_lines kind;	/* of linetable */
 	struct { int32_t line; uint64_t loc; } *locs;
 	size_t nlocs, locs_cap;
 	/* lines of recent instructions, direct-mapped (lasti 0 = empty:
@@ -81,6 +82,8 @@ struct pyrt {
 	struct {
 		uint32_t tid;
 		uint64_t tstate, cframe;
+		uint64_t ident;	/* its id at ts_native_tid: tid, or its
+				 * pthread_t (3.8-3.10) */
 		/* the pages its recent chains were on, the code objects its
 		 * recent frames ran: read with the guess, in the same call,
 		 * so that a chain found there takes one call in all */
@@ -100,6 +103,10 @@ struct pyrt {
 	struct py_snap *snaps;		/* read while threads were stopped */
 	size_t nsnaps, snaps_cap;
 	struct pynames *names;		/* pythreads.c's; NULL: none yet */
+	/* 3.8-3.10 (pyold.c): where glibc's struct pthread keeps the tid,
+	 * 0 until learnt; the tries at it */
+	uint32_t tid_off;
+	unsigned tid_tries;
 	/* The kernel's reading (pybpf.c): the program, whether it is
 	 * attached to the session's events, why not when tried and not */
 	struct pybpf *bpf;
@@ -138,6 +145,29 @@ int pyrt_code_at(struct pyrt *r, uint64_t addr, uint64_t sig,
 		 struct py_code **out);
 /* The line of instruction lasti of c (cached), or -1. */
 int32_t pyrt_code_line(struct py_code *c, int64_t lasti);
+
+/* The instruction a frame runs, as its line table counts them, from
+ * the frame's code object and the word read at fr_instr: 3.11+'s
+ * pointer into the code's instructions as their index; 3.8-3.10's int
+ * f_lasti as it is. -1: not started. */
+static inline int64_t pyrt_lasti(const struct py_offsets *o, uint64_t code,
+				 uint64_t instr)
+{
+	if (o->fr_lasti)
+		return (int32_t)(uint32_t)instr;
+	return ((int64_t)instr - (int64_t)(code + o->co_code)) / 2;
+}
+
+/* A pyrt_read_fn reading the target directly (no cache). */
+int pyrt_read(struct pyrt *r, uint64_t addr, void *buf, size_t len);
+/* 3.8-3.10 (pyold.c): r->tid_off, learnt from the process through rd
+ * when not yet: 0 or -ENOENT. */
+int pyrt_tid_off(struct pyrt *r, pyrt_read_fn rd);
+/* The thread state ts's id (*ident: the word at ts_native_tid) and
+ * whether it is thread tid's: 0 (it is), -ENOENT (not, or not known),
+ * -EFAULT. */
+int pyrt_tstate_ident(struct pyrt *r, pyrt_read_fn rd, uint64_t ts,
+		      pid_t tid, uint64_t *ident);
 
 struct pybpf;
 /* Free pybpf.c's state; NULL is fine. */
