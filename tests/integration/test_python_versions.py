@@ -10,6 +10,7 @@ function and line."""
 import glob
 import os
 import re
+import time
 
 import pytest
 
@@ -38,6 +39,11 @@ WORKING = sorted(m for m in PRESENT if m in SUPPORTED)
 # _PyRuntime (nothing to say why about)
 UNKNOWN = sorted(m for m in PRESENT
                  if 8 <= m <= 13 and m not in SUPPORTED and m != 11)
+# 3.8-3.10: frames as PyFrameObject chains (pyold.c), checked by the
+# old_* tests below; 3.7 (a _PyRuntime, no layout known) says why
+OLD = sorted(m for m in PRESENT if 8 <= m <= 10)
+UNKNOWN = sorted(set(m for m in UNKNOWN if m not in OLD) |
+                 ({7} & set(PRESENT)))
 
 
 def start(minor, *args):
@@ -135,3 +141,62 @@ if UNKNOWN:
         assert any(f'Python 3.{minor}: no known layout' in c
                    for c in p.comments), p.comments
         assert not any(py_name(f) for s in p.samples for f in s.frames)
+
+
+# 3.8-3.10, held to what 3.12 and 3.13 are: the same cases, both readers
+OLD_CASES = [(m, r) for m in OLD for r in ('bpf', 'eager')
+             if r == 'eager' or os.geteuid() == 0]
+
+if OLD_CASES:
+    @pytest.mark.parametrize('minor,reader', OLD_CASES, indirect=['reader'],
+                             ids=[f'3.{m}-{r}' for m, r in OLD_CASES])
+    def test_old_cpu_shares(minor, reader, proffs, tmp_path):
+        """3.8-3.10: heavy() and light() burn 3:1, within 2 points of
+        the twin's own count, named by function and line, native frames
+        kept, the GIL labelled."""
+        cpu_case(proffs, minor, reader, tmp_path)
+
+def wait_parked_old(t):
+    """wait_parked() of a version whose time.sleep() is select() (before
+    3.11; glibc makes it pselect6)."""
+    end = time.monotonic() + 10
+    while time.monotonic() < end and util.cpu_seconds(t.pid) < 0.2:
+        time.sleep(0.01)
+    while time.monotonic() < end:
+        for tid in os.listdir(f'/proc/{t.pid}/task'):
+            try:
+                with open(f'/proc/{t.pid}/task/{tid}/syscall') as f:
+                    call = f.read().split()[0]
+            except OSError:
+                continue
+            if int(tid) != t.pid and call in ('23', '270'):
+                return
+        time.sleep(0.01)
+    pytest.fail('the sleeper never slept')
+
+
+if OLD:
+    @pytest.mark.parametrize('minor', OLD, ids=[f'3.{m}' for m in OLD])
+    def test_old_sleeper_named(minor, proffs, tmp_path):
+        """3.8-3.10: the thread parked in time.sleep() inside
+        parked_here() shows that function and line in
+        goroutine.txt?debug=2 and in wall."""
+        want = f'parked_here ({BASE}:{marked_line("sleep")})'
+        t = start(minor, tmp_path / 'tb.txt')
+        try:
+            wait_parked_old(t)
+            dump = proffs.read(t.pid, 'goroutine.txt?debug=2').decode()
+            wall = proffs.read(t.pid, 'wall_2s.pb.gz')
+        finally:
+            t.kill()
+        sleeper = [b for b in dump.split('\n\n') if want in b]
+        assert len(sleeper) == 1, dump
+        assert f'{SCRIPT}:{marked_line("sleep")}' in sleeper[0]
+        assert 'select' in sleeper[0], sleeper[0]
+        assert re.search(r'burn \(pyburn\.py:\d+\)', dump), dump
+        p = util.raw(save(wall, f'python3{minor}-wall.pb.gz'))
+        i = p.index('wall/nanoseconds')
+        total = sum(s.values[i] for s in p.samples)
+        parked = sum(s.values[i] for s in p.samples if want in s.frames)
+        # two threads: the sleeper's is half of the wall time
+        assert 0.4 <= parked / total <= 0.6, (parked, total)
