@@ -77,7 +77,7 @@ static __always_inline __u64 read_u64(__u64 addr)
 }
 
 /* The thread state ts's thread: its native id, or (3.8-3.10) the tid
- * in the struct pthread its thread_id points at (pyold.c). */
+ * in the struct pthread its thread_id points at (pyread.c). */
 static __always_inline __u64 ts_tid(const struct pybpf_cfg *c, __u64 ts)
 {
 	__u64 v = read_u64(ts + c->ts_native_tid);

@@ -39,7 +39,7 @@ struct py_offsets {
 	 * fr_instr (a byte offset in 3.8/3.9, an index in 3.10), not a
 	 * pointer into co_code; the thread state's id at ts_native_tid is
 	 * its thread_id, pthread_self() of the thread, whose kernel tid
-	 * is in glibc's struct pthread (pyold.c) */
+	 * is in glibc's struct pthread (pyread.c) */
 	bool fr_lasti, ts_pthread;
 	/* _PyRuntimeState */
 	uint32_t rt_interp_head;	/* interpreters.head */

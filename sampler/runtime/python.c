@@ -78,68 +78,6 @@ static int mem_u64(struct pyrt *r, uint64_t addr, uint64_t *v)
 	return mem(r, addr, v, sizeof(*v));
 }
 
-/*
- * A compact str object (what names, qualnames and file names are), read
- * through rd (this file's page cache, or pythreads.c's direct reads), as
- * UTF-8 into buf, cut at size - 1 bytes at a character's end; at most
- * MAX_STR characters are read.
- */
-int pyrt_str(struct pyrt *r, pyrt_read_fn rd, uint64_t addr, char *buf,
-	     size_t size)
-{
-	const struct py_offsets *o = r->o;
-	uint8_t hdr[80], data[MAX_STR * 4];
-	uint64_t len;
-	uint32_t state, kind;
-	size_t n = 0;
-
-	if (!size || rd(r, addr, hdr, o->str_compact_data))
-		return -EFAULT;
-	len = ld_u64(hdr, o->str_length);
-	state = ld_u32(hdr, o->str_state);
-	kind = (state >> 2) & 7;
-	if (!((state >> 5) & 1) || kind < 1 || kind > 4 || kind == 3)
-		return -EFAULT;	/* not compact */
-	if (len > MAX_STR)
-		len = MAX_STR;
-	if (rd(r, addr + ((state >> 6) & 1 ? o->str_ascii_data :
-			  o->str_compact_data), data, len * kind))
-		return -EFAULT;
-	for (uint64_t i = 0; i < len; i++) {
-		uint32_t c = kind == 1 ? data[i] : kind == 2 ?
-			     (uint32_t)data[2 * i] | data[2 * i + 1] << 8 :
-			     ld_u32(data, 4 * i);
-		char u[4];
-		size_t k;
-
-		if (c < 0x80) {
-			u[0] = c;
-			k = 1;
-		} else if (c < 0x800) {
-			u[0] = 0xc0 | c >> 6;
-			u[1] = 0x80 | (c & 0x3f);
-			k = 2;
-		} else if (c < 0x10000) {
-			u[0] = 0xe0 | c >> 12;
-			u[1] = 0x80 | ((c >> 6) & 0x3f);
-			u[2] = 0x80 | (c & 0x3f);
-			k = 3;
-		} else {
-			u[0] = 0xf0 | c >> 18;
-			u[1] = 0x80 | ((c >> 12) & 0x3f);
-			u[2] = 0x80 | ((c >> 6) & 0x3f);
-			u[3] = 0x80 | (c & 0x3f);
-			k = 4;
-		}
-		if (n + k >= size)
-			break;
-		memcpy(buf + n, u, k);
-		n += k;
-	}
-	buf[n] = '\0';
-	return 0;
-}
-
 /* A code object's str, malloc()ed, cut at MAX_STR characters. */
 static char *read_str(struct pyrt *r, uint64_t addr)
 {

@@ -103,7 +103,7 @@ struct pyrt {
 	struct py_snap *snaps;		/* read while threads were stopped */
 	size_t nsnaps, snaps_cap;
 	struct pynames *names;		/* pythreads.c's; NULL: none yet */
-	/* 3.8-3.10 (pyold.c): where glibc's struct pthread keeps the tid,
+	/* 3.8-3.10 (pyread.c): where glibc's struct pthread keeps the tid,
 	 * 0 until learnt; the tries at it */
 	uint32_t tid_off;
 	unsigned tid_tries;
@@ -160,7 +160,7 @@ static inline int64_t pyrt_lasti(const struct py_offsets *o, uint64_t code,
 
 /* A pyrt_read_fn reading the target directly (no cache). */
 int pyrt_read(struct pyrt *r, uint64_t addr, void *buf, size_t len);
-/* 3.8-3.10 (pyold.c): r->tid_off, learnt from the process through rd
+/* 3.8-3.10 (pyread.c): r->tid_off, learnt from the process through rd
  * when not yet: 0 or -ENOENT. */
 int pyrt_tid_off(struct pyrt *r, pyrt_read_fn rd);
 /* The thread state ts's id (*ident: the word at ts_native_tid) and

@@ -39,7 +39,7 @@ WORKING = sorted(m for m in PRESENT if m in SUPPORTED)
 # _PyRuntime (nothing to say why about)
 UNKNOWN = sorted(m for m in PRESENT
                  if 8 <= m <= 13 and m not in SUPPORTED and m != 11)
-# 3.8-3.10: frames as PyFrameObject chains (pyold.c), checked by the
+# 3.8-3.10: frames as PyFrameObject chains (pyread.c), checked by the
 # old_* tests below; 3.7 (a _PyRuntime, no layout known) says why
 OLD = sorted(m for m in PRESENT if 8 <= m <= 10)
 UNKNOWN = sorted(set(m for m in UNKNOWN if m not in OLD) |
