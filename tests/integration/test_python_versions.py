@@ -10,7 +10,6 @@ function and line."""
 import glob
 import os
 import re
-import time
 
 import pytest
 
@@ -18,6 +17,7 @@ import util
 from util import save
 from test_python import BASE, HZ, SCRIPT, WAY, WINDOW, check_shares, \
     marked_line, py_name, spent, wait_parked, warm
+from test_python import check_dump_agrees
 
 # minor -> what proffs reads of it
 SUPPORTED = {12, 13}
@@ -161,25 +161,6 @@ if OLD_CASES:
         cpu_case(proffs, minor, reader, tmp_path,
                  calls=r'(?:[^;()]+;)+')
 
-def wait_parked_old(t):
-    """wait_parked() of a version whose time.sleep() is select() (before
-    3.11; glibc makes it pselect6)."""
-    end = time.monotonic() + 10
-    while time.monotonic() < end and util.cpu_seconds(t.pid) < 0.2:
-        time.sleep(0.01)
-    while time.monotonic() < end:
-        for tid in os.listdir(f'/proc/{t.pid}/task'):
-            try:
-                with open(f'/proc/{t.pid}/task/{tid}/syscall') as f:
-                    call = f.read().split()[0]
-            except OSError:
-                continue
-            if int(tid) != t.pid and call in ('23', '270'):
-                return
-        time.sleep(0.01)
-    pytest.fail('the sleeper never slept')
-
-
 if OLD:
     @pytest.mark.parametrize('minor', OLD, ids=[f'3.{m}' for m in OLD])
     def test_old_sleeper_named(minor, proffs, tmp_path):
@@ -189,7 +170,7 @@ if OLD:
         want = f'parked_here ({BASE}:{marked_line("sleep")})'
         t = start(minor, tmp_path / 'tb.txt')
         try:
-            wait_parked_old(t)
+            wait_parked(t)
             dump = proffs.read(t.pid, 'goroutine.txt?debug=2').decode()
             wall = proffs.read(t.pid, 'wall_2s.pb.gz')
         finally:
@@ -205,3 +186,14 @@ if OLD:
         parked = sum(s.values[i] for s in p.samples if want in s.frames)
         # two threads: the sleeper's is half of the wall time
         assert 0.4 <= parked / total <= 0.6, (parked, total)
+
+    @pytest.mark.parametrize('minor', OLD, ids=[f'3.{m}' for m in OLD])
+    def test_old_dump_agrees_with_faulthandler(minor, proffs, tmp_path):
+        """3.8-3.10: goroutine.txt?debug=2's Python frames are those
+        faulthandler.dump_traceback() writes of the same process."""
+        t = start(minor, tmp_path / 'tb.txt')
+        t.dump = str(tmp_path / 'tb.txt')
+        try:
+            check_dump_agrees(proffs, t)
+        finally:
+            t.kill()
