@@ -4,8 +4,10 @@ tests/targets/pyburn.py under each pyenv build found on this machine
 (/root/.pyenv/versions/3.X.Y). Only the interpreters present are tested:
 CI's fresh root has none and collects no test from here (a skip would
 count as a failure there). Held to the same references as
-test_python.py: an unprofiled twin's own CPU shares, the sleeper's
-function and line."""
+test_python.py and test_python_threads.py, by their own checks: the
+profiled process's own CPU shares, the sleeper's function and line in
+goroutine.txt and wall, faulthandler's traceback of the same process,
+the names threading gave tests/targets/pythreads.py's threads."""
 
 import glob
 import os
