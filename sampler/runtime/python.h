@@ -91,9 +91,10 @@ const char *pyrt_thread_name(struct pyrt *r, pid_t tid);
  * The frames read in the kernel, at each sample, by an eBPF program
  * (pybpf.c, pybpf.bpf.c) rather than by the daemon after it: a cpu
  * session starts it, taking a program keep holds or loading one that
- * goes back to keep when r is freed (0, or why not: -ENOTSUP without libbpf or a known
- * layout, -EPERM without root or CAP_BPF + CAP_PERFMON, a refused load;
- * logged once, said in pyrt_note(), the session then reads eagerly),
+ * goes back to keep when r is freed (0, or why not: -ENOTSUP without
+ * libbpf or a known layout, -EPERM without root or CAP_BPF +
+ * CAP_PERFMON, a refused load; logged once per keep, said in
+ * pyrt_note(), the session then reads eagerly),
  * attaches it to its perf events (fds, n; 0 or why not), and hands each
  * sample's (tid, time) to pyrt_bpf_sample() before pyrt_locations() of
  * it: the record of that moment is paired with it, or the stack keeps
