@@ -238,6 +238,42 @@ def check_sleeper_wall(proffs, target, tag):
     assert 0.4 <= parked / total <= 0.6, (parked, total)
 
 
+def bpf_programs(pid):
+    """The eBPF programs process pid holds open."""
+    fds = f'/proc/{pid}/fd'
+    out = 0
+    for fd in os.listdir(fds):
+        try:
+            out += os.readlink(f'{fds}/{fd}') == 'anon_inode:bpf-prog'
+        except OSError:
+            pass
+    return out
+
+
+@pytest.mark.parametrize('proffs_options', [('cache_idle=2',)],
+                         indirect=True)
+def test_ebpf_reader_kept_between_sessions(proffs, target):
+    """The eBPF reader a session loaded is kept, loaded, for the next
+    session (the daemon's struct pybpf_keep), which takes it rather than
+    load another, and the daemon's sweeper unloads it once idle for
+    cache_idle with nobody reading: watched in the daemon's own fds."""
+    if os.geteuid():
+        pytest.skip('the eBPF reader needs root')
+    daemon = proffs.proc.pid
+    assert bpf_programs(daemon) == 0
+    for _ in range(2):
+        p = util.raw(save(proffs.read(target.pid, 'cpu_1s.pb.gz'),
+                          'python-cpu-kept.pb.gz'))
+        assert any(WAY['bpf'] in c for c in p.comments), p.comments
+        assert any(py_name(f) for s in p.samples for f in s.frames)
+        # one program, kept after the first session, taken by the second
+        assert bpf_programs(daemon) == 1
+    deadline = time.monotonic() + 15
+    while bpf_programs(daemon):
+        assert time.monotonic() < deadline, 'kept, nobody reading'
+        time.sleep(0.2)
+
+
 def test_sleeping_thread_named(proffs, target):
     """The thread parked in time.sleep() inside parked_here() shows that
     function and line in goroutine.txt?debug=2 and in wall."""
