@@ -6,7 +6,8 @@
  * print/x _PyRuntime.debug_offsets), and refused when its cookie, its
  * version, its build (free-threaded) or its values are not what the
  * reader knows; the 3.8-3.12 tables hold what python.c reads, 3.8-3.10
- * with their own frame model.
+ * with their own frame model; the object offsets pythreads.c takes from
+ * 3.13's _Py_DebugOffsets.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -115,6 +116,47 @@ static void test_refused(void)
 			      sizeof(why)) == -ENOTSUP, "interpreter");
 }
 
+/* 3.13.0's _Py_DebugOffsets with the object fields pythreads.c reads
+ * (print/x _PyRuntime.debug_offsets of the same build) */
+static void debug_offsets_objects_3130(uint8_t *b)
+{
+	debug_offsets_3130(b);
+	put(b, 88, 0x1de8);	/* interpreter_state.imports_modules */
+	put(b, 352, 0x10);	/* pyobject.size */
+	put(b, 392, 0xa8);	/* type_object.tp_flags */
+	put(b, 456, 0x20);	/* dict_object.ma_keys */
+	put(b, 464, 0x28);	/* dict_object.ma_values */
+	put(b, 496, 0x10);	/* long_object.lv_tag */
+	put(b, 504, 0x18);	/* long_object.ob_digit */
+}
+
+static void test_objects_313(void)
+{
+	uint8_t b[PY_DEBUG_OFFSETS_LEN];
+	struct py_obj_offsets o;
+
+	debug_offsets_objects_3130(b);
+	CHECK(!pyoffsets_objects(b, sizeof(b), &o), "objects");
+	CHECK(o.is_modules == 0x1de8 && o.object_size == 0x10 &&
+	      o.tp_flags == 0xa8 && o.dict_keys == 0x20 &&
+	      o.dict_values == 0x28 && o.long_tag == 0x10 &&
+	      o.long_digits == 0x18, "objects %x %x", o.is_modules,
+	      o.tp_flags);
+	b[0] = 'y';
+	CHECK(pyoffsets_objects(b, sizeof(b), &o) == -ENOTSUP, "cookie");
+	debug_offsets_objects_3130(b);
+	put(b, 8, 0x30e00a0);	/* 3.14 */
+	CHECK(pyoffsets_objects(b, sizeof(b), &o) == -ENOTSUP, "3.14");
+	debug_offsets_objects_3130(b);
+	put(b, 16, 1);
+	CHECK(pyoffsets_objects(b, sizeof(b), &o) == -ENOTSUP, "free");
+	debug_offsets_objects_3130(b);
+	put(b, 88, 1ull << 40);
+	CHECK(pyoffsets_objects(b, sizeof(b), &o) == -ENOTSUP, "range");
+	debug_offsets_objects_3130(b);
+	CHECK(pyoffsets_objects(b, sizeof(b) - 1, &o) == -ENOTSUP, "short");
+}
+
 /* What python.c reads of a frame (fr_size bytes into 128) and of a code
  * object (co_size) holds every field it takes from them. */
 static void test_tables(void)
@@ -156,6 +198,7 @@ int main(void)
 	test_parse_313();
 	test_refused();
 	test_tables();
+	test_objects_313();
 	if (failures)
 		return 1;
 	printf("pyoffsets: ok\n");

@@ -22,6 +22,7 @@
 #include "sampler/heap/heap.h"
 #include "sampler/log.h"
 #include "sampler/proc.h"
+#include "sampler/runtime/python.h"
 #include "sampler/unwind/dso.h"
 #include "sampler/turns.h"
 #include "sampler/unwind/kallsyms.h"
@@ -268,6 +269,8 @@ int daemon_init(struct proffs *fs, enum heap_method method)
 		ret = dso_cache_set_inflate_dir(fs->dsos, "/run/proffs");
 	if (!ret)
 		ret = turns_new(&fs->turns);
+	if (!ret)
+		ret = pybpf_keep_new(&fs->pykeep);
 	ho.cache = fs->dsos;
 	ho.turns = fs->turns;
 	if (!ret)
@@ -276,6 +279,7 @@ int daemon_init(struct proffs *fs, enum heap_method method)
 	ro.heap = fs->heap;
 	ro.turns = fs->turns;
 	ro.ksyms = fs->ksyms;
+	ro.pykeep = fs->pykeep;
 	ro.errors = fs->errors;
 	ro.rec = &fs->rec;
 	if (!ret)
@@ -285,8 +289,8 @@ int daemon_init(struct proffs *fs, enum heap_method method)
 
 void daemon_start_threads(struct proffs *fs)
 {
-	int ret = sweeper_start(fs->dsos, fs->ksyms, fs->opts.cache_idle_s,
-				&fs->sweeper);
+	int ret = sweeper_start(fs->dsos, fs->ksyms, fs->pykeep,
+				fs->opts.cache_idle_s, &fs->sweeper);
 
 	if (ret)
 		pr_warn("fs: no sweeper: caches expire at look-ups only: %s",
@@ -301,6 +305,7 @@ void daemon_free(struct proffs *fs)
 	registry_free(fs->registry);
 	heap_agents_free(fs->heap);
 	turns_free(fs->turns);
+	pybpf_keep_free(fs->pykeep);
 	kallsyms_free(fs->ksyms);
 	dso_cache_free(fs->dsos);
 	errlog_free(fs->errors);

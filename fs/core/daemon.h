@@ -58,6 +58,7 @@ struct proffs {
 	struct dso_cache *dsos;
 	struct kallsyms *ksyms;
 	struct turns *turns;		/* whose turn to ptrace a target */
+	struct pybpf_keep *pykeep;	/* Python's eBPF readers, kept */
 	struct heap_agents *heap;
 	struct nodes *nodes;
 	struct registry *registry;

@@ -43,6 +43,19 @@ static const char *const per_thread[] = { "thread", "syscall", NULL };
  * off-CPU intervals' lengths, trace.h) merged away. */
 static const char *const timeline[] = { "ts", "dur", NULL };
 
+/* wall, block and mutex: one sampler (offcpu.h), told apart by the kind */
+#define OFFCPU_KIND(n) { \
+	.name = n, \
+	.words = { { n, PROFFS_FMT_PB_GZ } }, \
+	.time = KIND_WINDOW, \
+	.key = KIND_KEY_HZ, \
+	.frames = KIND_FRAMES_SLEEPING, \
+	.busy = TRACED_BUSY, \
+	.run = OP(run_offcpu), \
+	.render = TIMED_RENDERERS, \
+	.palette = FLAME_OFFCPU, \
+}
+
 static const struct kind_ops rows[PROFFS_KIND__COUNT] = {
 	[PROFFS_KIND_CPU] = {
 		.name = "cpu",
@@ -100,39 +113,9 @@ static const struct kind_ops rows[PROFFS_KIND__COUNT] = {
 		},
 		.merge_labels = per_thread,
 	},
-	[PROFFS_KIND_WALL] = {
-		.name = "wall",
-		.words = { { "wall", PROFFS_FMT_PB_GZ } },
-		.time = KIND_WINDOW,
-		.key = KIND_KEY_HZ,
-		.frames = KIND_FRAMES_SLEEPING,
-		.busy = TRACED_BUSY,
-		.run = OP(run_offcpu),
-		.render = TIMED_RENDERERS,
-		.palette = FLAME_OFFCPU,
-	},
-	[PROFFS_KIND_BLOCK] = {
-		.name = "block",
-		.words = { { "block", PROFFS_FMT_PB_GZ } },
-		.time = KIND_WINDOW,
-		.key = KIND_KEY_HZ,
-		.frames = KIND_FRAMES_SLEEPING,
-		.busy = TRACED_BUSY,
-		.run = OP(run_offcpu),
-		.render = TIMED_RENDERERS,
-		.palette = FLAME_OFFCPU,
-	},
-	[PROFFS_KIND_MUTEX] = {
-		.name = "mutex",
-		.words = { { "mutex", PROFFS_FMT_PB_GZ } },
-		.time = KIND_WINDOW,
-		.key = KIND_KEY_HZ,
-		.frames = KIND_FRAMES_SLEEPING,
-		.busy = TRACED_BUSY,
-		.run = OP(run_offcpu),
-		.render = TIMED_RENDERERS,
-		.palette = FLAME_OFFCPU,
-	},
+	[PROFFS_KIND_WALL] = OFFCPU_KIND("wall"),
+	[PROFFS_KIND_BLOCK] = OFFCPU_KIND("block"),
+	[PROFFS_KIND_MUTEX] = OFFCPU_KIND("mutex"),
 	[PROFFS_KIND_MEMSTATS] = {
 		.name = "memstats",
 		.words = { { "memstats", PROFFS_FMT_TXT } },

@@ -468,7 +468,7 @@ static void *session_main(void *arg)
 		.req = &s->req,
 		.stop = &s->stop, .dsos = r->o.dsos, .heap = r->o.heap,
 		.turns = r->o.turns,
-		.ksyms = r->o.ksyms,
+		.ksyms = r->o.ksyms, .pykeep = r->o.pykeep,
 		.max_stacks = r->o.max_stacks, .offcpu = r->o.offcpu,
 		.rec = r->o.rec ? *r->o.rec : NULL,
 	};

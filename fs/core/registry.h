@@ -44,6 +44,7 @@ struct registry_opts {
 	struct turns *turns;	/* borrowed */
 	struct heap_agents *heap;	/* borrowed */
 	struct kallsyms *ksyms;		/* borrowed */
+	struct pybpf_keep *pykeep;	/* borrowed */
 	enum offcpu_method offcpu;	/* for wall, block and mutex */
 	struct errlog *errors;		/* borrowed, may be NULL: where a
 					 * failed session is noted */

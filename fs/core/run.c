@@ -97,6 +97,7 @@ int run_cpu(const struct run_ctx *c, struct profile **out, struct run_result *r)
 		.pid = c->pid, .hz = c->req->hz,
 		.window_ms = c->req->window_ms, .cache = c->dsos,
 		.ksyms = c->req->kernel ? c->ksyms : NULL,
+		.pykeep = c->pykeep,
 		.stop = c->stop, .max_stacks = c->max_stacks,
 		.allow = allowed, .allow_arg = (void *)c, .all_title = title,
 		.timeline = c->req->kind == PROFFS_KIND_TRACE,

@@ -23,6 +23,7 @@
 struct dso_cache;
 struct heap_agents;
 struct kallsyms;
+struct pybpf_keep;
 struct profile;
 struct recorder;
 
@@ -36,6 +37,7 @@ struct run_ctx {
 	struct turns *turns;		/* whose turn to ptrace a target */
 	struct heap_agents *heap;
 	struct kallsyms *ksyms;		/* names kernel frames */
+	struct pybpf_keep *pykeep;	/* Python's eBPF readers, kept */
 	unsigned max_stacks;
 	enum offcpu_method offcpu;	/* how wall, block, mutex are taken */
 	struct recorder *rec;		/* NULL without -o record */

@@ -20,6 +20,7 @@
 struct sweeper {
 	struct dso_cache *dsos;
 	struct kallsyms *ksyms;
+	struct pybpf_keep *pykeep;
 	int period_ms;
 	unsigned idle_s;
 	int stop_fd;		/* an eventfd: written once, to stop */
@@ -36,13 +37,14 @@ static void *sweeper_main(void *arg)
 			dso_cache_sweep(s->dsos, false);
 		if (s->ksyms && kallsyms_sweep(s->ksyms))
 			pr_debug("sweep: the kernel's symbol table let go");
-		pyrt_bpf_sweep(s->idle_s);
+		pybpf_keep_sweep(s->pykeep, s->idle_s);
 	}
 	return NULL;
 }
 
 int sweeper_start(struct dso_cache *dsos, struct kallsyms *ksyms,
-		  unsigned idle_s, struct sweeper **out)
+		  struct pybpf_keep *pykeep, unsigned idle_s,
+		  struct sweeper **out)
 {
 	uint64_t half = idle_s * 500ull;
 	struct sweeper *s;
@@ -54,6 +56,7 @@ int sweeper_start(struct dso_cache *dsos, struct kallsyms *ksyms,
 		return -ENOMEM;
 	s->dsos = dsos;
 	s->ksyms = ksyms;
+	s->pykeep = pykeep;
 	s->idle_s = idle_s;
 	s->period_ms = half < SWEEP_MIN_MS ? SWEEP_MIN_MS :
 		       half > SWEEP_MAX_MS ? SWEEP_MAX_MS : (int)half;

@@ -503,7 +503,7 @@ static int open_python(struct cpu_run *run, struct proc_ctx *c,
 	size_t n;
 	int ret;
 
-	ret = pyrt_bpf_start(py);
+	ret = pyrt_bpf_start(py, o->pykeep);
 	if (ret == -ENOMEM)
 		return ret;
 	if (!ret) {

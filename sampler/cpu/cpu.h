@@ -61,6 +61,7 @@ struct cpu_opts {
 	uint64_t window_ms;
 	struct dso_cache *cache;	/* shared across sessions */
 	struct kallsyms *ksyms;		/* shared; NULL: no [k] frames */
+	struct pybpf_keep *pykeep;	/* shared: Python readers kept */
 	/* Memory bound: past this many distinct stacks, further samples are
 	 * counted under one "[max_stacks reached]" frame. 0 = no bound. */
 	uint32_t max_stacks;

@@ -11,25 +11,66 @@
  * cache, checked against what the program saw of them at the sample.
  *
  * PROFFS_NO_BPF in the daemon's environment turns it off (the tests
- * check both ways). Owns the BPF object, its maps and the records not yet paired (each
- * malloc()ed). Built without libbpf (PROFFS_BPF undefined), every entry
+ * check both ways). Owns the BPF object, its maps and the records not yet
+ * paired (each malloc()ed); a session's program goes back, loaded, to the
+ * daemon's struct pybpf_keep it came through (python.h), which unloads
+ * it once idle. Built without libbpf (PROFFS_BPF undefined), every entry
  * point says -ENOTSUP and the eager reading of python.c is used.
  * Errors: -ENOMEM; the rest (load, attach) are reasons to fall back,
- * logged once per daemon and kept in r->bpf_why.
+ * logged once per keep (per daemon) and kept in r->bpf_why.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+
 #include "sampler/clock.h"
 #include "sampler/log.h"
 #include "sampler/runtime/pybpf_abi.h"
 #include "sampler/runtime/python_i.h"
 
+/* Loaded programs kept for the next sessions (loading one, the
+ * verifier's pass and its maps, takes ~1.3 ms of the daemon's CPU). */
+#define IDLE_MAX 2
+
+struct pybpf_keep {
+	pthread_mutex_t lock;
+	struct pybpf *idle[IDLE_MAX];	/* loaded, attached to nothing */
+	int nidle;
+	bool logged;		/* why the eager path is taken: said once */
+};
+
+int pybpf_keep_new(struct pybpf_keep **out)
+{
+	struct pybpf_keep *k = calloc(1, sizeof(*k));
+
+	*out = NULL;
+	if (!k)
+		return -ENOMEM;
+	pthread_mutex_init(&k->lock, NULL);
+	*out = k;
+	return 0;
+}
+
+/* Say once per keep (per daemon; every time without one) what is logged
+ * once: whether this caller is the one to say it. */
+static bool say_once(struct pybpf_keep *k)
+{
+	bool first;
+
+	if (!k)
+		return true;
+	pthread_mutex_lock(&k->lock);
+	first = !k->logged;
+	k->logged = true;
+	pthread_mutex_unlock(&k->lock);
+	return first;
+}
+
 #ifdef PROFFS_BPF
 #include <linux/perf_event.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <sys/ioctl.h>
 #include <bpf/bpf.h>
@@ -42,9 +83,6 @@
 /* Unpaired records older than the newest by this much are dropped. */
 #define EXPIRE_NS 2000000000ull
 #define POOL_MAX 16384
-/* Loaded programs kept for the next sessions (loading one, the
- * verifier's pass and its maps, takes ~1.3 ms of the daemon's CPU). */
-#define IDLE_MAX 2
 
 struct pyrec {
 	uint64_t time;
@@ -64,11 +102,8 @@ struct pybpf {
 	uint64_t newest;	/* the latest record's time */
 	uint64_t expired;	/* newest when old records were last dropped */
 	int err;		/* of the ring's callback: -ENOMEM */
+	struct pybpf_keep *keep;	/* where it goes back; may be NULL */
 };
-
-static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct pybpf *idle[IDLE_MAX];	/* loaded, attached to nothing */
-static int nidle;
 
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -127,19 +162,17 @@ static int on_record(void *ctx, void *data, size_t len)
 	return 0;
 }
 
-static void why(struct pyrt *r, const char *what, int err)
+static void why(struct pyrt *r, struct pybpf_keep *k, const char *what,
+		int err)
 {
-	static bool logged;
-
 	if (err == -ENOTSUP)
 		snprintf(r->bpf_why, sizeof(r->bpf_why), "%s", what);
 	else
 		snprintf(r->bpf_why, sizeof(r->bpf_why), "%s: %s", what,
 			 strerror(-err));
-	if (!logged)
+	if (say_once(k))
 		pr_info("python: frames read after each sample, not in the "
 			"kernel (eBPF %s)", r->bpf_why);
-	logged = true;
 }
 
 static void set_cfg(const struct pyrt *r, struct pybpf_cfg *c)
@@ -229,52 +262,78 @@ static void bpf_close(struct pybpf *b)
  * writes a record the next session drops). */
 void pyrt_bpf_free(struct pybpf *b)
 {
+	struct pybpf_keep *k = b ? b->keep : NULL;
+
 	if (!b)
 		return;
 	pool_clear(b);
-	if (b->rb && b->cfg_fd >= 0) {
-		pthread_mutex_lock(&idle_lock);
-		if (nidle < IDLE_MAX) {
+	if (k && b->rb && b->cfg_fd >= 0) {
+		pthread_mutex_lock(&k->lock);
+		if (k->nidle < IDLE_MAX) {
 			b->idle_since = clock_ns(CLOCK_MONOTONIC);
-			idle[nidle++] = b;
+			k->idle[k->nidle++] = b;
 			b = NULL;
 		}
-		pthread_mutex_unlock(&idle_lock);
+		pthread_mutex_unlock(&k->lock);
 	}
 	if (b)
 		bpf_close(b);
 }
 
-void pyrt_bpf_sweep(unsigned idle_s)
+/* Unload the kept programs idle since before the cut (all: UINT64_MAX);
+ * how many. */
+static int unload_older(struct pybpf_keep *k, uint64_t cut)
 {
-	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 	struct pybpf *old[IDLE_MAX];
 	int n = 0;
 
-	pthread_mutex_lock(&idle_lock);
-	for (int i = 0; i < nidle;)
-		if (idle[i]->idle_since + idle_s * 1000000000ull <= now) {
-			old[n++] = idle[i];
-			idle[i] = idle[--nidle];
+	pthread_mutex_lock(&k->lock);
+	for (int i = 0; i < k->nidle;)
+		if (k->idle[i]->idle_since <= cut) {
+			old[n++] = k->idle[i];
+			k->idle[i] = k->idle[--k->nidle];
 		} else {
 			i++;
 		}
-	pthread_mutex_unlock(&idle_lock);
+	pthread_mutex_unlock(&k->lock);
 	for (int i = 0; i < n; i++)
 		bpf_close(old[i]);
+	return n;
+}
+
+void pybpf_keep_sweep(struct pybpf_keep *k, unsigned idle_s)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	uint64_t span = idle_s * 1000000000ull;
+	int n;
+
+	if (!k)
+		return;
+	n = unload_older(k, now > span ? now - span : 0);
 	if (n)
 		pr_debug("sweep: %d idle eBPF Python reader(s) unloaded", n);
 }
 
+void pybpf_keep_free(struct pybpf_keep *k)
+{
+	if (!k)
+		return;
+	unload_older(k, UINT64_MAX);
+	pthread_mutex_destroy(&k->lock);
+	free(k);
+}
+
 /* A kept program, its ring drained: NULL when none. */
-static struct pybpf *take_idle(void)
+static struct pybpf *take_idle(struct pybpf_keep *k)
 {
 	struct pybpf *b = NULL;
 
-	pthread_mutex_lock(&idle_lock);
-	if (nidle)
-		b = idle[--nidle];
-	pthread_mutex_unlock(&idle_lock);
+	if (!k)
+		return NULL;
+	pthread_mutex_lock(&k->lock);
+	if (k->nidle)
+		b = k->idle[--k->nidle];
+	pthread_mutex_unlock(&k->lock);
 	if (b) {
 		ring_buffer__consume(b->rb);
 		pool_clear(b);
@@ -282,7 +341,7 @@ static struct pybpf *take_idle(void)
 	return b;
 }
 
-int pyrt_bpf_start(struct pyrt *r)
+int pyrt_bpf_start(struct pyrt *r, struct pybpf_keep *keep)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = "pybpf");
 	struct pybpf_cfg c;
@@ -296,25 +355,25 @@ int pyrt_bpf_start(struct pyrt *r)
 	r->bpf_tried = true;
 	/* the other way, asked for (tests/integration/test_python.py) */
 	if (getenv("PROFFS_NO_BPF")) {
-		why(r, "PROFFS_NO_BPF set", -ENOTSUP);
+		why(r, keep, "PROFFS_NO_BPF set", -ENOTSUP);
 		return -ENOTSUP;
 	}
 	/* 3.8-3.10: where the struct pthread keeps the tid, learnt now */
 	if (r->o->ts_pthread && pyrt_tid_off(r, pyrt_read)) {
-		why(r, "no kernel thread id found in the threads' struct "
+		why(r, keep, "no kernel thread id found in the threads' struct "
 		    "pthread", -ENOTSUP);
 		return -ENOTSUP;
 	}
 	set_cfg(r, &c);
 	if (!cfg_fits(&c)) {
-		why(r, "layout", -ENOTSUP);
+		why(r, keep, "layout", -ENOTSUP);
 		return -ENOTSUP;
 	}
-	b = take_idle();
+	b = take_idle(keep);
 	if (b) {
 		if (bpf_map_update_elem(b->cfg_fd, &key, &c, BPF_ANY)) {
 			ret = -errno;
-			why(r, "map", ret);
+			why(r, keep, "map", ret);
 			bpf_close(b);
 			return ret;
 		}
@@ -325,6 +384,7 @@ int pyrt_bpf_start(struct pyrt *r)
 	if (!b)
 		return -ENOMEM;
 	b->cfg_fd = -1;
+	b->keep = keep;
 	b->pool = malloc(POOL_MAX * sizeof(*b->pool));
 	if (!b->pool) {
 		free(b);
@@ -334,24 +394,24 @@ int pyrt_bpf_start(struct pyrt *r)
 	b->obj = bpf_object__open_mem(pybpf_obj, sizeof(pybpf_obj), &opts);
 	if (!b->obj) {
 		ret = -errno;
-		why(r, "open", ret);
+		why(r, keep, "open", ret);
 		goto fail;
 	}
 	ret = bpf_object__load(b->obj);
 	if (ret) {
-		why(r, "load", ret);
+		why(r, keep, "load", ret);
 		goto fail;
 	}
 	b->prog = bpf_object__find_program_by_name(b->obj, "pybpf_sample");
 	m = bpf_object__find_map_by_name(b->obj, "cfg");
 	if (!b->prog || !m) {
 		ret = -ENOENT;
-		why(r, "object", ret);
+		why(r, keep, "object", ret);
 		goto fail;
 	}
 	if (bpf_map_update_elem(bpf_map__fd(m), &key, &c, BPF_ANY)) {
 		ret = -errno;
-		why(r, "map", ret);
+		why(r, keep, "map", ret);
 		goto fail;
 	}
 	b->cfg_fd = bpf_map__fd(m);
@@ -359,7 +419,7 @@ int pyrt_bpf_start(struct pyrt *r)
 	b->rb = m ? ring_buffer__new(bpf_map__fd(m), on_record, b, NULL) : NULL;
 	if (!b->rb) {
 		ret = m ? -errno : -ENOENT;
-		why(r, "ring", ret);
+		why(r, keep, "ring", ret);
 		goto fail;
 	}
 	r->bpf = b;
@@ -380,7 +440,7 @@ int pyrt_bpf_attach(struct pyrt *r, const int *fds, size_t n)
 		if (ioctl(fds[i], PERF_EVENT_IOC_SET_BPF, prog)) {
 			int ret = -errno;
 
-			why(r, "attach", ret);
+			why(r, r->bpf->keep, "attach", ret);
 			bpf_close(r->bpf);
 			r->bpf = NULL;
 			return ret;
@@ -475,19 +535,16 @@ void pyrt_bpf_free(struct pybpf *b)
 	(void)b;
 }
 
-int pyrt_bpf_start(struct pyrt *r)
+int pyrt_bpf_start(struct pyrt *r, struct pybpf_keep *keep)
 {
-	static bool logged;
-
 	if (r)
 		r->bpf_tried = true;
 	if (r)
 		snprintf(r->bpf_why, sizeof(r->bpf_why),
 			 "built without libbpf");
-	if (!logged)
+	if (say_once(keep))
 		pr_info("python: frames read after each sample (this build "
 			"has no eBPF reader: built without libbpf)");
-	logged = true;
 	return -ENOTSUP;
 }
 
@@ -507,9 +564,18 @@ int pyrt_bpf_sample(struct pyrt *r, pid_t tid, uint64_t time)
 	return 0;
 }
 
-void pyrt_bpf_sweep(unsigned idle_s)
+void pybpf_keep_sweep(struct pybpf_keep *k, unsigned idle_s)
 {
+	(void)k;
 	(void)idle_s;
+}
+
+void pybpf_keep_free(struct pybpf_keep *k)
+{
+	if (!k)
+		return;
+	pthread_mutex_destroy(&k->lock);
+	free(k);
 }
 
 #endif

@@ -289,3 +289,35 @@ int pyoffsets_parse(const uint8_t *buf, size_t len, uint64_t main_interp,
 	}
 	return 0;
 }
+
+/* Positions in 3.13's _Py_DebugOffsets of the objects pythreads.c reads */
+enum {
+	DO_IS_IMPORTS_MODULES = 88, DO_OBJECT_SIZE = 352,
+	DO_TYPE_FLAGS = 392, DO_DICT_KEYS = 456, DO_DICT_VALUES = 464,
+	DO_LONG_TAG = 496, DO_LONG_DIGITS = 504,
+};
+
+int pyoffsets_objects(const uint8_t *buf, size_t len,
+		      struct py_obj_offsets *out)
+{
+	static const unsigned pos[] = {
+		DO_IS_IMPORTS_MODULES, DO_OBJECT_SIZE, DO_TYPE_FLAGS,
+		DO_DICT_KEYS, DO_DICT_VALUES, DO_LONG_TAG, DO_LONG_DIGITS,
+	};
+
+	if (check_header(buf, len) || ld_u64(buf, DO_FREE_THREADED))
+		return -ENOTSUP;
+	for (size_t i = 0; i < sizeof(pos) / sizeof(pos[0]); i++)
+		if (ld_u64(buf, pos[i]) >= MAX_OFF)
+			return -ENOTSUP;
+	*out = (struct py_obj_offsets){
+		.is_modules = ld_u64(buf, DO_IS_IMPORTS_MODULES),
+		.object_size = ld_u64(buf, DO_OBJECT_SIZE),
+		.tp_flags = ld_u64(buf, DO_TYPE_FLAGS),
+		.dict_keys = ld_u64(buf, DO_DICT_KEYS),
+		.dict_values = ld_u64(buf, DO_DICT_VALUES),
+		.long_tag = ld_u64(buf, DO_LONG_TAG),
+		.long_digits = ld_u64(buf, DO_LONG_DIGITS),
+	};
+	return 0;
+}

@@ -85,4 +85,19 @@ int pyoffsets_parse(const uint8_t *buf, size_t len, uint64_t main_interp,
  * 0, or -ENOTSUP. */
 int pyoffsets_interp_head(const uint8_t *buf, size_t len, uint64_t *off);
 
+/* What pythreads.c reads of the objects the threading module keeps, as
+ * far as 3.13's _Py_DebugOffsets publishes it: where sys.modules is in
+ * an interpreter (interp->imports.modules), an object header's size, a
+ * type's tp_flags, a dict's keys and values, an int's tag and digits. */
+struct py_obj_offsets {
+	uint32_t is_modules, object_size, tp_flags;
+	uint32_t dict_keys, dict_values, long_tag, long_digits;
+};
+
+/* Those offsets, from 3.13's _Py_DebugOffsets (buf, len bytes of it):
+ * 0, or -ENOTSUP (as pyoffsets_parse() refuses it, or values that do not
+ * fit). */
+int pyoffsets_objects(const uint8_t *buf, size_t len,
+		      struct py_obj_offsets *out);
+
 #endif

@@ -35,6 +35,7 @@
 
 struct proc_maps;
 struct profile;
+struct pybpf_keep;
 struct pyrt;
 
 /* What pyrt_locations() says of the thread's interpreter lock. */
@@ -89,20 +90,30 @@ const char *pyrt_thread_name(struct pyrt *r, pid_t tid);
 /*
  * The frames read in the kernel, at each sample, by an eBPF program
  * (pybpf.c, pybpf.bpf.c) rather than by the daemon after it: a cpu
- * session starts it (0, or why not: -ENOTSUP without libbpf or a known
- * layout, -EPERM without root or CAP_BPF + CAP_PERFMON, a refused load;
- * logged once, said in pyrt_note(), the session then reads eagerly),
+ * session starts it, taking a program keep holds or loading one that
+ * goes back to keep when r is freed (0, or why not: -ENOTSUP without
+ * libbpf or a known layout, -EPERM without root or CAP_BPF +
+ * CAP_PERFMON, a refused load; logged once per keep, said in
+ * pyrt_note(), the session then reads eagerly),
  * attaches it to its perf events (fds, n; 0 or why not), and hands each
  * sample's (tid, time) to pyrt_bpf_sample() before pyrt_locations() of
  * it: the record of that moment is paired with it, or the stack keeps
  * its native frames (counted). Those return 0 or -ENOMEM.
  */
-int pyrt_bpf_start(struct pyrt *r);
+int pyrt_bpf_start(struct pyrt *r, struct pybpf_keep *keep);
 int pyrt_bpf_attach(struct pyrt *r, const int *fds, size_t n);
 int pyrt_bpf_sample(struct pyrt *r, pid_t tid, uint64_t time);
-/* Unload the programs kept for later sessions (at most 2, each with a
- * 1 MiB ring) that no session took for idle_s seconds; thread-safe. */
-void pyrt_bpf_sweep(unsigned idle_s);
+/*
+ * The loaded programs kept between sessions (at most 2, each with a 1 MiB
+ * ring; loading one takes ~1.3 ms), and whether the fallback was logged:
+ * the daemon's, made before its sessions and freed after them, handed to
+ * pyrt_bpf_start() (NULL: each session loads its own, nothing kept).
+ * Thread-safe. _new() returns 0 or -ENOMEM; _sweep() unloads what no
+ * session took for idle_s seconds; _free() (NULL is fine) unloads all.
+ */
+int pybpf_keep_new(struct pybpf_keep **out);
+void pybpf_keep_sweep(struct pybpf_keep *k, unsigned idle_s);
+void pybpf_keep_free(struct pybpf_keep *k);
 
 /* Comments on what could not be merged, for the profile. 0 or -ENOMEM. */
 int pyrt_note(struct pyrt *r);

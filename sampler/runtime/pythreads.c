@@ -13,11 +13,27 @@
  * PYNAMES_MS (a thread that threading does not know, or not yet, stays
  * unnamed meanwhile).
  *
- * The layouts are CPython 3.11's (offsetof() in its headers with
- * Py_BUILD_CORE, Debian's python3.11-dev, x86-64): a dict's keys object
- * and entries, a heap type's shared keys and the "managed dict" a 3.11
- * instance keeps before its header (Py_TPFLAGS_MANAGED_DICT: its values
- * array at -4 words, its dict at -3). Other versions get no names.
+ * The layouts, per minor version (x86-64), of what is read on the way:
+ * - 3.11: offsetof() in its headers with Py_BUILD_CORE (Debian's
+ *   python3.11-dev). sys.modules is interp->modules; an instance with
+ *   Py_TPFLAGS_MANAGED_DICT keeps its values array (keyed by its heap
+ *   type's shared keys, ht_cached_keys) at -4 words, its dict at -3; an
+ *   int's ob_size is its number of digits.
+ * - 3.12: gdb's ptype/o of the DWARF of pyenv's 3.12.1 libpython3.12.so,
+ *   checked against its internal headers. sys.modules moved to
+ *   interp->imports.modules; -3 words hold a dict, or the values array
+ *   - 1 (odd: pycore_object.h's PyDictOrValues); an int has lv_tag
+ *   (digits << 3 | sign) where ob_size was.
+ * - 3.13: what _Py_DebugOffsets publishes at the start of _PyRuntime
+ *   (interp->imports.modules, an object header's size, tp_flags, a dict's
+ *   ma_keys and ma_values, an int's lv_tag and ob_digit), read from the
+ *   process; the rest from the DWARF of pyenv's 3.13.0 build. The values
+ *   are inline after the object's header (Py_TPFLAGS_INLINE_VALUES) while
+ *   their valid byte says so, else the dict is at -3 words; a values
+ *   array (PyDictValues) has a header of 8 bytes (capacity, size,
+ *   embedded, valid) before its items.
+ * A dict's keys object and its entries are the same in all three. Other
+ * versions get no names.
  *
  * Errors: names that cannot be read are no error (the thread keeps its
  * kernel name); -ENOMEM only.
@@ -36,22 +52,56 @@
 #define MAX_ENTRIES 8192	/* of a dict scanned: sys.modules, _active */
 #define NAME_MAX_LEN 63
 
-/* CPython 3.11 */
-#define INTERP_MODULES 888	/* PyInterpreterState.modules */
-#define MODULE_DICT 16		/* PyModuleObject.md_dict */
-#define TYPE_FLAGS 168		/* PyTypeObject.tp_flags */
-#define TYPE_CACHED_KEYS 872	/* PyHeapTypeObject.ht_cached_keys */
 #define MANAGED_DICT (1ul << 4)	/* Py_TPFLAGS_MANAGED_DICT */
-#define DICT_KEYS 32		/* PyDictObject.ma_keys */
-#define DICT_VALUES 40		/* PyDictObject.ma_values */
+#define INLINE_VALUES (1ul << 2)	/* 3.13's Py_TPFLAGS_INLINE_VALUES */
+#define OB_TYPE 8		/* PyObject.ob_type */
+#define MODULE_DICT 16		/* PyModuleObject.md_dict */
 #define KEYS_LOG2_INDEX 9	/* PyDictKeysObject.dk_log2_index_bytes */
 #define KEYS_KIND 10		/* .dk_kind: 0 general, else str keys */
 #define KEYS_NENTRIES 24	/* .dk_nentries */
 #define KEYS_INDICES 32		/* .dk_indices, then the entries */
-#define LONG_SIZE 16		/* PyLongObject's ob_size: digits */
-#define LONG_DIGITS 24		/* its 30-bit digits */
+
+/* Where an instance with a managed dict keeps its attributes. */
+enum py_managed {
+	MANAGED_311,	/* values at -4 words, dict at -3 */
+	MANAGED_312,	/* at -3 words: a dict, or values - 1 (odd) */
+	MANAGED_313,	/* values inline after the header while valid,
+			 * else a dict at -3 words */
+};
+
+struct py_objs {
+	unsigned minor;
+	enum py_managed managed;
+	bool long_tagged;	/* an int's lv_tag: digits << 3 | sign */
+	struct py_obj_offsets o;	/* 3.13: from _Py_DebugOffsets */
+	uint32_t cached_keys;	/* PyHeapTypeObject.ht_cached_keys */
+	uint32_t values_items;	/* PyDictValues.values */
+};
+
+static const struct py_objs layouts[] = {
+	{
+		.minor = 11, .managed = MANAGED_311,
+		.o = { .is_modules = 888, .object_size = 16, .tp_flags = 168,
+		       .dict_keys = 32, .dict_values = 40, .long_tag = 16,
+		       .long_digits = 24 },
+		.cached_keys = 872,
+	},
+	{
+		.minor = 12, .managed = MANAGED_312, .long_tagged = true,
+		.o = { .is_modules = 0x3b0, .object_size = 16,
+		       .tp_flags = 0xa8, .dict_keys = 0x20, .dict_values = 0x28,
+		       .long_tag = 0x10, .long_digits = 0x18 },
+		.cached_keys = 0x370,
+	},
+	{
+		.minor = 13, .managed = MANAGED_313, .long_tagged = true,
+		.cached_keys = 0x370, .values_items = 8,
+	},
+};
 
 struct pynames {
+	struct py_objs lay;	/* lay.minor 0: none (yet) */
+	bool lay_tried;
 	uint64_t active;	/* threading._active (never rebound); 0:
 				 * not found */
 	uint64_t read_ms;	/* of the last read of _active; 0: none */
@@ -126,6 +176,19 @@ static void entry(const uint64_t *e, uint8_t kind, uint64_t i,
 	}
 }
 
+/* The layout of r's objects (pyrt_thread_name() found it). */
+static const struct py_objs *lay(struct pyrt *r)
+{
+	return &r->names->lay;
+}
+
+/* Item i of the values array (PyDictValues) at values. */
+static int value_at(struct pyrt *r, uint64_t values, uint64_t i,
+		    uint64_t *v)
+{
+	return rd64(r, values + lay(r)->values_items + 8 * i, v);
+}
+
 /* The value under the str key name in a dict of str keys whose keys
  * object is keys (values: a split table's values array, else 0). */
 static int keys_get(struct pyrt *r, uint64_t keys, uint64_t values,
@@ -143,7 +206,7 @@ static int keys_get(struct pyrt *r, uint64_t keys, uint64_t values,
 		entry(e, kind, i, &key, &value);
 		if (!key || !str_is(r, key, name))
 			continue;
-		if (values && rd64(r, values + 8 * i, &value))
+		if (values && value_at(r, values, i, &value))
 			ret = -EFAULT;
 		else
 			ret = value ? 0 : -ENOENT;
@@ -153,40 +216,80 @@ static int keys_get(struct pyrt *r, uint64_t keys, uint64_t values,
 	return ret;
 }
 
+/* A dict's keys object and values array (0: a combined table). */
+static int dict_tables(struct pyrt *r, uint64_t dict, uint64_t *keys,
+		       uint64_t *values)
+{
+	return rd64(r, dict + lay(r)->o.dict_keys, keys) ||
+	       rd64(r, dict + lay(r)->o.dict_values, values) ? -EFAULT : 0;
+}
+
 static int dict_get(struct pyrt *r, uint64_t dict, const char *name,
 		    uint64_t *out)
 {
 	uint64_t keys, values;
 
-	if (rd64(r, dict + DICT_KEYS, &keys) ||
-	    rd64(r, dict + DICT_VALUES, &values))
+	if (dict_tables(r, dict, &keys, &values))
 		return -EFAULT;
 	return keys_get(r, keys, values, name, out);
 }
 
-/* Attribute name of a 3.11 instance with a managed dict. */
+/* Attribute name of an instance with a managed dict (a Thread). */
 static int attr(struct pyrt *r, uint64_t obj, const char *name,
 		uint64_t *out)
 {
-	uint64_t tp, flags, pre[2], keys;
+	const struct py_objs *L = lay(r);
+	uint64_t tp, flags, pre[2], keys, values = 0, dict = 0;
+	uint8_t valid[4];
 
-	if (rd64(r, obj + 8, &tp) || rd64(r, tp + TYPE_FLAGS, &flags) ||
-	    !(flags & MANAGED_DICT) || rd(r, obj - 32, pre, sizeof(pre)))
+	if (rd64(r, obj + OB_TYPE, &tp) ||
+	    rd64(r, tp + L->o.tp_flags, &flags) || !(flags & MANAGED_DICT))
 		return -EFAULT;
-	if (pre[0])	/* its values, keyed by its type's shared keys */
-		return rd64(r, tp + TYPE_CACHED_KEYS, &keys) ? -EFAULT :
-		       keys_get(r, keys, pre[0], name, out);
-	return pre[1] ? dict_get(r, pre[1], name, out) : -ENOENT;
+	switch (L->managed) {
+	case MANAGED_311:
+		if (rd(r, obj - 32, pre, sizeof(pre)))
+			return -EFAULT;
+		values = pre[0];
+		dict = pre[1];
+		break;
+	case MANAGED_312:
+		if (rd64(r, obj - 24, &pre[0]))
+			return -EFAULT;
+		if (pre[0] & 1)
+			values = pre[0] + 1;
+		else
+			dict = pre[0];
+		break;
+	case MANAGED_313:
+		if ((flags & INLINE_VALUES) &&
+		    rd(r, obj + L->o.object_size, valid, sizeof(valid)))
+			return -EFAULT;
+		if ((flags & INLINE_VALUES) && valid[3])
+			values = obj + L->o.object_size;
+		else if (rd64(r, obj - 24, &dict))
+			return -EFAULT;
+		break;
+	}
+	if (values)	/* keyed by its type's shared keys */
+		return rd64(r, tp + L->cached_keys, &keys) ? -EFAULT :
+		       keys_get(r, keys, values, name, out);
+	return dict ? dict_get(r, dict, name, out) : -ENOENT;
 }
 
 /* A small int object's value (a thread id: one or two digits). */
 static int read_long(struct pyrt *r, uint64_t addr, int64_t *v)
 {
+	const struct py_objs *L = lay(r);
 	int64_t size;
 	uint32_t d[2];
 
-	if (rd(r, addr + LONG_SIZE, &size, sizeof(size)) || size < 0 ||
-	    size > 2 || (size && rd(r, addr + LONG_DIGITS, d, 4 * size)))
+	if (rd(r, addr + L->o.long_tag, &size, sizeof(size)))
+		return -EFAULT;
+	if (L->long_tagged)	/* sign: 0 positive, 1 zero, 2 negative */
+		size = (size & 3) == 2 ? -1 : (size & 3) ? 0 :
+		       (int64_t)((uint64_t)size >> 3);
+	if (size < 0 || size > 2 ||
+	    (size && rd(r, addr + L->o.long_digits, d, 4 * size)))
 		return -EFAULT;
 	*v = !size ? 0 : size == 1 ? d[0] : d[0] | (int64_t)d[1] << 30;
 	return 0;
@@ -200,7 +303,7 @@ static int find_active(struct pyrt *r, struct pynames *pn)
 	if (pn->active)
 		return 0;
 	if (rd64(r, r->runtime + r->o->rt_interp_head, &interp) ||
-	    rd64(r, interp + INTERP_MODULES, &modules) ||
+	    rd64(r, interp + lay(r)->o.is_modules, &modules) ||
 	    dict_get(r, modules, "threading", &module) ||
 	    rd64(r, module + MODULE_DICT, &mdict))
 		return -EFAULT;
@@ -239,9 +342,8 @@ static int read_active(struct pyrt *r, struct pynames *pn)
 
 	pn->n = 0;
 	ret = find_active(r, pn);
-	if (!ret && (rd64(r, pn->active + DICT_KEYS, &keys) ||
-		     rd64(r, pn->active + DICT_VALUES, &values)))
-		ret = -EFAULT;
+	if (!ret)
+		ret = dict_tables(r, pn->active, &keys, &values);
 	if (!ret)
 		ret = read_entries(r, keys, &kind, &n, &e);
 	if (ret) {
@@ -250,7 +352,7 @@ static int read_active(struct pyrt *r, struct pynames *pn)
 	}
 	for (uint64_t i = 0; i < n && !ret; i++) {
 		entry(e, kind, i, &key, &thread);
-		if (values && rd64(r, values + 8 * i, &thread))
+		if (values && value_at(r, values, i, &thread))
 			continue;
 		if (!key || !thread || attr(r, thread, "_native_id", &p) ||
 		    read_long(r, p, &tid) || tid <= 0 || tid > INT32_MAX ||
@@ -271,17 +373,44 @@ static const char *lookup(const struct pynames *pn, pid_t tid)
 	return NULL;
 }
 
+/* The layout of r's objects, once: from the table, 3.13's completed by
+ * its _Py_DebugOffsets. 0, or -ENOTSUP (logged once). */
+static int find_layout(struct pyrt *r, struct pynames *pn)
+{
+	uint8_t buf[PY_DEBUG_OFFSETS_LEN];
+
+	if (pn->lay_tried)
+		return pn->lay.minor ? 0 : -ENOTSUP;
+	pn->lay_tried = true;
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
+		if (layouts[i].minor == r->minor)
+			pn->lay = layouts[i];
+	if (pn->lay.minor == 13 &&
+	    (rd(r, r->runtime, buf, sizeof(buf)) ||
+	     pyoffsets_objects(buf, sizeof(buf), &pn->lay.o)))
+		pn->lay.minor = 0;
+	if (!pn->lay.minor) {
+		pr_info("python: pid %d: 3.%u: no known layout of its "
+			"objects; threads keep their kernel names",
+			(int)r->pid, r->minor);
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
 const char *pyrt_thread_name(struct pyrt *r, pid_t tid)
 {
 	struct pynames *pn;
 	const char *name;
 	uint64_t now;
 
-	if (!r || !r->o || r->minor != 11 || !r->runtime)
+	if (!r || !r->o || !r->runtime)
 		return NULL;
 	if (!r->names && !(r->names = calloc(1, sizeof(*r->names))))
 		return NULL;
 	pn = r->names;
+	if (find_layout(r, pn))
+		return NULL;
 	name = lookup(pn, tid);
 	now = now_ms();
 	if (name || (pn->read_ms && now - pn->read_ms < PYNAMES_MS))

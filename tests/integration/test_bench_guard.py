@@ -1,5 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The CI guard of the cold CPU read's cost (issue 29, item 6): a fresh
+"""The CI guards of what a read costs the daemon, as ratios measured in
+the same run, not times, so that a loaded CI machine slows both sides
+alike.
+
+The cold CPU read (issue 29, item 6): a fresh
 daemon's first read of one busy thread at 999 Hz against perf record
 --call-graph dwarf + perf script over the same thread, in the same run
 (tests/bench/cold.py), as daemon CPU per sample over perf's: a ratio, not
@@ -18,13 +22,22 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 import util
 
 sys.path.insert(0, os.path.join(util.REPO, 'tests', 'bench'))
 import cold  # noqa: E402
+import python as pybench  # noqa: E402
 
 BOUND = 0.25
 ASAN_FACTOR = 3
+# A Python sample against a native one (issue 26's goal: 2x): measured
+# 1.66-1.85x with the eBPF reader, 9-10x with the eager one it replaced
+# (tests/bench/python.py, load 15). The margin is for the fixed part of
+# a session, which weighs more per sample when a loaded machine gives
+# the target fewer samples (1.0-5.1x in single rounds at load 60).
+PY_BOUND = 2.5
 
 
 def sanitized():
@@ -45,3 +58,26 @@ def test_cold_read_against_perf():
     assert all(r['proffs']['samples'] and r['perf']['samples']
                for r in rows), got
     assert min(r['ratio'] for r in rows) <= bound, got
+
+
+def test_python_sample_against_native():
+    """What a Python sample costs the daemon (issue 26: at most twice a
+    native one), in the sampling thread's own CPU time (its session's log
+    line), warm, the daemon as root reading the frames with eBPF: pyburn
+    on Debian's python3 against the C burn, 3 s at 999 Hz each, the
+    better of two rounds; fails past 2.5x (the eager reader, per sample:
+    9-10x). About 30 s."""
+    if os.geteuid():
+        pytest.skip('the eBPF reader needs root')
+    if os.environ.get('PROFFS_NO_BPF'):
+        pytest.fail('PROFFS_NO_BPF is set: this guards the eBPF reader')
+    progs = pybench.targets(util.BUILD, util.OUT_DIR)
+    got = []
+    for _ in range(2):
+        py, npy = pybench.warm_us(util.BUILD, progs['pyburn'], 3, 999)
+        nat, nnat = pybench.warm_us(util.BUILD, progs['burn'], 3, 999)
+        assert npy >= 200 and nnat >= 200, (npy, nnat)
+        got.append((round(py / nat, 2), round(py, 1), npy, round(nat, 1),
+                    nnat))
+    print('ratio, python us, samples, native us, samples:', got)
+    assert min(r[0] for r in got) <= PY_BOUND, got

@@ -225,6 +225,57 @@ def test_cpu_shares_by_python_function(reader, proffs, measured):
         assert 250 <= h <= 300 and s >= 0.4 and v >= 0.6, (fn, fill, h)
 
 
+def check_sleeper_wall(proffs, target, tag):
+    """The sleeper of target (parked, wait_parked()) in parked_here() at
+    its line holds half of a wall profile's time: two threads, the other
+    busy. tag names the profile saved."""
+    want = f'parked_here ({BASE}:{marked_line("sleep")})'
+    wall = save(proffs.read(target.pid, 'wall_2s.pb.gz'),
+                f'{tag}-wall.pb.gz')
+    p = util.raw(wall)
+    i = p.index('wall/nanoseconds')
+    total = sum(s.values[i] for s in p.samples)
+    parked = sum(s.values[i] for s in p.samples if want in s.frames)
+    # two threads: the sleeper's is half of the wall time
+    assert 0.4 <= parked / total <= 0.6, (parked, total)
+
+
+def bpf_programs(pid):
+    """The eBPF programs process pid holds open."""
+    fds = f'/proc/{pid}/fd'
+    out = 0
+    for fd in os.listdir(fds):
+        try:
+            out += os.readlink(f'{fds}/{fd}') == 'anon_inode:bpf-prog'
+        except OSError:
+            pass
+    return out
+
+
+@pytest.mark.parametrize('proffs_options', [('cache_idle=2',)],
+                         indirect=True)
+def test_ebpf_reader_kept_between_sessions(proffs, target):
+    """The eBPF reader a session loaded is kept, loaded, for the next
+    session (the daemon's struct pybpf_keep), which takes it rather than
+    load another, and the daemon's sweeper unloads it once idle for
+    cache_idle with nobody reading: watched in the daemon's own fds."""
+    if os.geteuid():
+        pytest.skip('the eBPF reader needs root')
+    daemon = proffs.proc.pid
+    assert bpf_programs(daemon) == 0
+    for _ in range(2):
+        p = util.raw(save(proffs.read(target.pid, 'cpu_1s.pb.gz'),
+                          'python-cpu-kept.pb.gz'))
+        assert any(WAY['bpf'] in c for c in p.comments), p.comments
+        assert any(py_name(f) for s in p.samples for f in s.frames)
+        # one program, kept after the first session, taken by the second
+        assert bpf_programs(daemon) == 1
+    deadline = time.monotonic() + 15
+    while bpf_programs(daemon):
+        assert time.monotonic() < deadline, 'kept, nobody reading'
+        time.sleep(0.2)
+
+
 def test_sleeping_thread_named(proffs, target):
     """The thread parked in time.sleep() inside parked_here() shows that
     function and line in goroutine.txt?debug=2 and in wall."""
@@ -236,14 +287,7 @@ def test_sleeping_thread_named(proffs, target):
     assert len(sleeper) == 1, dump
     assert f'{SCRIPT}:{marked_line("sleep")}' in sleeper[0]
     assert 'clock_nanosleep' in sleeper[0]
-    wall = save(proffs.read(target.pid, 'wall_2s.pb.gz'),
-                'python-wall.pb.gz')
-    p = util.raw(wall)
-    i = p.index('wall/nanoseconds')
-    total = sum(s.values[i] for s in p.samples)
-    parked = sum(s.values[i] for s in p.samples if want in s.frames)
-    # two threads: the sleeper's is half of the wall time
-    assert 0.4 <= parked / total <= 0.6, (parked, total)
+    check_sleeper_wall(proffs, target, 'python')
 
 
 def faulthandler_threads(text):
@@ -256,16 +300,11 @@ def faulthandler_threads(text):
     return out
 
 
-def test_thread_dump_agrees_with_faulthandler(proffs, target):
-    """The Python frames of each thread in goroutine.txt?debug=2 are
-    those faulthandler.dump_traceback() writes of the same process: the
-    sleeper's exactly, the busy main thread's below its leaf."""
-    check_dump_agrees(proffs, target)
-
-
 def check_dump_agrees(proffs, target):
-    """test_thread_dump_agrees_with_faulthandler() of a pyburn.py target
-    whose faulthandler writes to target.dump."""
+    """The Python frames of each thread of target (started with a DUMP
+    file, .dump) in goroutine.txt?debug=2 are those faulthandler writes
+    of the same process: the sleeper's exactly, the busy main thread's
+    below its leaf."""
     wait_parked(target)
     ours = proffs.read(target.pid, 'goroutine.txt?debug=2').decode()
     os.kill(target.pid, signal.SIGUSR1)
@@ -303,3 +342,10 @@ def check_dump_agrees(proffs, target):
     assert below_burn(main_ours) == below_burn(main_theirs), \
         (main_ours, main_theirs)
     assert [f[0] for f in below_burn(main_ours)] == ['main', '<module>']
+
+
+def test_thread_dump_agrees_with_faulthandler(proffs, target):
+    """The Python frames of each thread in goroutine.txt?debug=2 are
+    those faulthandler.dump_traceback() writes of the same process: the
+    sleeper's exactly, the busy main thread's below its leaf."""
+    check_dump_agrees(proffs, target)

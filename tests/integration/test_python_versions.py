@@ -4,8 +4,10 @@ tests/targets/pyburn.py under each pyenv build found on this machine
 (/root/.pyenv/versions/3.X.Y). Only the interpreters present are tested:
 CI's fresh root has none and collects no test from here (a skip would
 count as a failure there). Held to the same references as
-test_python.py: an unprofiled twin's own CPU shares, the sleeper's
-function and line."""
+test_python.py and test_python_threads.py, by their own checks: the
+profiled process's own CPU shares, the sleeper's function and line in
+goroutine.txt and wall, faulthandler's traceback of the same process,
+the names threading gave tests/targets/pythreads.py's threads."""
 
 import glob
 import os
@@ -17,7 +19,8 @@ import util
 from util import save
 from test_python import BASE, HZ, SCRIPT, WAY, WINDOW, check_shares, \
     marked_line, py_name, spent, wait_parked, warm
-from test_python import check_dump_agrees
+import test_python
+import test_python_threads
 
 # minor -> what proffs reads of it
 SUPPORTED = {12, 13}
@@ -194,6 +197,51 @@ if OLD:
         t = start(minor, tmp_path / 'tb.txt')
         t.dump = str(tmp_path / 'tb.txt')
         try:
-            check_dump_agrees(proffs, t)
+            test_python.check_dump_agrees(proffs, t)
+        finally:
+            t.kill()
+
+# minor -> whether proffs names its threads as threading named them
+THREAD_NAMES = {12, 13}
+NAMED = sorted(m for m in PRESENT if m in THREAD_NAMES)
+
+if NAMED:
+    @pytest.mark.parametrize('minor', NAMED, ids=[f'3.{m}' for m in NAMED])
+    def test_thread_names(minor, proffs):
+        """tests/targets/pythreads.py's threads by the names threading
+        gave them, in goroutine.txt's headers and as thread_name in cpu
+        and wall, as test_python_threads.py holds 3.11's: sys.modules,
+        the Thread objects' attributes and their ints are where this
+        version keeps them."""
+        t = test_python_threads.start(PRESENT[minor], f'python3.{minor}')
+        try:
+            test_python_threads.check_thread_names(proffs, t,
+                                                   f'python3{minor}')
+        finally:
+            t.kill()
+
+if WORKING:
+    @pytest.mark.parametrize('minor', WORKING,
+                             ids=[f'3.{m}' for m in WORKING])
+    def test_sleeper_in_wall(minor, proffs, tmp_path):
+        """The sleeper's Python function and line hold half of a wall
+        profile's time, as test_python.py holds 3.11's."""
+        t = start(minor, tmp_path / 'tb.txt')
+        try:
+            wait_parked(t)
+            test_python.check_sleeper_wall(proffs, t, f'python3{minor}')
+        finally:
+            t.kill()
+
+    @pytest.mark.parametrize('minor', WORKING,
+                             ids=[f'3.{m}' for m in WORKING])
+    def test_dump_agrees_with_faulthandler(minor, proffs, tmp_path):
+        """Each thread's Python frames in goroutine.txt?debug=2 are those
+        faulthandler.dump_traceback() writes of the same process, as
+        test_python.py holds 3.11's."""
+        t = start(minor, tmp_path / 'tb.txt')
+        t.dump = str(tmp_path / 'tb.txt')
+        try:
+            test_python.check_dump_agrees(proffs, t)
         finally:
             t.kill()
