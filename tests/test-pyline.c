@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test-pyline.c - CPython's line tables (sampler/runtime/pyline.h): 3.11
- * location tables, 3.10 line tables and 3.8/3.9 lnotabs, against the lines the interpreter itself gives each instruction
- * (code.co_positions() of Debian's python3.11, for the vectors below):
+ * location tables, 3.10 line tables and 3.8/3.9 lnotabs, against the
+ * lines the interpreter itself gives each instruction (3.11's:
+ * code.co_positions() of Debian's python3.11, for the vectors below):
  * a plain loop, a function with no-location instructions, backward and
  * long-form line deltas, and one starting 300 lines down.
  */

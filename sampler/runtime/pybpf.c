@@ -216,7 +216,8 @@ static void set_cfg(const struct pyrt *r, struct pybpf_cfg *c)
 		     c->fr_previous > PYBPF_BLOCK - 8 ||
 		     c->fr_instr > PYBPF_BLOCK - 8 ||
 		     c->fr_is_entry >= PYBPF_BLOCK;
-	if (c->fr_code > PYBPF_FBLOCK - 8 || c->fr_previous > PYBPF_FBLOCK - 8 ||
+	if (c->fr_code > PYBPF_FBLOCK - 8 ||
+	    c->fr_previous > PYBPF_FBLOCK - 8 ||
 	    c->fr_instr > PYBPF_FBLOCK - 8 || c->fr_is_entry >= PYBPF_FBLOCK)
 		c->fr_wide = 2;
 }
