@@ -8,8 +8,10 @@
  * a location whose function is named "function (file.py:line)" and
  * carries the source file and line. The frames are read with
  * process_vm_readv (no stop): _PyRuntime -> interpreters -> the thread
- * state whose native_thread_id is the thread -> its frame chain -> code
- * objects and their line tables. Layouts come from pyoffsets.h. A cpu
+ * state whose native_thread_id is the thread (3.8-3.10: whose
+ * thread_id, a pthread_t, holds the thread's tid: pyread.c) -> its frame
+ * chain -> code objects and their line tables. Layouts come from
+ * pyoffsets.h. A cpu
  * session of a root daemon has them read in the kernel instead, at each
  * sample, by an eBPF program (pyrt_bpf_start() below, pybpf.c).
  *
