@@ -11,9 +11,9 @@
  * state whose native_thread_id is the thread (3.8-3.10: whose
  * thread_id, a pthread_t, holds the thread's tid: pyread.c) -> its frame
  * chain -> code objects and their line tables. Layouts come from
- * pyoffsets.h. A cpu
- * session of a root daemon has them read in the kernel instead, at each
- * sample, by an eBPF program (pyrt_bpf_start() below, pybpf.c).
+ * pyoffsets.h. A cpu session of a root daemon has them read in the
+ * kernel instead, at each sample, by an eBPF program (pyrt_bpf_start()
+ * below, pybpf.c).
  *
  * A stack keeps its native frames, and the reason is counted, when the
  * chain changed while it was read (twice in a row), when the number of
