@@ -32,8 +32,18 @@
  *   their valid byte says so, else the dict is at -3 words; a values
  *   array (PyDictValues) has a header of 8 bytes (capacity, size,
  *   embedded, valid) before its items.
- * A dict's keys object and its entries are the same in all three. Other
- * versions get no names.
+ * A dict's keys object and its entries are the same in all three.
+ * - 3.8-3.10: gdb's ptype/o of the DWARF of pyenv's 3.8.18, 3.9.18 and
+ *   3.10.13 libpython3.x.so. sys.modules is interp->modules (0x38 in
+ *   3.8, 0x358 in 3.9 and 3.10); an instance keeps its __dict__ at its
+ *   type's tp_dictoffset (no managed dicts); a dict's keys object has
+ *   dk_size (a power of two), dk_lookup, dk_usable, dk_nentries, then
+ *   dk_indices of dk_size indices 1, 2, 4 or 8 bytes wide as dk_size
+ *   needs, then the entries, always {hash, key, value}; a split table's
+ *   ma_values is a plain array of values. Ints and strings are as 3.11's
+ *   (ob_size digits of 30 bits; compact ASCII data after a header that
+ *   still has wstr, as pyoffsets.c has it).
+ * Other versions get no names.
  *
  * Errors: names that cannot be read are no error (the thread keeps its
  * kernel name); -ENOMEM only.
@@ -60,6 +70,10 @@
 #define KEYS_KIND 10		/* .dk_kind: 0 general, else str keys */
 #define KEYS_NENTRIES 24	/* .dk_nentries */
 #define KEYS_INDICES 32		/* .dk_indices, then the entries */
+#define OLD_KEYS_SIZE 8		/* 3.8-3.10: .dk_size */
+#define OLD_KEYS_NENTRIES 32	/* .dk_nentries */
+#define OLD_KEYS_INDICES 40	/* .dk_indices, then the entries */
+#define OLD_KEYS_MAX (1ull << 20)	/* dk_size believed, at most */
 
 /* Where an instance with a managed dict keeps its attributes. */
 enum py_managed {
@@ -67,6 +81,7 @@ enum py_managed {
 	MANAGED_312,	/* at -3 words: a dict, or values - 1 (odd) */
 	MANAGED_313,	/* values inline after the header while valid,
 			 * else a dict at -3 words */
+	DICT_OFFSET,	/* 3.8-3.10: a dict at the type's tp_dictoffset */
 };
 
 struct py_objs {
@@ -76,9 +91,24 @@ struct py_objs {
 	struct py_obj_offsets o;	/* 3.13: from _Py_DebugOffsets */
 	uint32_t cached_keys;	/* PyHeapTypeObject.ht_cached_keys */
 	uint32_t values_items;	/* PyDictValues.values */
+	uint32_t tp_dictoffset;	/* DICT_OFFSET: PyTypeObject's */
+	bool old_keys;		/* 3.8-3.10's PyDictKeysObject */
 };
 
+/* 3.8-3.10, by the offset of interp->modules */
+#define OLD(m, modules) { \
+		.minor = (m), .managed = DICT_OFFSET, .old_keys = true, \
+		.o = { .is_modules = (modules), .object_size = 16, \
+		       .tp_flags = 0xa8, .dict_keys = 0x20, \
+		       .dict_values = 0x28, .long_tag = 0x10, \
+		       .long_digits = 0x18 }, \
+		.tp_dictoffset = 0x120, \
+	}
+
 static const struct py_objs layouts[] = {
+	OLD(8, 0x38),
+	OLD(9, 0x358),
+	OLD(10, 0x358),
 	{
 		.minor = 11, .managed = MANAGED_311,
 		.o = { .is_modules = 888, .object_size = 16, .tp_flags = 168,
@@ -134,28 +164,56 @@ static bool str_is(struct pyrt *r, uint64_t addr, const char *s)
 	return !read_str(r, addr, buf, sizeof(buf)) && !strcmp(buf, s);
 }
 
+/* The layout of r's objects (pyrt_thread_name() found it). */
+static const struct py_objs *lay(struct pyrt *r)
+{
+	return &r->names->lay;
+}
+
+/* Where the entries of a keys object whose header is hdr start, past
+ * its indices (keys: its address), and their number *n; 0: bad. */
+static uint64_t entries_at(struct pyrt *r, uint64_t keys,
+			   const uint8_t *hdr, uint64_t *n)
+{
+	uint64_t size;
+
+	if (!lay(r)->old_keys) {
+		memcpy(n, hdr + KEYS_NENTRIES, sizeof(*n));
+		return hdr[KEYS_LOG2_INDEX] > 20 ? 0 : keys + KEYS_INDICES +
+		       (1ull << hdr[KEYS_LOG2_INDEX]);
+	}
+	memcpy(&size, hdr + OLD_KEYS_SIZE, sizeof(size));
+	memcpy(n, hdr + OLD_KEYS_NENTRIES, sizeof(*n));
+	if (!size || (size & (size - 1)) || size > OLD_KEYS_MAX || *n > size)
+		return 0;
+	/* dk_size indices, each as wide as dk_size needs (DK_IXSIZE) */
+	return keys + OLD_KEYS_INDICES +
+	       size * (size <= 0xff ? 1 : size <= 0xffff ? 2 : 4);
+}
+
 /* The entries of the keys object at keys: *kind, *n, and a malloc()ed
  * copy of them (24 bytes each for kind 0: hash, key, value; else 16:
- * key, value). */
+ * key, value; 3.8-3.10's are all of kind 0). */
 static int read_entries(struct pyrt *r, uint64_t keys, uint8_t *kind,
 			uint64_t *n, uint64_t **out)
 {
-	uint8_t hdr[KEYS_INDICES];
+	uint8_t hdr[OLD_KEYS_INDICES];
+	uint64_t at;
 	size_t esize;
 
 	*out = NULL;
-	if (rd(r, keys, hdr, sizeof(hdr)))
+	if (rd(r, keys, hdr, lay(r)->old_keys ? OLD_KEYS_INDICES :
+						KEYS_INDICES))
 		return -EFAULT;
-	*kind = hdr[KEYS_KIND];
-	memcpy(n, hdr + KEYS_NENTRIES, sizeof(*n));
-	if (*n > MAX_ENTRIES || hdr[KEYS_LOG2_INDEX] > 20)
+	*kind = lay(r)->old_keys ? 0 : hdr[KEYS_KIND];
+	at = entries_at(r, keys, hdr, n);
+	if (!at || *n > MAX_ENTRIES)
 		return -EFAULT;
 	esize = *kind ? 16 : 24;
 	*out = malloc(*n * esize + 1);
 	if (!*out)
 		return -ENOMEM;
-	if (*n && rd(r, keys + KEYS_INDICES + (1ull << hdr[KEYS_LOG2_INDEX]),
-		     *out, *n * esize)) {
+	if (*n && rd(r, at, *out, *n * esize)) {
 		free(*out);
 		*out = NULL;
 		return -EFAULT;
@@ -174,12 +232,6 @@ static void entry(const uint64_t *e, uint8_t kind, uint64_t i,
 		*key = e[3 * i + 1];
 		*value = e[3 * i + 2];
 	}
-}
-
-/* The layout of r's objects (pyrt_thread_name() found it). */
-static const struct py_objs *lay(struct pyrt *r)
-{
-	return &r->names->lay;
 }
 
 /* Item i of the values array (PyDictValues) at values. */
@@ -234,14 +286,21 @@ static int dict_get(struct pyrt *r, uint64_t dict, const char *name,
 	return keys_get(r, keys, values, name, out);
 }
 
-/* Attribute name of an instance with a managed dict (a Thread). */
+/* Attribute name of a Thread: of its managed dict (3.11 on) or of its
+ * __dict__ (3.8-3.10). */
 static int attr(struct pyrt *r, uint64_t obj, const char *name,
 		uint64_t *out)
 {
 	const struct py_objs *L = lay(r);
 	uint64_t tp, flags, pre[2], keys, values = 0, dict = 0;
 	uint8_t valid[4];
+	int64_t off;
 
+	if (L->managed == DICT_OFFSET)	/* a plain __dict__ (3.8-3.10) */
+		return rd64(r, obj + OB_TYPE, &tp) ||
+		       rd(r, tp + L->tp_dictoffset, &off, sizeof(off)) ||
+		       off <= 0 || off > 4096 || rd64(r, obj + off, &dict) ?
+		       -EFAULT : dict ? dict_get(r, dict, name, out) : -ENOENT;
 	if (rd64(r, obj + OB_TYPE, &tp) ||
 	    rd64(r, tp + L->o.tp_flags, &flags) || !(flags & MANAGED_DICT))
 		return -EFAULT;
@@ -259,6 +318,8 @@ static int attr(struct pyrt *r, uint64_t obj, const char *name,
 			values = pre[0] + 1;
 		else
 			dict = pre[0];
+		break;
+	case DICT_OFFSET:	/* above */
 		break;
 	case MANAGED_313:
 		if ((flags & INLINE_VALUES) &&

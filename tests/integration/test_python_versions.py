@@ -202,7 +202,7 @@ if OLD:
             t.kill()
 
 # minor -> whether proffs names its threads as threading named them
-THREAD_NAMES = {12, 13}
+THREAD_NAMES = {8, 9, 10, 12, 13}
 NAMED = sorted(m for m in PRESENT if m in THREAD_NAMES)
 
 if NAMED:
