@@ -32,7 +32,7 @@
  *   their valid byte says so, else the dict is at -3 words; a values
  *   array (PyDictValues) has a header of 8 bytes (capacity, size,
  *   embedded, valid) before its items.
- * A dict's keys object and its entries are the same in all three.
+ * A dict's keys object and its entries are the same in 3.11-3.13.
  * - 3.8-3.10: gdb's ptype/o of the DWARF of pyenv's 3.8.18, 3.9.18 and
  *   3.10.13 libpython3.x.so. sys.modules is interp->modules (0x38 in
  *   3.8, 0x358 in 3.9 and 3.10); an instance keeps its __dict__ at its
@@ -186,7 +186,8 @@ static uint64_t entries_at(struct pyrt *r, uint64_t keys,
 	memcpy(n, hdr + OLD_KEYS_NENTRIES, sizeof(*n));
 	if (!size || (size & (size - 1)) || size > OLD_KEYS_MAX || *n > size)
 		return 0;
-	/* dk_size indices, each as wide as dk_size needs (DK_IXSIZE) */
+	/* dk_size indices, each as wide as dk_size needs (DK_IXSIZE; 8
+	 * bytes only past OLD_KEYS_MAX) */
 	return keys + OLD_KEYS_INDICES +
 	       size * (size <= 0xff ? 1 : size <= 0xffff ? 2 : 4);
 }
