@@ -104,6 +104,26 @@ def agent_memfd_open(pid):
     return False
 
 
+def target_state(pid):
+    """Each thread's state, wait channel and kernel stack, as text."""
+    lines = []
+    for tid in sorted(os.listdir(f'/proc/{pid}/task')):
+        base = f'/proc/{pid}/task/{tid}'
+        for name in ('status', 'wchan', 'stack', 'syscall'):
+            try:
+                with open(f'{base}/{name}') as f:
+                    text = f.read()
+            except OSError as e:
+                text = str(e)
+            if name == 'status':
+                text = ''.join(l for l in text.splitlines(True)
+                               if l.startswith(('State', 'TracerPid',
+                                                'SigPnd', 'ShdPnd',
+                                                'SigBlk')))
+            lines.append(f'{tid} {name}: {text.strip()}')
+    return '\n'.join(lines)
+
+
 def kill_daemon_mid_load(tmp_path, pattern, rng):
     """Start a daemon and a target, read a heap profile, and SIGKILL the
     daemon while its calls run in the target. Returns the target's exit
@@ -132,7 +152,13 @@ def kill_daemon_mid_load(tmp_path, pattern, rng):
         d.proc.wait()
         time.sleep(0.5)
         t.send_signal(signal.SIGUSR2)
-        out, err = t.communicate(timeout=30)
+        try:
+            out, err = t.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            # say where it stands before it is killed: stopped, traced,
+            # or waiting (on what) in which thread
+            raise AssertionError('the target did not end its run:\n' +
+                                 target_state(t.pid)) from None
         return t.returncode, out, err
     finally:
         if reader:
