@@ -36,30 +36,50 @@ def leaf_shares(path):
     return util.flat_shares(util.traces(path))
 
 
+def share_of_hot(shares):
+    hot, sib = shares.get('hot', 0), shares.get('sibling', 0)
+    assert hot + sib > 0.95, shares
+    return hot / (hot + sib)
+
+
+def check_split(path, perf_hot, perf_n):
+    """burn's hot:sibling split in the profile at path: 3:1 give or take
+    what a busy machine does to it, and within 3 points of perf's over
+    the same span where both hold thousands of samples (a standard error
+    of the difference under one point), else 5 (as test_cpu holds the
+    live read)."""
+    n = sum(s.values[0] for s in validate_pprof(path).samples)
+    assert n > 200, 'too few samples'
+    hot = share_of_hot(leaf_shares(path))
+    assert 0.69 <= hot <= 0.81, (hot, n)
+    tol = 0.03 if min(n, perf_n) >= 4000 else 0.05
+    assert abs(hot - perf_hot) <= tol, \
+        f'hot: proffs {hot:.3f} of {n}, perf {perf_hot:.3f} of {perf_n}'
+
+
 @pytest.mark.parametrize('proffs_options', [RECORD + ('record_s=9',)],
                          indirect=True)
-def test_last_window_split_then_after_exit_then_aged_out(proffs, target):
+def test_last_window_split_then_after_exit_then_aged_out(proffs, target,
+                                                         tmp_path):
     t = target('burn')
-    time.sleep(8.5)
-    data, took = read_timed(proffs, t.pid, 'cpu_last8s.pb.gz')
+    # perf records the same 8 s: the twin for the shares. burn's 3:1 is
+    # by construction, yet beside two hogs one 8 s window measured 0.785
+    # with 7,495 samples (the asan leg), and perf itself measures
+    # 0.776-0.789 there: a busy machine moves the split, and a fixed
+    # 0.75 +- 3 points failed the recorder for it.
+    (data, took), theirs = util.alongside_perf(
+        lambda: (time.sleep(8.5),
+                 read_timed(proffs, t.pid, 'cpu_last8s.pb.gz'))[1],
+        t.pid, 8, str(tmp_path), hz=997, call_graph='fp')
     assert took < 1.0, f'a last window took {took:.2f} s'
     path = save(data, 'record-last8s.pb.gz')
     p = validate_pprof(path)
     assert p.sample_types == ['samples/count', 'cpu/nanoseconds']
     assert p.period == 10**9 // 997
     assert p.duration_ns == 8 * 10**9
-    shares = leaf_shares(path)
-    hot, sib = shares.get('hot', 0), shares.get('sibling', 0)
-    assert hot + sib > 0.95, shares
-    # burn's split is 3:1 by construction: 75% and 25%, within 3 points
-    # (8 s at 997 Hz: thousands of samples where burn gets a third of
-    # a CPU, as beside CI's two hogs). Where the machine starves burn
-    # (a few hundred samples, runs of equal samples: a standard error
-    # near 3 points) the bound is 6 points.
-    n = sum(s.values[0] for s in p.samples)
-    assert n > 200, 'too few samples'
-    tol = 0.03 if n >= 2000 else 0.06
-    assert abs(hot / (hot + sib) - 0.75) <= tol, (shares, n)
+    perf_hot = share_of_hot(util.flat_shares(theirs))
+    assert len(theirs) > 200, 'perf: too few samples'
+    check_split(path, perf_hot, len(theirs))
     # nothing sampled at the read: the session took no window
     assert proffs.log_lines(r'session \d+ done: pid=%d kind=cpu '
                             r'window_ms=8000 .*recorder' % t.pid)
@@ -77,13 +97,7 @@ def test_last_window_split_then_after_exit_then_aged_out(proffs, target):
     assert took < 1.0
     path = save(data, 'record-after-exit.pb.gz')
     validate_pprof(path)
-    shares = leaf_shares(path)
-    # the rule above: 7 s starved of the CPU is a few hundred samples
-    n = sum(s.values[0] for s in validate_pprof(path).samples)
-    assert n > 200, 'too few samples'
-    tol = 0.04 if n >= 2000 else 0.06
-    assert abs(shares['hot'] / (shares['hot'] + shares['sibling']) -
-               0.75) <= tol, (shares, n)
+    check_split(path, perf_hot, len(theirs))
     assert 'exited' in pprof('-top', path)
     txt = proffs.read(t.pid, 'cpu_last7s.txt').decode()
     assert re.search(r'\bhot\n', txt)
