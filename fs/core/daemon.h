@@ -8,6 +8,8 @@
 #ifndef PROFFS_DAEMON_H
 #define PROFFS_DAEMON_H
 
+#include <stdatomic.h>
+#include <stddef.h>
 #include <time.h>
 
 #include "sampler/clock.h"
@@ -61,6 +63,7 @@ struct proffs {
 	struct pybpf_keep *pykeep;	/* Python's eBPF readers, kept */
 	struct heap_agents *heap;
 	struct nodes *nodes;
+	_Atomic size_t inodes;		/* how many nodes holds, for status */
 	struct registry *registry;
 	uint64_t start_s;		/* CLOCK_MONOTONIC at mount */
 	struct status_refusals refused;	/* for /prof/status */
@@ -83,6 +86,7 @@ static inline void proffs_status_src(struct proffs *fs,
 		.dsos = fs->dsos, .ksyms = fs->ksyms, .rec = fs->rec,
 		.uptime_s = now_ns() / 1000000000ull - fs->start_s,
 		.log_where = fs->log_where,
+		.inodes = atomic_load(&fs->inodes),
 	};
 }
 

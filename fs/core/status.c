@@ -64,6 +64,7 @@ struct snapshot {
 	char warnings[PROFFS_LOG_RECENT][PROFFS_LOG_LINE];
 	size_t nwarnings;
 	const char *log_where;
+	size_t inodes;
 	struct heap_agent_counts agents;
 	struct refusal_row fuse[REFUSAL_ROWS], http[REFUSAL_ROWS];
 	bool has_http;
@@ -107,6 +108,7 @@ static int take(const struct status_src *src, struct snapshot **out)
 				       STATUS_RUNNING_MAX);
 	s->nwarnings = proffs_log_recent(s->warnings, PROFFS_LOG_RECENT);
 	s->log_where = src->log_where;
+	s->inodes = src->inodes;
 	if (src->heap)
 		heap_agents_counts(src->heap, &s->agents);
 	refusal_rows(src->fuse, s->fuse);
@@ -224,6 +226,7 @@ static void write_text(FILE *f, const struct snapshot *s)
 		(unsigned long long)s->ksyms.expired,
 		(unsigned long long)s->dsos.kept_bytes,
 		(unsigned long long)s->dsos.kept_max);
+	fprintf(f, "inodes: %zu\n", s->inodes);
 	/* the unwinder's rows kept with the objects (dso.h: dso_row_get) */
 	fprintf(f, "dso_cache_rows: %llu\ndso_cache_rows_max_per_object: %u\n"
 		"dso_cache_row_hits: %llu\ndso_cache_row_misses: %llu\n"
@@ -425,6 +428,9 @@ static void metrics_self(FILE *f, const struct snapshot *s)
 	       s->dsos.kept_bytes);
 	scalar(f, "debug_kept_max_bytes", "gauge", "The most they may take.",
 	       s->dsos.kept_max);
+	scalar(f, "inodes", "gauge", "Inodes of the mount the kernel holds "
+	       "(a process's directory and files go soon after it ends).",
+	       s->inodes);
 }
 
 static void write_metrics(FILE *f, const struct snapshot *s)

@@ -57,6 +57,7 @@ struct status_src {
 	struct kallsyms *ksyms;			/* may be NULL */
 	struct recorder *rec;			/* NULL: no -o record */
 	const char *log_where;	/* "syslog", a file, "stderr"; or NULL */
+	size_t inodes;		/* the mount's, the kernel holds (gone.h) */
 };
 
 /* /prof/status: "key: value" lines, every value an integer but the

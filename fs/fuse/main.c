@@ -29,6 +29,7 @@
 #include "fs/core/errors.h"
 #include "sampler/log.h"
 #include "fs/top/top.h"
+#include "fs/fuse/gone.h"
 #include "fs/fuse/mountwatch.h"
 #include "fs/fuse/nodes.h"
 #include "fs/core/daemon.h"
@@ -196,6 +197,7 @@ int main(int argc, char *argv[])
 	struct fuse_loop_config *lc = NULL;
 	struct fuse_session *se;
 	struct mountwatch *watch = NULL;
+	struct gone *gone = NULL;
 	struct proffs fs = {
 		.opts = {
 			.max_window_s = 300,
@@ -247,7 +249,7 @@ int main(int argc, char *argv[])
 	if (cl.debug)
 		proffs_log_set_level(PROFFS_LOG_DEBUG);
 	fit_request_timeout(&fs.opts);
-	if (daemon_init(&fs, heap_method) || nodes_new(&fs.nodes)) {
+	if (daemon_init(&fs, heap_method) || nodes_new(&fs.inodes, &fs.nodes)) {
 		fprintf(stderr, "proffs: out of memory\n");
 		goto err_out2;
 	}
@@ -277,6 +279,7 @@ int main(int argc, char *argv[])
 	    http_start(&fs, fs.opts.http_addr, fs.opts.http_token, &fs.http))
 		goto err_out5;	/* logged */
 	mountwatch_start(cl.mountpoint, &watch);	/* logs a failure */
+	gone_start(se, &fs, &gone);			/* logs a failure */
 	if (cl.singlethread) {
 		ret = fuse_session_loop(se);
 	} else {
@@ -290,6 +293,7 @@ int main(int argc, char *argv[])
 	 * SIGTERM and SIGINT are the normal way to stop a daemon. */
 	if (ret > 0)
 		ret = 0;
+	gone_stop(gone);
 	mountwatch_stop(watch);
 	/* Its connections hold sessions: before the registry goes. */
 	http_stop(fs.http);

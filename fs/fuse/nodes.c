@@ -13,6 +13,7 @@
 struct node {
 	struct node_info info;
 	uint64_t nlookup;
+	unsigned opens;			/* open files and directories */
 	struct node *next_ino;		/* chain by inode */
 	struct node *next_key;		/* chain by (pid, name) */
 };
@@ -20,6 +21,7 @@ struct node {
 struct nodes {
 	pthread_mutex_t lock;
 	uint64_t next_ino;		/* protected by lock */
+	_Atomic size_t *count;		/* changed under lock */
 	struct node *by_ino[BUCKETS];	/* protected by lock */
 	struct node *by_key[BUCKETS];	/* protected by lock */
 };
@@ -43,7 +45,7 @@ static bool same_key(const struct node_info *a, const struct node_info *b)
 	       !strcmp(a->name, b->name);
 }
 
-int nodes_new(struct nodes **out)
+int nodes_new(_Atomic size_t *count, struct nodes **out)
 {
 	struct nodes *t = calloc(1, sizeof(*t));
 
@@ -51,6 +53,7 @@ int nodes_new(struct nodes **out)
 		return -ENOMEM;
 	pthread_mutex_init(&t->lock, NULL);
 	t->next_ino = NODES_ROOT + 1;
+	t->count = count;
 	*out = t;
 	return 0;
 }
@@ -111,6 +114,7 @@ int nodes_lookup(struct nodes *t, struct node_info *info)
 		t->by_key[k] = n;
 		n->next_ino = t->by_ino[n->info.ino % BUCKETS];
 		t->by_ino[n->info.ino % BUCKETS] = n;
+		(*t->count)++;
 	}
 	n->nlookup++;
 	info->ino = n->info.ino;
@@ -142,6 +146,7 @@ void nodes_forget(struct nodes *t, uint64_t ino, uint64_t count)
 		if (!n->nlookup) {
 			unlink_node(t, n);
 			free(n);
+			(*t->count)--;
 		}
 	}
 	pthread_mutex_unlock(&t->lock);
@@ -163,4 +168,66 @@ int nodes_get(struct nodes *t, uint64_t ino, struct node_info *info)
 		*info = n->info;
 	pthread_mutex_unlock(&t->lock);
 	return n ? 0 : -ENOENT;
+}
+
+void nodes_opened(struct nodes *t, uint64_t ino, int delta)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&t->lock);
+	n = find_ino(t, ino);
+	if (n)
+		n->opens += delta;
+	pthread_mutex_unlock(&t->lock);
+}
+
+#define OPEN_PIDS_MAX 256
+
+/* The processes with something open under their directory, into pids;
+ * false when there are more than OPEN_PIDS_MAX. Under t->lock. */
+static bool open_pids(struct nodes *t, pid_t *pids, size_t *n)
+{
+	*n = 0;
+	for (size_t i = 0; i < BUCKETS; i++) {
+		for (struct node *o = t->by_ino[i]; o; o = o->next_ino) {
+			if (!o->opens || o->info.tgt.kind != TARGET_PID)
+				continue;
+			if (*n == OPEN_PIDS_MAX)
+				return false;
+			pids[(*n)++] = o->info.pid;
+		}
+	}
+	return true;
+}
+
+static bool among(const pid_t *pids, size_t n, pid_t pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (pids[i] == pid)
+			return true;
+	return false;
+}
+
+size_t nodes_pid_dirs(struct nodes *t, size_t skip, struct node_dir *out,
+		      size_t max)
+{
+	pid_t open[OPEN_PIDS_MAX];
+	size_t got = 0, seen = 0, nopen;
+
+	pthread_mutex_lock(&t->lock);
+	if (!open_pids(t, open, &nopen))
+		max = 0;	/* a pass later, when fewer are open */
+	for (size_t i = 0; i < BUCKETS && got < max; i++) {
+		for (struct node *n = t->by_ino[i]; n && got < max;
+		     n = n->next_ino) {
+			if (n->info.type != NODE_PID_DIR ||
+			    n->info.tgt.kind != TARGET_PID ||
+			    among(open, nopen, n->info.pid) || seen++ < skip)
+				continue;
+			out[got++] = (struct node_dir){ n->info.ino,
+							n->info.pid };
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return got;
 }

@@ -17,6 +17,8 @@
 #ifndef PROFFS_NODES_H
 #define PROFFS_NODES_H
 
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -48,7 +50,8 @@ struct node_info {
 
 struct nodes;
 
-int nodes_new(struct nodes **out);
+/* count: where the table keeps its size for others to read (status). */
+int nodes_new(_Atomic size_t *count, struct nodes **out);
 void nodes_free(struct nodes *t);
 
 /*
@@ -62,5 +65,24 @@ void nodes_forget(struct nodes *t, uint64_t ino, uint64_t n);
 
 /* Copy of the node; -ENOENT for an unknown inode. Root included. */
 int nodes_get(struct nodes *t, uint64_t ino, struct node_info *info);
+
+/* A /prof/<pid> directory in the table: its inode and its process. */
+struct node_dir {
+	uint64_t ino;
+	pid_t pid;
+};
+
+/* A file or directory of inode ino was opened (delta 1) or released
+ * (-1): what is open is never listed by nodes_pid_dirs(). */
+void nodes_opened(struct nodes *t, uint64_t ino, int delta);
+
+/*
+ * Up to max of the table's /prof/<pid> directories into out, starting
+ * after the first skip of them (a caller walks a large table in turns),
+ * but none with a file open under it or open itself: returns how many it
+ * wrote.
+ */
+size_t nodes_pid_dirs(struct nodes *t, size_t skip, struct node_dir *out,
+		      size_t max);
 
 #endif

@@ -644,6 +644,17 @@ static int list_pid(fuse_req_t req, const struct node_info *dir,
 	return ret;
 }
 
+/* Counted open while the kernel holds it: a process's directory with
+ * something open under it is not deleted when the process ends (gone.h). */
+static void reply_open(fuse_req_t req, struct proffs *fs, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	nodes_opened(fs->nodes, ino, 1);
+	/* An open interrupted meanwhile is never released. */
+	if (fuse_reply_open(req, fi))
+		nodes_opened(fs->nodes, ino, -1);
+}
+
 static void proffs_opendir(fuse_req_t req, fuse_ino_t ino,
 			   struct fuse_file_info *fi)
 {
@@ -684,7 +695,7 @@ static void proffs_opendir(fuse_req_t req, fuse_ino_t ino,
 	}
 	b->refs = 1;
 	fi->fh = (uintptr_t)b;
-	fuse_reply_open(req, fi);
+	reply_open(req, fs, ino, fi);
 }
 
 static void reply_slice(fuse_req_t req, const char *buf, size_t len,
@@ -710,7 +721,7 @@ static void proffs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 static void proffs_releasedir(fuse_req_t req, fuse_ino_t ino,
 			      struct fuse_file_info *fi)
 {
-	(void)ino;
+	nodes_opened(fs_of(req)->nodes, ino, -1);
 	dirbuf_put((struct dirbuf *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
@@ -818,7 +829,7 @@ static void proffs_open(fuse_req_t req, fuse_ino_t ino,
 	}
 	/* Sizes are unknown until the window ends: read until EOF. */
 	fi->direct_io = 1;
-	fuse_reply_open(req, fi);
+	reply_open(req, fs, ino, fi);
 }
 
 static void read_cmdline(fuse_req_t req, pid_t pid, size_t size, off_t off)
@@ -881,6 +892,7 @@ static void proffs_release(fuse_req_t req, fuse_ino_t ino,
 	} else if (fi->fh) {
 		registry_release((struct reg_handle *)(uintptr_t)fi->fh);
 	}
+	nodes_opened(fs->nodes, ino, -1);
 	fuse_reply_err(req, 0);
 }
 
