@@ -4,7 +4,6 @@
 #include <fuse_lowlevel.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +11,9 @@
 #include <unistd.h>
 
 #include "fs/core/daemon.h"
-#include "fs/core/past.h"
 #include "fs/fuse/gone.h"
 #include "fs/fuse/nodes.h"
+#include "fs/fuse/ops.h"
 #include "sampler/log.h"
 
 #define GONE_PERIOD_MS	5000
@@ -27,15 +26,6 @@ struct gone {
 	pthread_t thread;
 };
 
-/* Still readable: alive (a zombie too), or in the flight recorder. */
-static bool readable(struct proffs *fs, pid_t pid)
-{
-	uid_t owner;
-
-	return !kill(pid, 0) || errno == EPERM ||
-	       past_known(fs->rec, pid, &owner);
-}
-
 /* One pass over the table; returns how many directories it deleted. */
 static size_t sweep(struct gone *g)
 {
@@ -47,13 +37,15 @@ static size_t sweep(struct gone *g)
 		n = nodes_pid_dirs(g->fs->nodes, skip, dirs, GONE_BATCH);
 		skip += n;
 		for (size_t i = 0; i < n; i++) {
-			if (readable(g->fs, dirs[i].pid))
+			uid_t owner;
+
+			if (ops_pid_known(g->fs, dirs[i].pid, &owner))
 				continue;
 			snprintf(name, sizeof(name), "%d", (int)dirs[i].pid);
 			/* The kernel drops the files' dentries under it,
 			 * then its own; it says -ENOENT where it held no
-			 * dentry by that name, -ENOTEMPTY where a file under
-			 * it is open: then at the next pass. */
+			 * dentry by that name (nothing open is listed:
+			 * nodes_pid_dirs()). */
 			if (!fuse_lowlevel_notify_delete(g->se, NODES_ROOT,
 							 dirs[i].ino, name,
 							 strlen(name))) {

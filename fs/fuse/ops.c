@@ -76,6 +76,11 @@ static bool pid_exists(pid_t pid, uid_t *uid)
 	return true;
 }
 
+bool ops_pid_known(struct proffs *fs, pid_t pid, uid_t *owner)
+{
+	return pid_exists(pid, owner) || past_known(fs->rec, pid, owner);
+}
+
 static void fill_attr(const struct node_info *n, uid_t owner, size_t size,
 		      struct stat *st)
 {
@@ -251,8 +256,7 @@ static int attr_of(fuse_req_t req, struct proffs *fs,
 	    n->type != NODE_GROUP_DIR && n->tgt.kind != TARGET_ALL &&
 	    !(n->type == NODE_ERRORS && !n->pid &&
 	      n->tgt.kind == TARGET_PID) &&
-	    (node_pid(req, n, &t.pid) || (!pid_exists(t.pid, &owner) &&
-					   !past_known(fs->rec, t.pid, &owner))))
+	    (node_pid(req, n, &t.pid) || !ops_pid_known(fs, t.pid, &owner)))
 		return -ENOENT;
 	if (n->type == NODE_PROFILE && !n->parse_ret &&
 	    !reg_target_of(req, n, &t))
@@ -375,8 +379,7 @@ static int lookup_root(fuse_req_t req, const char *name,
 	}
 	/* An exited process stays while the recorder keeps it (past.h). */
 	if (!proc_parse_pid(name, &n->pid) ||
-	    (!pid_exists(n->pid, &owner) &&
-	     !past_known(fs->rec, n->pid, &owner))) {
+	    !ops_pid_known(fs, n->pid, &owner)) {
 		pr_info("fs: lookup %s: ENOENT: %s", name,
 			proc_parse_pid(name, &n->pid) ?
 			"no such process" : "not a process id");

@@ -10,7 +10,16 @@
 #define PROFFS_FUSE_OPS_H
 
 #include <fuse_lowlevel.h>
+#include <stdbool.h>
+#include <sys/types.h>
 
 extern const struct fuse_lowlevel_ops proffs_ops;
+
+struct proffs;
+
+/* Whether /prof/<pid> exists: the process lives (a zombie too), or the
+ * flight recorder keeps it after its exit (past.h); *owner its uid. The
+ * lookup's rule, and the gone thread's (gone.h). */
+bool ops_pid_known(struct proffs *fs, pid_t pid, uid_t *owner);
 
 #endif
