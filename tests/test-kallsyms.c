@@ -5,7 +5,9 @@
  * perf's choice among aliases, data and hidden symbols left out, a table
  * read once; "[k] name" locations, one per function, from addresses and
  * from /proc/PID/task/TID/stack text. With the machine's own
- * /proc/kallsyms too, when it shows addresses.
+ * /proc/kallsyms too, when it shows addresses, and the names the kernel
+ * gives itself through eBPF (ksym_bpf.h) held to that table, when it
+ * lets this process load the programs (root).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -49,7 +51,7 @@ static char *write_file(const char *text)
 
 static const char *name_at(struct kallsyms *k, uint64_t addr, uint64_t *s)
 {
-	const char *n = kallsyms_name(k, addr, s);
+	const char *n = kallsyms_name(k, addr, NULL, 0, s);
 
 	return n ? n : "(null)";
 }
@@ -61,7 +63,7 @@ static void test_lookups(void)
 	uint64_t start = 0;
 
 	MUST(kallsyms_new(path, &k));
-	CHECK(kallsyms_name(k, 0xffffffff81004000ull, &start) == NULL,
+	CHECK(kallsyms_name(k, 0xffffffff81004000ull, NULL, 0, &start) == NULL,
 	      "named before it was read");
 	CHECK(kallsyms_ready(k), "not ready");
 	CHECK(kallsyms_ready(k), "not ready twice");
@@ -89,7 +91,7 @@ static void test_lookups(void)
 	      "%s", name_at(k, 0xffffffff81004800ull, &start));
 	CHECK(!strcmp(name_at(k, 0xffffffffc0a00123ull, &start), "mod_fn"),
 	      "%s", name_at(k, 0xffffffffc0a00123ull, &start));
-	CHECK(kallsyms_name(k, 0xffffffff80000000ull, &start) == NULL,
+	CHECK(kallsyms_name(k, 0xffffffff80000000ull, NULL, 0, &start) == NULL,
 	      "a name below the first symbol");
 	kallsyms_free(k);
 	unlink(path);
@@ -107,7 +109,7 @@ static void test_hidden_and_missing(void)
 
 	MUST(kallsyms_new(path, &k));
 	CHECK(!kallsyms_ready(k), "ready with hidden addresses");
-	CHECK(!kallsyms_name(k, 0, &start), "named a hidden address");
+	CHECK(!kallsyms_name(k, 0, NULL, 0, &start), "named a hidden address");
 	kallsyms_free(k);
 	unlink(path);
 	MUST(kallsyms_new(path, &k));	/* gone now */
@@ -396,11 +398,87 @@ static void test_this_kernel(void)
 		if (f)
 			fclose(f);
 		CHECK(found, "no vfs_read in /proc/kallsyms");
-		n = kallsyms_name(k, addr + 1, &start);
+		n = kallsyms_name(k, addr + 1, NULL, 0, &start);
 		CHECK(n && !strcmp(n, "vfs_read") && start == addr,
 		      "vfs_read+1 is %s", n ? n : "(null)");
 	}
 	kallsyms_free(k);
+}
+
+/* Every 37th text symbol of /proc/kallsyms, a few bytes in: up to max
+ * into v, how many. */
+static size_t some_kernel_addrs(uint64_t *v, size_t max)
+{
+	FILE *f = fopen("/proc/kallsyms", "re");
+	unsigned long long addr;
+	char type, name[512];
+	size_t n = 0, i = 0;
+
+	while (f && n < max && fscanf(f, "%llx %c %511s%*[^\n]", &addr, &type,
+				      name) == 3)
+		if (strchr("tTwW", type) && addr && !(i++ % 37))
+			v[n++] = addr + i % 13;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* The kernel's own names (eBPF) against the table of the same kernel:
+ * the same function and start for all but aliases, which the kernel
+ * chooses its own way (ksym_bpf.h); the scheduler's bounds; names to
+ * addresses, aliases too; a bare address left unnamed. */
+static void test_this_kernel_bpf(void)
+{
+	struct kallsyms *tab, *bpf;
+	struct kallsyms_stats st;
+	static uint64_t addrs[4000];
+	size_t n, same = 0;
+	uint64_t a1 = 0, a2 = 0, s1, s2, sched;
+	char buf[KALLSYMS_NAME_MAX];
+
+	MUST(kallsyms_new(NULL, &tab));
+	MUST(kallsyms_new(NULL, &bpf));
+	kallsyms_set_bpf(bpf, true);
+	if (!kallsyms_ready(tab) || !kallsyms_ready(bpf)) {
+		printf("# the kernel's table is hidden from this reader\n");
+		goto out;
+	}
+	kallsyms_stats(bpf, &st);
+	if (!st.bpf) {
+		printf("# the eBPF namer is not loaded here (not root, no "
+		       "libbpf, an old kernel): not tested\n");
+		goto out;
+	}
+	CHECK(kallsyms_hold(tab) && kallsyms_hold(bpf), "hold");
+	CHECK(st.symbols == 0 && st.bytes > 0 && st.bytes < 65536,
+	      "namer: %zu symbols, %zu bytes", st.symbols, st.bytes);
+	n = some_kernel_addrs(addrs, sizeof(addrs) / sizeof(addrs[0]));
+	CHECK(n >= 1000, "only %zu kernel addresses", n);
+	for (size_t i = 0; i < n; i++) {
+		const char *t = kallsyms_name(tab, addrs[i], NULL, 0, &s1);
+		const char *b = kallsyms_name(bpf, addrs[i], buf, sizeof(buf),
+					      &s2);
+
+		same += t && b && !strcmp(t, b) && s1 == s2;
+	}
+	CHECK(same * 100 >= n * 99, "%zu of %zu named alike", same, n);
+	CHECK(!kallsyms_addr(tab, "vfs_read", 8, &a1) &&
+	      !kallsyms_addr(bpf, "vfs_read", 8, &a2) && a1 == a2 && a1,
+	      "vfs_read at %#llx and %#llx", (unsigned long long)a1,
+	      (unsigned long long)a2);
+	CHECK(kallsyms_addr(bpf, "no_such_kernel_fn_x", 19, &a2) == -ENOENT,
+	      "named a function the kernel does not have");
+	CHECK(!kallsyms_addr(bpf, "__schedule", 10, &sched) &&
+	      kallsyms_in_sched(bpf, sched + 1) &&
+	      kallsyms_in_sched(tab, sched + 1) &&
+	      !kallsyms_in_sched(bpf, a1 + 1), "scheduler bounds");
+	CHECK(!kallsyms_name(bpf, 0x1234, buf, sizeof(buf), &s2),
+	      "named a user address");
+	kallsyms_put(tab);
+	kallsyms_put(bpf);
+out:
+	kallsyms_free(tab);
+	kallsyms_free(bpf);
 }
 
 int main(void)
@@ -412,5 +490,6 @@ int main(void)
 	test_cache();
 	test_expiry();
 	test_this_kernel();
+	test_this_kernel_bpf();
 	return failures ? 1 : 0;
 }

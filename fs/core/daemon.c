@@ -260,7 +260,12 @@ int daemon_init(struct proffs *fs, enum heap_method method)
 	/* one expiry for what is kept between sessions (performance.md) */
 	if (!ret)
 		kallsyms_set_idle(fs->ksyms, fs->opts.cache_idle_s * 1000ull);
-	/* root's daemons of one boot share the parsed table (kallsyms_i.h) */
+	/* kernel functions named by the kernel, one at a time, where it lets
+	 * this daemon load the programs (root): no table read (ksym_bpf.h) */
+	if (!ret)
+		kallsyms_set_bpf(fs->ksyms, !getenv("PROFFS_NO_BPF"));
+	/* else root's daemons of one boot share the parsed table
+	 * (kallsyms_i.h) */
 	if (!ret && !geteuid())
 		ret = kallsyms_set_cache_dir(fs->ksyms, "/run/proffs");
 	/* ... and the inflated forms of compressed debug files (libc6-dbg's:

@@ -213,7 +213,7 @@ static void write_text(FILE *f, const struct snapshot *s)
 		"dso_cache_max_bytes: %llu\n"
 		"kallsyms_symbols: %zu\nkallsyms_bytes: %zu\n"
 		"kallsyms_holders: %u\nkallsyms_idle_seconds: %llu\n"
-		"kallsyms_expired: %llu\n"
+		"kallsyms_expired: %llu\nkallsyms_bpf: %d\n"
 		"debug_kept_bytes: %llu\ndebug_kept_max_bytes: %llu\n",
 		s->cpu_user_us, s->cpu_system_us, s->rss_kb, s->dsos.objects,
 		s->dsos.max, (unsigned long long)s->dsos.idle_ms / 1000,
@@ -223,7 +223,7 @@ static void write_text(FILE *f, const struct snapshot *s)
 		(unsigned long long)s->dsos.max_bytes, s->ksyms.symbols,
 		s->ksyms.bytes, s->ksyms.holders,
 		(unsigned long long)s->ksyms.idle_ms / 1000,
-		(unsigned long long)s->ksyms.expired,
+		(unsigned long long)s->ksyms.expired, s->ksyms.bpf,
 		(unsigned long long)s->dsos.kept_bytes,
 		(unsigned long long)s->dsos.kept_max);
 	fprintf(f, "inodes: %zu\n", s->inodes);
@@ -415,7 +415,11 @@ static void metrics_self(FILE *f, const struct snapshot *s)
 	       "computed.", s->dsos.row_misses);
 	scalar(f, "kallsyms_bytes", "gauge", "The kernel's symbol table and "
 	       "its name index, in memory now (0 until a profile has kernel "
-	       "frames, and once let go).", s->ksyms.bytes);
+	       "frames, and once let go; a page when the kernel names its "
+	       "functions itself).", s->ksyms.bytes);
+	scalar(f, "kallsyms_bpf", "gauge", "1 when the kernel names its "
+	       "functions itself, through eBPF, and no table is read.",
+	       s->ksyms.bpf);
 	scalar(f, "kallsyms_holders", "gauge", "Sessions holding the kernel's "
 	       "symbol table.", s->ksyms.holders);
 	scalar(f, "kallsyms_idle_seconds", "gauge", "How long the kernel's "

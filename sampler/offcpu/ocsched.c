@@ -524,9 +524,9 @@ static enum wait_class place_class(struct oc_run *run,
 static int kernel_loc(struct oc_run *run, uint64_t ret_addr, uint64_t *loc)
 {
 	uint64_t start;
+	char hex[24], buf[KALLSYMS_NAME_MAX];
 	const char *name = kallsyms_name(run->sched->ksyms, ret_addr - 1,
-					 &start);
-	char hex[24];
+					 buf, sizeof(buf), &start);
 
 	if (!name) {
 		snprintf(hex, sizeof(hex), "0x%llx",

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # embed.py IN OUT NAME: the bytes of IN as a C array NAME in the header OUT
-# (how the compiled eBPF program, pybpf.bpf.c, is carried in the daemon).
+# (how the compiled eBPF programs, pybpf.bpf.c and ksym_bpf.bpf.c, are
+# carried in the daemon).
 import sys
 
 data = open(sys.argv[1], 'rb').read()

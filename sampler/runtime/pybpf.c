@@ -71,11 +71,11 @@ static bool say_once(struct pybpf_keep *k)
 
 #ifdef PROFFS_BPF
 #include <linux/perf_event.h>
-#include <stdarg.h>
 #include <sys/ioctl.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "sampler/bpfobj.h"
 #include "pybpf_obj.h"		/* pybpf_obj[]: the compiled program */
 
 /* A record paired with a sample within this much of its time. */
@@ -104,18 +104,6 @@ struct pybpf {
 	int err;		/* of the ring's callback: -ENOMEM */
 	struct pybpf_keep *keep;	/* where it goes back; may be NULL */
 };
-
-static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	char line[256];
-
-	if (level == LIBBPF_DEBUG)
-		return 0;
-	vsnprintf(line, sizeof(line), fmt, ap);
-	line[strcspn(line, "\n")] = '\0';
-	pr_debug("python: libbpf: %s", line);
-	return 0;
-}
 
 static void pool_drop(struct pybpf *b, size_t i)
 {
@@ -344,7 +332,6 @@ static struct pybpf *take_idle(struct pybpf_keep *k)
 
 int pyrt_bpf_start(struct pyrt *r, struct pybpf_keep *keep)
 {
-	LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = "pybpf");
 	struct pybpf_cfg c;
 	struct pybpf *b;
 	struct bpf_map *m;
@@ -391,14 +378,7 @@ int pyrt_bpf_start(struct pyrt *r, struct pybpf_keep *keep)
 		free(b);
 		return -ENOMEM;
 	}
-	libbpf_set_print(quiet);
-	b->obj = bpf_object__open_mem(pybpf_obj, sizeof(pybpf_obj), &opts);
-	if (!b->obj) {
-		ret = -errno;
-		why(r, keep, "open", ret);
-		goto fail;
-	}
-	ret = bpf_object__load(b->obj);
+	ret = bpfobj_load(pybpf_obj, sizeof(pybpf_obj), "pybpf", &b->obj);
 	if (ret) {
 		why(r, keep, "load", ret);
 		goto fail;

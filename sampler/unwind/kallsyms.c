@@ -23,6 +23,7 @@
 #include "sampler/grow.h"
 #include "sampler/unwind/kallsyms.h"
 #include "sampler/unwind/kallsyms_i.h"
+#include "sampler/unwind/ksym_bpf.h"
 #include "sampler/log.h"
 
 #define KALLSYMS_PATH "/proc/kallsyms"
@@ -41,6 +42,12 @@ struct kallsyms {
 	size_t names_len, names_cap;
 	void *map;		/* the cache's file: syms and names in it */
 	size_t map_len;
+	/* Names asked of the kernel (ksym_bpf.h) in place of the table,
+	 * when try_bpf and it loads: no syms then. bpf_lock serializes its
+	 * questions (one exchange area). */
+	bool try_bpf, by_bpf;	/* by_bpf: its last load was the namer */
+	struct ksym_bpf *bpf;
+	pthread_mutex_t bpf_lock;
 	bool unsorted;		/* the file was not in address order */
 	/* Every text symbol, aliases too, sorted by name (kallsyms_addr()):
 	 * built on first use, under lock; NULL until then. */
@@ -67,6 +74,7 @@ int kallsyms_new(const char *path, struct kallsyms **out)
 	}
 	k->idle_ms = KALLSYMS_IDLE_S * 1000ull;
 	pthread_mutex_init(&k->lock, NULL);
+	pthread_mutex_init(&k->bpf_lock, NULL);
 	*out = k;
 	return 0;
 }
@@ -81,10 +89,13 @@ static void free_by_name(struct kallsyms *all)
 	free(all);
 }
 
-/* The table: mapped from the cache, or malloc()ed; k as before its
- * first load but for what the file said (state, the markers). */
+/* The table: mapped from the cache, or malloc()ed, or the kernel's
+ * namer; k as before its first load but for what the file said (state,
+ * the markers). */
 static void drop_table(struct kallsyms *k)
 {
+	ksym_bpf_close(k->bpf);
+	k->bpf = NULL;
 	if (k->map) {
 		munmap(k->map, k->map_len);
 	} else {
@@ -105,6 +116,7 @@ void kallsyms_free(struct kallsyms *k)
 	if (!k)
 		return;
 	pthread_mutex_destroy(&k->lock);
+	pthread_mutex_destroy(&k->bpf_lock);
 	drop_table(k);
 	free_by_name(k->by_name);
 	free(k->path);
@@ -121,6 +133,11 @@ int kallsyms_set_cache_dir(struct kallsyms *k, const char *dir)
 	free(k->cache_dir);
 	k->cache_dir = copy;
 	return 0;
+}
+
+void kallsyms_set_bpf(struct kallsyms *k, bool on)
+{
+	k->try_bpf = on;
 }
 
 static int grow(void **v, size_t *cap, size_t need, size_t elem)
@@ -326,12 +343,43 @@ static struct kallsyms *index_names(struct kallsyms *k)
 	return all;
 }
 
-/* This boot's table from the cache, else from the file, then cached. */
+/* The kernel's namer, and the section markers asked of it. A namer
+ * that cannot be had is not tried again: the table is read instead. */
+static int load_bpf(struct kallsyms *k)
+{
+	static const char *const marks[] = {
+		"__sched_text_start", "__sched_text_end",
+		"__lock_text_start", "__lock_text_end",
+	};
+	uint64_t *to[] = { &k->sched[0], &k->sched[1], &k->locks[0],
+			   &k->locks[1] };
+	int ret = ksym_bpf_open(&k->bpf);
+
+	if (ret) {
+		k->try_bpf = false;
+		pr_info("kallsyms: kernel functions named from %s: the eBPF "
+			"namer %s (%s)", k->path,
+			ret == -ENOTSUP ? "is not in this build" :
+			"cannot be loaded", strerror(-ret));
+		return ret;
+	}
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+		if (ksym_bpf_addr(k->bpf, marks[i], strlen(marks[i]), to[i]))
+			*to[i] = 0;
+	pr_debug("kallsyms: kernel functions named by the kernel (eBPF)");
+	return 0;
+}
+
+/* The kernel's namer, else this boot's table from the cache, else from
+ * the file, then cached. */
 static int load(struct kallsyms *k)
 {
 	struct kallsyms_image img = { 0 };
 	int ret;
 
+	k->by_bpf = k->try_bpf && !load_bpf(k);
+	if (k->by_bpf)
+		return 0;
 	if (k->cache_dir && !kallsyms_cache_load(k->cache_dir, k->path, &img)) {
 		k->syms = img.syms;
 		k->n = k->cap = img.n;
@@ -366,7 +414,7 @@ static void load_locked(struct kallsyms *k)
 	int state = atomic_load_explicit(&k->state, memory_order_relaxed);
 	int ret;
 
-	if (state < 0 || k->syms)
+	if (state < 0 || k->syms || k->bpf)
 		return;
 	ret = load(k);
 	if (ret == -EPERM && !state)
@@ -378,7 +426,7 @@ static void load_locked(struct kallsyms *k)
 			k->path, strerror(-ret), state ? " this time" : "");
 	if (ret)
 		drop_table(k);
-	else
+	else if (!k->bpf)
 		pr_debug("kallsyms: %zu kernel functions from %s%s", k->n,
 			 k->path, state ? ", again after its expiry" : "");
 	k->last_put_ms = now_ms();
@@ -406,7 +454,7 @@ bool kallsyms_hold(struct kallsyms *k)
 		return false;
 	pthread_mutex_lock(&k->lock);
 	load_locked(k);
-	held = k->syms != NULL;
+	held = k->syms || k->bpf;
 	k->refs += held;
 	pthread_mutex_unlock(&k->lock);
 	return held;
@@ -431,7 +479,7 @@ bool kallsyms_sweep(struct kallsyms *k)
 	bool gone = false;
 
 	pthread_mutex_lock(&k->lock);
-	if (!k->refs && (k->syms || k->by_name) &&
+	if (!k->refs && (k->syms || k->by_name || k->bpf) &&
 	    now_ms() - k->last_put_ms >= k->idle_ms) {
 		drop_table(k);
 		free_by_name(k->by_name);
@@ -462,7 +510,9 @@ void kallsyms_stats(struct kallsyms *k, struct kallsyms_stats *st)
 	*st = (struct kallsyms_stats){
 		.symbols = k->syms ? k->n : 0,
 		.bytes = (k->map ? k->map_len : k->cap * sizeof(*k->syms) +
-			  k->names_cap) + index_bytes(k->by_name),
+			  k->names_cap) + index_bytes(k->by_name) +
+			 ksym_bpf_bytes(k->bpf),
+		.bpf = k->by_bpf,
 		.holders = k->refs, .idle_ms = k->idle_ms,
 		.expired = k->expired,
 	};
@@ -474,13 +524,29 @@ bool kallsyms_tried(const struct kallsyms *k)
 	return atomic_load_explicit(&k->state, memory_order_acquire) != 0;
 }
 
+/* Under the hold that keeps k->bpf. */
+static const char *bpf_name(const struct kallsyms *k, uint64_t addr,
+			    char *buf, size_t len, uint64_t *start)
+{
+	struct kallsyms *mk = (struct kallsyms *)k;	/* the namer's lock */
+	int ret;
+
+	pthread_mutex_lock(&mk->bpf_lock);
+	ret = ksym_bpf_name(mk->bpf, addr, buf, len, start);
+	pthread_mutex_unlock(&mk->bpf_lock);
+	return ret ? NULL : buf;
+}
+
 const char *kallsyms_name(const struct kallsyms *k, uint64_t addr,
-			  uint64_t *start)
+			  char *buf, size_t len, uint64_t *start)
 {
 	size_t lo = 0, hi;
 
-	if (atomic_load_explicit(&k->state, memory_order_acquire) <= 0 ||
-	    addr < k->syms[0].addr)
+	if (atomic_load_explicit(&k->state, memory_order_acquire) <= 0)
+		return NULL;
+	if (k->bpf)
+		return bpf_name(k, addr, buf, len, start);
+	if (addr < k->syms[0].addr)
 		return NULL;
 	hi = k->n;
 	while (hi - lo > 1) {	/* syms[lo].addr <= addr */
@@ -512,6 +578,14 @@ int kallsyms_addr(const struct kallsyms *k, const char *name, size_t len,
 
 	if (atomic_load_explicit(&k->state, memory_order_acquire) <= 0)
 		return -ENOENT;
+	if (k->bpf) {
+		int ret;
+
+		pthread_mutex_lock(&mk->bpf_lock);
+		ret = ksym_bpf_addr(mk->bpf, name, len, addr);
+		pthread_mutex_unlock(&mk->bpf_lock);
+		return ret ? -ENOENT : 0;
+	}
 	pthread_mutex_lock(&mk->lock);
 	if (!mk->by_name)
 		mk->by_name = index_names(mk);

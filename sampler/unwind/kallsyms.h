@@ -24,6 +24,11 @@
  * CAP_SYSLOG); to anyone else every address reads 0. Such a table is
  * empty, kallsyms_ready() says false, and kernel frames are left out.
  *
+ * A root daemon asks the kernel instead, one address at a time, where it
+ * can (kallsyms_set_bpf(), ksym_bpf.h): no table is read or kept then,
+ * and a profile's kernel frames cost about a microsecond each. "The
+ * table" below is then that namer: held, let go and loaded the same way.
+ *
  * Thread-safe: loads, holds and sweeps take the table's lock; a table is
  * only let go while nobody holds it, so lookups, which need a hold, take
  * no lock. Errors: negative errno.
@@ -52,6 +57,13 @@ void kallsyms_free(struct kallsyms *k);
  * table of /proc/kallsyms; before the first kallsyms_ready(). -ENOMEM.
  */
 int kallsyms_set_cache_dir(struct kallsyms *k, const char *dir);
+
+/*
+ * Ask the kernel for names (ksym_bpf.h) rather than read the table,
+ * when it allows it: on for the daemon's table of /proc/kallsyms unless
+ * PROFFS_NO_BPF is set. Before the first kallsyms_ready().
+ */
+void kallsyms_set_bpf(struct kallsyms *k, bool on);
 
 /*
  * Read the table if nobody has yet (once: a failed or empty read is not
@@ -83,6 +95,8 @@ struct kallsyms_stats {
 	unsigned holders;	/* sessions holding it */
 	uint64_t idle_ms;	/* the expiry */
 	uint64_t expired;	/* times let go */
+	bool bpf;		/* names asked of the kernel, no table read, at
+				 * the last load */
 };
 
 /* Sweeps (kallsyms_sweep()), then what the table holds now. */
@@ -92,14 +106,19 @@ void kallsyms_stats(struct kallsyms *k, struct kallsyms_stats *st);
  * never blocks, never reads. */
 bool kallsyms_tried(const struct kallsyms *k);
 
+/* Room for any kernel function's name (the kernel's KSYM_NAME_LEN is
+ * 512; longer ones are cut). */
+#define KALLSYMS_NAME_MAX 512
+
 /*
  * The function holding addr (the symbol at or below it, with *start its
  * address), or NULL below the first symbol or when the table is not
- * ready. The caller holds the table (kallsyms_hold()); the name lives
- * as long as its hold.
+ * ready. The caller holds the table (kallsyms_hold()). The name is in
+ * the table, living as long as the hold, or, asked of the kernel, in buf
+ * (len bytes; KALLSYMS_NAME_MAX is enough).
  */
 const char *kallsyms_name(const struct kallsyms *k, uint64_t addr,
-			  uint64_t *start);
+			  char *buf, size_t len, uint64_t *start);
 
 /*
  * The address of the function called name (len bytes, not NUL-ended):

@@ -191,7 +191,7 @@ int kframes_pc(struct kframes *kf, uint64_t pc, bool leaf, uint64_t *loc)
 	struct pc_slot *s;
 	const struct kallsyms *k;
 	const char *name = NULL;
-	char hex[24];
+	char hex[24], buf[KALLSYMS_NAME_MAX];
 	int ret;
 
 	if (!key)
@@ -203,7 +203,7 @@ int kframes_pc(struct kframes *kf, uint64_t pc, bool leaf, uint64_t *loc)
 	}
 	k = table(kf);
 	if (k)
-		name = kallsyms_name(k, key, &start);
+		name = kallsyms_name(k, key, buf, sizeof(buf), &start);
 	if (!name) {
 		snprintf(hex, sizeof(hex), "0x%" PRIx64, key);
 		name = hex;

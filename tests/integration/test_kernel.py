@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Kernel frames (issue 17, item 7): where the daemon may see them (root
 here), samples taken in the kernel carry the kernel's part of the
-callchain above the user frames, named from /proc/kallsyms, as
-"[k] name" in every format; a thread asleep in a system call shows its
+callchain above the user frames, named by the kernel itself (eBPF, as
+root) or from /proc/kallsyms, as "[k] name" in every format; a thread asleep in a system call shows its
 /proc/PID/task/TID/stack the same way in thread dumps. kernel=0 takes
 them away; a daemon that may not see them gives what it gave before,
 without an error."""
@@ -20,6 +20,27 @@ import util
 
 HZ = 499
 DD = 'echo ready; exec dd if=/dev/zero of=/dev/null bs=1M'
+
+
+@pytest.fixture(params=['bpf', 'table'])
+def namer(request, monkeypatch):
+    """How the daemon about to start names kernel functions: asking the
+    kernel, an address at a time (eBPF programs; root, as in CI), or
+    reading /proc/kallsyms whole (PROFFS_NO_BPF, as without root). Comes
+    before the proffs fixture, which starts the daemon."""
+    if request.param == 'bpf' and os.geteuid() != 0:
+        pytest.skip('the eBPF namer needs root')
+    if request.param == 'table':
+        monkeypatch.setenv('PROFFS_NO_BPF', '1')
+    else:
+        monkeypatch.delenv('PROFFS_NO_BPF', raising=False)
+    return request.param
+
+
+def check_namer(proffs, namer):
+    """The daemon named its kernel frames the way asked."""
+    st = kernel_status(proffs)
+    assert st['kallsyms_bpf'] == (namer == 'bpf'), st
 
 
 def start_dd(target, **kw):
@@ -61,10 +82,11 @@ def check_kernel_on_top(samples):
     assert whole >= 0.95 * part, (whole, part)
 
 
-def test_dd_kernel_leaves_match_perf(proffs, target, tmp_path):
+def test_dd_kernel_leaves_match_perf(namer, proffs, target, tmp_path):
     """dd's time is the kernel's: the same kernel functions are leaves in
     proffs as in `perf record -g` on the same process at the same time,
-    each within 5 points, all of them above the user's read and write.
+    each within 5 points, all of them above the user's read and write,
+    whichever way the daemon names them.
     At 999 Hz for 5 s: a busy machine gives dd a fraction of a CPU, and
     two honest estimates of a 75% share from 300 samples each differ by
     more than 5 points one run in 20 (from 1,000, one in 300)."""
@@ -105,6 +127,7 @@ def test_dd_kernel_leaves_match_perf(proffs, target, tmp_path):
              if m.file == '[kernel.kallsyms]']
     assert len(kmaps) == 1 and '[FN]' in kmaps[0].flags, \
         [(m.file, m.flags) for m in p.mappings.values()]
+    check_namer(proffs, namer)
 
 
 def test_every_format_and_kernel_0(proffs, target):
@@ -191,7 +214,7 @@ def wait_parked(pid, tid, timeout=10):
     pytest.fail(f'thread {tid} never slept')
 
 
-def test_thread_dump_kernel_stacks(proffs, target):
+def test_thread_dump_kernel_stacks(namer, proffs, target):
     """A thread parked in read() on a pipe: its dump shows the kernel
     stack /proc/PID/task/TID/stack shows, as [k] frames, then read and
     park_read; the thread asleep in vfork (never stopped) too; the
@@ -232,6 +255,7 @@ def test_thread_dump_kernel_stacks(proffs, target):
                 if any(is_kernel(x) for x in s.frames)]
     assert 'park_read' in {s.labels['thread_name']: s.frames
                            for s in q.samples}['reader']
+    check_namer(proffs, namer)
 
 
 def sysctl(name):
@@ -333,12 +357,13 @@ def kernel_frames_named(proffs, pid, name, known):
 
 @pytest.mark.parametrize('proffs_options', [('cache_idle=1',)],
                          indirect=True)
-def test_kernel_table_expires(proffs, target):
+def test_kernel_table_expires(namer, proffs, target):
     """The kernel's symbol table expires like the DSO cache's objects
     (issue 29, item 4): with cache_idle=1, status shows it let go a
     second after the read that named dd's kernel frames; the next read
-    holds it again while it runs (mapped again from /run/proffs) and
-    still names them; then it goes again."""
+    holds it again while it runs (mapped again from /run/proffs; or the
+    eBPF namer loaded again, a page and no table) and still names them;
+    then it goes again."""
     t = start_dd(target)
     known = kernel_names()
     kernel_frames_named(proffs, t.pid, f'cpu_1s?hz={HZ}', known)
@@ -358,23 +383,30 @@ def test_kernel_table_expires(proffs, target):
     reader.join()
     assert 'frames' in out, 'the second read failed'
     assert during['kallsyms_holders'] == 1, during
-    assert during['kallsyms_bytes'] > 1 << 20, during
+    assert during['kallsyms_bpf'] == (namer == 'bpf'), during
+    if namer == 'bpf':
+        assert 0 < during['kallsyms_bytes'] <= 1 << 16, during
+        assert during['kallsyms_symbols'] == 0, during
+    else:
+        assert during['kallsyms_bytes'] > 1 << 20, during
     time.sleep(1.5)
     after = kernel_status(proffs)
     assert after['kallsyms_bytes'] == 0 and after['kallsyms_holders'] == 0
     assert after['kallsyms_expired'] > st['kallsyms_expired'], (st, after)
 
 
-def kernel_table_mapped(pid):
+def kernel_table_mapped(pid, namer):
     """Whether the daemon pid maps the boot's kernel table (kallsyms_i.h:
-    /run/proffs/kallsyms-BOOT_ID), seen from outside, not by a read."""
+    /run/proffs/kallsyms-BOOT_ID), or the eBPF namer's page (its .bss
+    map, ksym_bpf.c), seen from outside, not by a read."""
+    mark = 'anon_inode:bpf-map' if namer == 'bpf' else '/kallsyms-'
     with open(f'/proc/{pid}/maps') as f:
-        return any('/kallsyms-' in line for line in f)
+        return any(mark in line for line in f)
 
 
 @pytest.mark.parametrize('proffs_options', [('cache_idle=2',)],
                          indirect=True)
-def test_idle_daemon_lets_the_kernel_table_go(proffs, target):
+def test_idle_daemon_lets_the_kernel_table_go(namer, proffs, target):
     """Nobody reads, and the table still goes: the daemon's sweeper
     (fs/core/sweep.c) lets it go once idle, where the caches used to look
     only at a session's start or a status read, so an idle daemon kept
@@ -384,17 +416,19 @@ def test_idle_daemon_lets_the_kernel_table_go(proffs, target):
         pytest.skip('the boot table is kept for root daemons only')
     t = start_dd(target)
     known = kernel_names()
-    # the first daemon of a boot reads /proc/kallsyms and keeps the table
-    # in /run/proffs; from the next use on, it is that file, mapped
+    # table: the first daemon of a boot reads /proc/kallsyms and keeps
+    # the table in /run/proffs; from the next use on, it is that file,
+    # mapped. bpf: the namer's page, mapped while it is loaded
     kernel_frames_named(proffs, t.pid, f'cpu_1s?hz={HZ}', known)
     deadline = time.monotonic() + 30
     while kernel_status(proffs)['kallsyms_bytes']:
         assert time.monotonic() < deadline, kernel_status(proffs)
         time.sleep(0.5)
     kernel_frames_named(proffs, t.pid, f'cpu_1s?hz={HZ}', known)
-    assert kernel_table_mapped(proffs.proc.pid)
+    assert kernel_table_mapped(proffs.proc.pid, namer)
+    check_namer(proffs, namer)
     deadline = time.monotonic() + 15
-    while kernel_table_mapped(proffs.proc.pid):
+    while kernel_table_mapped(proffs.proc.pid, namer):
         assert time.monotonic() < deadline, 'still mapped, nobody reading'
         time.sleep(0.2)
     st = kernel_status(proffs)
