@@ -268,10 +268,12 @@ int daemon_init(struct proffs *fs, enum heap_method method)
 	 * (kallsyms_i.h) */
 	if (!ret && !geteuid())
 		ret = kallsyms_set_cache_dir(fs->ksyms, "/run/proffs");
-	/* ... and the inflated forms of compressed debug files (libc6-dbg's:
-	 * most of a fresh daemon's first read; dso_debugcache.c) */
+	/* The inflated forms of compressed debug files (libc6-dbg's: most
+	 * of a first read after the kernel's symbols; dso_debugcache.c) are
+	 * the same after a reboot, and /run is memory: kept on disk, as
+	 * perf keeps ~/.debug, from one installed debug file to the next. */
 	if (!ret && !geteuid())
-		ret = dso_cache_set_inflate_dir(fs->dsos, "/run/proffs");
+		ret = dso_cache_set_inflate_dir(fs->dsos, "/var/cache/proffs");
 	if (!ret)
 		ret = turns_new(&fs->turns);
 	if (!ret)

@@ -428,7 +428,7 @@ static void metrics_self(FILE *f, const struct snapshot *s)
 	scalar(f, "kallsyms_expired_total", "counter", "Times the kernel's "
 	       "symbol table was let go.", s->ksyms.expired);
 	scalar(f, "debug_kept_bytes", "gauge", "Inflated debug files kept "
-	       "for later daemons of the boot (root's, in /run/proffs).",
+	       "for later daemons (root's, in /var/cache/proffs).",
 	       s->dsos.kept_bytes);
 	scalar(f, "debug_kept_max_bytes", "gauge", "The most they may take.",
 	       s->dsos.kept_max);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * bootdir.h - the directory where root's daemons keep, for the boot, what
- * is dear to make and the same for every daemon (the parsed kernel symbol
- * table: kallsyms_cache.c; inflated debug files: dso_debugcache.c).
+ * bootdir.h - the directories where root's daemons keep what is dear to
+ * make and the same for every daemon: for the boot, the parsed kernel
+ * symbol table (kallsyms_cache.c, /run/proffs); for good, inflated debug
+ * files (dso_debugcache.c, /var/cache/proffs).
  * What is kept there may be secret (kernel addresses), so the directory
  * and every file in it must be the daemon's user's alone: nothing another
  * user made or can write is ever read back.

@@ -45,7 +45,7 @@ int dso_cache_new(const char *debug_roots, struct dso_cache **out);
 void dso_cache_free(struct dso_cache *c);
 /* Keep the inflated forms of compressed separate debug files in dir
  * (made 0700 if missing; refused unless private to this user), for later
- * daemons of the boot, within DSO_DEBUG_CACHE_MAX bytes (dso_i.h); for
+ * daemons, within DSO_DEBUG_CACHE_MAX bytes (dso_i.h); for
  * dsos opened after the call. Set once, before the cache is shared. */
 int dso_cache_set_inflate_dir(struct dso_cache *c, const char *dir);
 

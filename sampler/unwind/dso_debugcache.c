@@ -1,24 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * dso_debugcache.c - the inflated forms of compressed separate debug
- * files (dso_inflate.c), kept for the boot in a directory private to the
- * daemon's user, so that only the first daemon of a boot pays for
- * inflating, say, libc6-dbg's 10 MB of DWARF (most of a fresh daemon's
- * first read) and later ones map the kept file, as the kernel symbol
- * table is kept (kallsyms_cache.c).
+ * files (dso_inflate.c), kept in a directory private to the daemon's
+ * user (/var/cache/proffs for root), so that only the first daemon after
+ * a debug file is installed pays for inflating, say, libc6-dbg's 10 MB of
+ * DWARF (most of a fresh daemon's first read once the kernel names its
+ * own functions), and later ones, after a reboot too, map the kept file,
+ * as perf keeps its ~/.debug.
  *
  * A kept file is named after the identity of the debug file it was made
  * from (device, inode, size, modification and change times), so a file
  * replaced or touched makes a new one; it is written under a temporary
- * name, its space reserved first (a full /run fails the reservation, not
- * a store through the mapping), and renamed when complete. The files
- * together stay within the bound the caller gives (DSO_DEBUG_CACHE_MAX):
- * after each new one, the least recently used (mtime, set at each use)
- * go. /run is memory that the rest of the system needs too (a full /run
- * breaks services), so a file is kept only while the filesystem has at
- * least ROOM_FACTOR times the bound free: the kept files can never take
- * more than a quarter of what was free. A reboot empties /run. Any error here falls back to an unkept memfd (dso_debug_inflate),
- * never to a different result.
+ * name, its space reserved first (a full filesystem fails the
+ * reservation, not a store through the mapping), and renamed when
+ * complete. The files together stay within the bound the caller gives
+ * (DSO_DEBUG_CACHE_MAX): after each new one, the least recently used
+ * (mtime, set at each use) go. The filesystem is shared with the rest of
+ * the system (a full /var or /run breaks services), so a file is kept
+ * only while it has at least ROOM_FACTOR times the bound free: the kept
+ * files can never take more than a quarter of what was free. Any error
+ * here falls back to an unkept memfd (dso_debug_inflate), never to a
+ * different result.
  */
 #include <dirent.h>
 #include <errno.h>

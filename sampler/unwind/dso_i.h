@@ -190,8 +190,8 @@ int dso_debug_inflate_into(int fd, int dst, uint64_t keep_max,
 /* ---- dso_debugcache.c ---- */
 
 /* The debug file fd inflated as dso_debug_inflate() makes it, kept in
- * dir (private to the daemon's user: /run/proffs for root) so that later
- * daemons of the boot map it instead of inflating it again: a read-only
+ * dir (private to the daemon's user: /var/cache/proffs for root) so that
+ * later daemons map it instead of inflating it again: a read-only
  * fd of the kept file into *out_fd (the caller's); a file made here is
  * kept only within max bytes in all (DSO_DEBUG_CACHE_MAX), and only
  * while the filesystem has four times max free, the least recently

@@ -9,13 +9,17 @@ per sample, and that per-sample cost as a ratio of perf's; a ratio, not a
 time, because the machines this runs on are shared and noisy.
 
     tests/bench/cold.py [--build DIR] [--runs N] [--window S] [--hz HZ]
-                        [--first-of-boot] [--out DIR] [--readme]
-                        [--check MAX_RATIO]
+                        [--first-of-boot | --first-ever] [--out DIR]
+                        [--readme] [--check MAX_RATIO]
 
---first-of-boot removes the kernel symbol table and the inflated debug
-files root's daemons share (/run/proffs/kallsyms-*, debug*) before each
-daemon, so that each pays for /proc/kallsyms and for inflating libc6-dbg's
-DWARF as the first daemon after a boot does. --check exits 1
+--first-of-boot removes what a reboot removes, the kernel symbol table
+root's daemons keep (/run/proffs/kallsyms-*), before each daemon, so that
+each pays for /proc/kallsyms as the first daemon after a boot does (where
+the kernel does not name its functions itself: ksym_bpf.h). --first-ever
+removes the inflated debug files too (/var/cache/proffs/debug*, and
+/run/proffs/debug*, where builds before 2026-11-28 kept them), so that
+each also pays for inflating libc6-dbg's DWARF, as the first daemon after
+libc6-dbg is installed or upgraded does. --check exits 1
 when the best of the runs is above MAX_RATIO (the CI guard,
 tests/integration/test_bench_guard.py).
 """
@@ -41,11 +45,16 @@ def daemon_cpu_s(d):
     return (int(st['cpu_user_us']) + int(st['cpu_system_us'])) / 1e6
 
 
-def cold_read(build, t, window, hz, first_of_boot):
-    if first_of_boot:
-        for f in (glob.glob('/run/proffs/kallsyms-*') +
-                  glob.glob('/run/proffs/debug*')):
-            os.unlink(f)
+def cold_read(build, t, window, hz, first):
+    """first: None, 'boot' or 'ever' (the module's comment)."""
+    gone = []
+    if first:
+        gone += glob.glob('/run/proffs/kallsyms-*')
+    if first == 'ever':
+        gone += (glob.glob('/var/cache/proffs/debug*') +
+                 glob.glob('/run/proffs/debug*'))
+    for f in gone:
+        os.unlink(f)
     d = bench.Daemon(build)
     try:
         meter = bench.Meter(t.pid)
@@ -59,7 +68,7 @@ def cold_read(build, t, window, hz, first_of_boot):
     return {'cpu': cpu, 'samples': samples, 'other': other}
 
 
-def measure(build, runs=3, window=5, hz=999, first_of_boot=False,
+def measure(build, runs=3, window=5, hz=999, first=None,
             quiet_wait=10, budget_s=None):
     """[{proffs: {...}, perf: {...}, ratio}] for each run; with budget_s,
     no run starts after that many seconds (at least one runs)."""
@@ -74,7 +83,7 @@ def measure(build, runs=3, window=5, hz=999, first_of_boot=False,
                 break
             if quiet_wait:
                 bench.wait_quiet([t.pid], quiet_wait)
-            c = cold_read(build, t, window, hz, first_of_boot)
+            c = cold_read(build, t, window, hz, first)
             if quiet_wait:
                 bench.wait_quiet([t.pid], quiet_wait)
             p = bench.perf_profile(t.pid, window, hz, t, tmp)
@@ -104,7 +113,10 @@ def table(rows, label):
 
 def main():
     ap = bench.arguments(runs=3, window=5, hz=999)
-    ap.add_argument('--first-of-boot', action='store_true')
+    ap.add_argument('--first-of-boot', action='store_const', const='boot',
+                    dest='first')
+    ap.add_argument('--first-ever', action='store_const', const='ever',
+                    dest='first')
     ap.add_argument('--both', action='store_true',
                     help='fresh daemons with and without the boot\'s '
                     'kernel symbol table')
@@ -113,20 +125,22 @@ def main():
                     'window (0: none)')
     ap.add_argument('--check', type=float)
     args = ap.parse_args()
-    kinds = [True, False] if args.both else [args.first_of_boot]
+    kinds = ['boot', None] if args.both else [args.first]
+    label = {None: 'fresh', 'boot': 'first of the boot',
+             'ever': 'first ever'}
     lines = ['| daemon | run | proffs CPU / samples | per sample | '
              'perf record + script CPU / samples | per sample | ratio | '
              'other work, CPUs (proffs / perf) |',
              '| --- | --- | --- | --- | --- | --- | --- | --- |']
     best = []
-    for fob in kinds:
-        rows = measure(args.build, args.runs, args.window, args.hz, fob,
+    for first in kinds:
+        rows = measure(args.build, args.runs, args.window, args.hz, first,
                        args.quiet_wait)
-        lines += table(rows, 'first of the boot' if fob else 'fresh')
+        lines += table(rows, label[first])
         ratios = [r['ratio'] for r in rows]
         ms = [r['proffs']['cpu'] * 1000 for r in rows]
         best.append(min(ratios))
-        print(f"{'first of boot' if fob else 'fresh'}: ratio median "
+        print(f"{label[first]}: ratio median "
               f"{statistics.median(ratios):.3f}, CPU median "
               f"{statistics.median(ms):.1f} ms", flush=True)
     lines += ['', f'One busy thread (workers 1), {args.window} s windows '
