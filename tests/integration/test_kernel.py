@@ -28,12 +28,7 @@ def namer(request, monkeypatch):
     kernel, an address at a time (eBPF programs; root, as in CI), or
     reading /proc/kallsyms whole (PROFFS_NO_BPF, as without root). Comes
     before the proffs fixture, which starts the daemon."""
-    if request.param == 'bpf' and os.geteuid() != 0:
-        pytest.skip('the eBPF namer needs root')
-    if request.param == 'table':
-        monkeypatch.setenv('PROFFS_NO_BPF', '1')
-    else:
-        monkeypatch.delenv('PROFFS_NO_BPF', raising=False)
+    util.daemon_bpf(monkeypatch, request.param == 'bpf', 'the eBPF namer')
     return request.param
 
 

@@ -164,12 +164,7 @@ def reader(request, monkeypatch):
     in the kernel at the sample (an eBPF program; root, as in CI), or
     itself after each sample (PROFFS_NO_BPF, as without root). Comes
     before the proffs fixture, which starts the daemon."""
-    if request.param == 'bpf' and os.geteuid() != 0:
-        pytest.skip('the eBPF reader needs root')
-    if request.param == 'eager':
-        monkeypatch.setenv('PROFFS_NO_BPF', '1')
-    else:
-        monkeypatch.delenv('PROFFS_NO_BPF', raising=False)
+    util.daemon_bpf(monkeypatch, request.param == 'bpf', 'the eBPF reader')
     return request.param
 
 

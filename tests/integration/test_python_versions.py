@@ -54,17 +54,10 @@ def start(minor, *args):
                        path=PRESENT[minor])
 
 
-def set_reader(reader, monkeypatch):
-    """As test_python.py's reader fixture: eBPF (root) or eager."""
-    if reader == 'eager':
-        monkeypatch.setenv('PROFFS_NO_BPF', '1')
-    else:
-        monkeypatch.delenv('PROFFS_NO_BPF', raising=False)
-
-
 @pytest.fixture
 def reader(request, monkeypatch):
-    set_reader(request.param, monkeypatch)
+    # as test_python.py's reader fixture: eBPF (root) or eager
+    util.daemon_bpf(monkeypatch, request.param == 'bpf', 'the eBPF reader')
     return request.param
 
 

@@ -891,3 +891,16 @@ class UserDaemon(Daemon):
         if not self.wait_log(r'fs: mounted on', timeout=30):
             self.cleanup()
             pytest.fail('daemon did not start:\n' + self.log_text())
+
+
+def daemon_bpf(monkeypatch, on, what):
+    """Whether the daemon about to start may use eBPF (Python's frames
+    read in the kernel, kernel functions named by the kernel) or must do
+    without (PROFFS_NO_BPF, as without root); skips what needs root
+    (what: the thing tested) when the tests do not run as root."""
+    if on and os.geteuid() != 0:
+        pytest.skip(f'{what} needs root')
+    if on:
+        monkeypatch.delenv('PROFFS_NO_BPF', raising=False)
+    else:
+        monkeypatch.setenv('PROFFS_NO_BPF', '1')
