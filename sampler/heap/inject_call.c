@@ -23,6 +23,7 @@
  * and the fault there ends it, as before; a dying daemon then kills the
  * target, and the load says so in the log.
  */
+#include <cpuid.h>
 #include <elf.h>
 #include <errno.h>
 #include <stddef.h>
@@ -45,6 +46,8 @@
 #define UC_FP_XSTATE 0x1
 #define SW_BYTES 464		/* the XSAVE area's software-reserved bytes */
 #define RESTART_BLOCK 516	/* ERESTART_RESTARTBLOCK */
+#define XSAVE_HDR 512		/* the XSAVE header: XSTATE_BV first */
+#define XTILEDATA 18		/* AMX tile data: a feature a task asks for */
 
 /* mov $15, %rax; syscall */
 static const uint8_t restorer_code[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00,
@@ -165,6 +168,32 @@ static void frame_regs(const struct user_regs_struct *r, struct sigcontext *sc)
 	}
 }
 
+size_t inject_frame_xstate_len(const uint8_t *x, size_t len)
+{
+	uint64_t xcr0, bv;
+	size_t end = XSAVE_HDR + 64;
+
+	if (len < end)
+		return len;
+	memcpy(&xcr0, x + SW_BYTES, 8);
+	memcpy(&bv, x + XSAVE_HDR, 8);
+	if (!(bv & 1ull << XTILEDATA))
+		xcr0 &= ~(1ull << XTILEDATA);
+	/* CPUID leaf 0xd: each user feature's offset (ebx) and size (eax)
+	 * in the standard format ptrace gives */
+	for (unsigned i = 2; i < 63; i++) {
+		unsigned a, b, c, d;
+
+		if (!(xcr0 & 1ull << i) || !__get_cpuid_count(0xd, i, &a, &b,
+							      &c, &d) ||
+		    (c & 1))
+			continue;
+		if ((size_t)b + a > end)
+			end = (size_t)b + a;
+	}
+	return end < len ? end : len;
+}
+
 /*
  * Lay the frame out below top: the XSAVE image (64-byte aligned, with
  * the software bytes and the second magic the kernel checks), then the
@@ -174,7 +203,8 @@ static void frame_regs(const struct user_regs_struct *r, struct sigcontext *sc)
 static int write_frame(pid_t pid, const struct saved *s, uint64_t top,
 		       uint64_t restorer, uint64_t *sp)
 {
-	size_t xlen = s->xiov.iov_len;
+	size_t xlen = inject_frame_xstate_len(s->xstate, s->xiov.iov_len);
+	uint64_t xfeatures;
 	uint8_t x[XSTATE_MAX];
 	struct kucontext uc = { .uc_flags = UC_FP_XSTATE };
 	uint64_t xaddr, ucaddr, ret_at;
@@ -186,7 +216,10 @@ static int write_frame(pid_t pid, const struct saved *s, uint64_t top,
 	/* ptrace keeps XCR0 where a frame keeps the software bytes */
 	sw[0] = FP_XSTATE_MAGIC1;
 	sw[1] = xlen + sizeof(magic2);	/* extended_size */
-	memcpy(&sw[2], x + SW_BYTES, 8);	/* xfeatures: XCR0 */
+	memcpy(&xfeatures, x + SW_BYTES, 8);	/* XCR0 */
+	if (xlen < s->xiov.iov_len)	/* no tile data in the image */
+		xfeatures &= ~(1ull << XTILEDATA);
+	memcpy(&sw[2], &xfeatures, 8);
 	sw[4] = xlen;			/* xstate_size */
 	memcpy(x + SW_BYTES, sw, sizeof(sw));
 	memcpy(x + xlen, &magic2, sizeof(magic2));
@@ -375,14 +408,18 @@ static int start_call(struct injector *in, struct saved *s, uint64_t fn,
 		return r;
 	call_regs(s, fn, sp, args, nargs, &u);
 	/* Asynchronous signals wait; faults stay deliverable (a blocked
-	 * fault would reset its handler). */
+	 * fault would reset its handler). The mask goes in after the call's
+	 * registers: a daemon killed between the two leaves the thread
+	 * either where it was with its own mask, or in the call, whose
+	 * sigreturn puts its mask back - never where it was with every
+	 * signal blocked (it would ignore SIGTERM for good). */
 	mask = ~0ull & ~((1ull << (SIGSEGV - 1)) | (1ull << (SIGBUS - 1)) |
 			 (1ull << (SIGILL - 1)) | (1ull << (SIGFPE - 1)) |
 			 (1ull << (SIGTRAP - 1)));
 	if (ptrace(PTRACE_SETOPTIONS, tid, NULL,
 		   (void *)PTRACE_O_TRACESYSGOOD) ||
-	    ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(mask), &mask) ||
 	    ptrace(PTRACE_SETREGS, tid, NULL, &u) ||
+	    ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(mask), &mask) ||
 	    ptrace(PTRACE_SYSCALL, tid, NULL, NULL)) {
 		r = -errno;
 		restore(tid, s);

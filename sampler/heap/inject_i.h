@@ -9,6 +9,7 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
@@ -57,6 +58,19 @@ struct injector {
 	int (*fn)(struct injector *, void *);
 	void *fn_arg;
 };
+
+/*
+ * How much of an XSAVE image ptrace gave (x, len bytes: NT_X86_XSTATE,
+ * the standard format, XCR0 in its software bytes) a signal frame may
+ * hold: up to the end of the last feature it has, without AMX tile data
+ * the thread does not use. ptrace gives room for every feature the CPU
+ * has (11,008 bytes with AMX), but the kernel takes a frame no larger
+ * than the thread's own (2,816 for a thread that never asked for AMX)
+ * and restores from a larger one the legacy area only: the vector
+ * registers' upper halves were lost when the daemon died in a call
+ * (inject_call.c; test_stress.py's fpu pattern saw it).
+ */
+size_t inject_frame_xstate_len(const uint8_t *x, size_t len);
 
 static inline void nap(long ns)
 {

@@ -358,7 +358,12 @@ static void pat_threadloop(void)
  */
 static uint64_t vpat[16][4];
 
-__attribute__((target("avx2"), noinline)) static int spin_avx2(long n)
+/* 1 when intact; else 0 with what differed: *vmask the bytes of the
+ * sixteen vector registers' comparison ANDed (0xffffffff: all equal),
+ * *gbad whether a general register did. */
+__attribute__((target("avx2"), noinline)) static int spin_avx2(long n,
+							     unsigned *vmask,
+							     long *gbad)
 {
 	unsigned mask;
 	long r12 = 0x1212, r13 = 0x1313, r14 = 0x1414, r15 = 0x1515;
@@ -393,6 +398,8 @@ __attribute__((target("avx2"), noinline)) static int spin_avx2(long n)
 		  "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6",
 		  "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13",
 		  "xmm14", "xmm15");
+	*vmask = mask;
+	*gbad = bad;
 	return mask == 0xffffffffu && !bad;
 }
 
@@ -407,9 +414,14 @@ static void pat_fpu(void)
 		exit(2);
 	}
 	while (running()) {
+		unsigned vmask;
+		long gbad;
+
 		release(xmalloc(256), 256);
-		if (!spin_avx2(200000)) {
-			fprintf(stderr, "heapstress: registers changed\n");
+		if (!spin_avx2(200000, &vmask, &gbad)) {
+			fprintf(stderr, "heapstress: registers changed "
+				"(vector compare mask %#x, general %s)\n",
+				vmask, gbad & 0xff ? "changed" : "intact");
 			_exit(CORRUPT);
 		}
 	}
