@@ -415,7 +415,7 @@ static void metrics_self(FILE *f, const struct snapshot *s)
 	       "computed.", s->dsos.row_misses);
 	scalar(f, "kallsyms_bytes", "gauge", "The kernel's symbol table and "
 	       "its name index, in memory now (0 until a profile has kernel "
-	       "frames, and once let go; a page when the kernel names its "
+	       "frames, and once let go; 36 KiB when the kernel names its "
 	       "functions itself).", s->ksyms.bytes);
 	scalar(f, "kallsyms_bpf", "gauge", "1 when the kernel names its "
 	       "functions itself, through eBPF, and no table is read.",

@@ -31,6 +31,13 @@
 
 #define READ_CHUNK (256 * 1024)	/* /proc/kallsyms: ~5 MiB of text */
 
+#define BPF_CACHE 512		/* the namer's answers kept: 32 KiB */
+struct bpf_slot {
+	uint64_t addr, start;	/* addr 0: empty */
+	char name[48];		/* longer names are not kept */
+};
+_Static_assert(BPF_CACHE == 1 << 9, "bpf_name() hashes to 9 bits");
+
 struct kallsyms {
 	char *path;
 	char *cache_dir;	/* NULL: no cache of the table (kallsyms_i.h) */
@@ -48,6 +55,10 @@ struct kallsyms {
 	bool try_bpf, by_bpf;	/* by_bpf: its last load was the namer */
 	struct ksym_bpf *bpf;
 	pthread_mutex_t bpf_lock;
+	/* The namer's last answers, by address (direct-mapped, under
+	 * bpf_lock): the off-CPU kinds name every kernel frame of every
+	 * sample, a system call each without it. */
+	struct bpf_slot *bpf_cache;
 	bool unsorted;		/* the file was not in address order */
 	/* Every text symbol, aliases too, sorted by name (kallsyms_addr()):
 	 * built on first use, under lock; NULL until then. */
@@ -96,6 +107,8 @@ static void drop_table(struct kallsyms *k)
 {
 	ksym_bpf_close(k->bpf);
 	k->bpf = NULL;
+	free(k->bpf_cache);
+	k->bpf_cache = NULL;
 	if (k->map) {
 		munmap(k->map, k->map_len);
 	} else {
@@ -147,19 +160,24 @@ static int grow(void **v, size_t *cap, size_t need, size_t elem)
 
 /* Section markers are aliases of the functions they bound, which
  * settle() would drop: their addresses are taken as they are read. */
+static const char *const marks[] = {
+	"__sched_text_start", "__sched_text_end",
+	"__lock_text_start", "__lock_text_end",
+};
+#define NMARKS (sizeof(marks) / sizeof(marks[0]))
+
+/* Where marks[i]'s address goes. */
+static uint64_t *mark_slot(struct kallsyms *k, size_t i)
+{
+	return i < 2 ? &k->sched[i] : &k->locks[i - 2];
+}
+
 static void mark(struct kallsyms *k, const char *name, size_t len,
 		 uint64_t addr)
 {
-	static const char *const marks[] = {
-		"__sched_text_start", "__sched_text_end",
-		"__lock_text_start", "__lock_text_end",
-	};
-	uint64_t *to[] = { &k->sched[0], &k->sched[1], &k->locks[0],
-			   &k->locks[1] };
-
-	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+	for (size_t i = 0; i < NMARKS; i++)
 		if (strlen(marks[i]) == len && !memcmp(marks[i], name, len))
-			*to[i] = addr;
+			*mark_slot(k, i) = addr;
 }
 
 /* One "ADDR TYPE NAME[\t[MODULE]]" line, [line, end): text symbols only.
@@ -347,12 +365,6 @@ static struct kallsyms *index_names(struct kallsyms *k)
  * that cannot be had is not tried again: the table is read instead. */
 static int load_bpf(struct kallsyms *k)
 {
-	static const char *const marks[] = {
-		"__sched_text_start", "__sched_text_end",
-		"__lock_text_start", "__lock_text_end",
-	};
-	uint64_t *to[] = { &k->sched[0], &k->sched[1], &k->locks[0],
-			   &k->locks[1] };
 	int ret = ksym_bpf_open(&k->bpf);
 
 	if (ret) {
@@ -363,9 +375,16 @@ static int load_bpf(struct kallsyms *k)
 			"cannot be loaded", strerror(-ret));
 		return ret;
 	}
-	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
-		if (ksym_bpf_addr(k->bpf, marks[i], strlen(marks[i]), to[i]))
-			*to[i] = 0;
+	k->bpf_cache = calloc(BPF_CACHE, sizeof(*k->bpf_cache));
+	if (!k->bpf_cache) {
+		ksym_bpf_close(k->bpf);
+		k->bpf = NULL;
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < NMARKS; i++)
+		if (ksym_bpf_addr(k->bpf, marks[i], strlen(marks[i]),
+				  mark_slot(k, i)))
+			*mark_slot(k, i) = 0;
 	pr_debug("kallsyms: kernel functions named by the kernel (eBPF)");
 	return 0;
 }
@@ -511,7 +530,8 @@ void kallsyms_stats(struct kallsyms *k, struct kallsyms_stats *st)
 		.symbols = k->syms ? k->n : 0,
 		.bytes = (k->map ? k->map_len : k->cap * sizeof(*k->syms) +
 			  k->names_cap) + index_bytes(k->by_name) +
-			 ksym_bpf_bytes(k->bpf),
+			 ksym_bpf_bytes(k->bpf) +
+			 (k->bpf_cache ? BPF_CACHE * sizeof(*k->bpf_cache) : 0),
 		.bpf = k->by_bpf,
 		.holders = k->refs, .idle_ms = k->idle_ms,
 		.expired = k->expired,
@@ -529,10 +549,25 @@ static const char *bpf_name(const struct kallsyms *k, uint64_t addr,
 			    char *buf, size_t len, uint64_t *start)
 {
 	struct kallsyms *mk = (struct kallsyms *)k;	/* the namer's lock */
-	int ret;
+	struct bpf_slot *slot;
+	uint64_t h = addr * 0x9e3779b97f4a7c15ull;
+	int ret = 0;
 
+	if (!addr || !len)
+		return NULL;
 	pthread_mutex_lock(&mk->bpf_lock);
-	ret = ksym_bpf_name(mk->bpf, addr, buf, len, start);
+	slot = &mk->bpf_cache[h >> 55];	/* 9 bits: BPF_CACHE */
+	if (slot->addr == addr) {
+		snprintf(buf, len, "%s", slot->name);
+		*start = slot->start;
+	} else {
+		ret = ksym_bpf_name(mk->bpf, addr, buf, len, start);
+		if (!ret && strlen(buf) < sizeof(slot->name)) {
+			slot->addr = addr;
+			slot->start = *start;
+			strcpy(slot->name, buf);
+		}
+	}
 	pthread_mutex_unlock(&mk->bpf_lock);
 	return ret ? NULL : buf;
 }
