@@ -463,16 +463,17 @@ static void test_this_kernel_bpf(void)
 	}
 	CHECK(same * 100 >= n * 99, "%zu of %zu named alike", same, n);
 	/* again: the namer's kept answers are its answers */
-	for (size_t i = 0, again = 0; i < n; i++) {
+	size_t again = 0;
+
+	for (size_t i = 0; i < n; i++) {
 		const char *t = kallsyms_name(tab, addrs[i], NULL, 0, &s1);
 		const char *b = kallsyms_name(bpf, addrs[i], buf, sizeof(buf),
 					      &s2);
 
 		again += t && b && !strcmp(t, b) && s1 == s2;
-		if (i == n - 1)
-			CHECK(again == same, "%zu alike the second time, %zu "
-			      "the first", again, same);
 	}
+	CHECK(again == same, "%zu alike the second time, %zu the first",
+	      again, same);
 	CHECK(!kallsyms_addr(tab, "vfs_read", 8, &a1) &&
 	      !kallsyms_addr(bpf, "vfs_read", 8, &a2) && a1 == a2 && a1,
 	      "vfs_read at %#llx and %#llx", (unsigned long long)a1,

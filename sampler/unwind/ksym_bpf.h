@@ -4,8 +4,9 @@
  * two small eBPF programs (ksym_bpf.bpf.c), instead of reading all of
  * /proc/kallsyms: naming an address costs ~1 us, where the kernel takes
  * ~35 ms of CPU to format the whole file, and nothing is kept but the
- * programs and one page (kallsyms.c keeps the last 512 answers). The kallsyms table (kallsyms.h) uses it when it
- * can: a root daemon (CAP_BPF and CAP_PERFMON), a kernel of 5.16 or later
+ * programs and one page (kallsyms.c keeps the last 512 answers). The
+ * kallsyms table (kallsyms.h) uses it when it can: a root daemon
+ * (CAP_BPF and CAP_PERFMON), a kernel of 5.16 or later
  * (BPF_PROG_TYPE_SYSCALL, bpf_kallsyms_lookup_name()), a build with
  * libbpf.
  *
