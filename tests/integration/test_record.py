@@ -338,6 +338,23 @@ def slice_self_time(events):
     return out
 
 
+def on_cpu_time(events):
+    """On-CPU time per thread (µs): its outermost slices without a
+    category (the off-CPU ones carry one)."""
+    out = collections.Counter()
+    depth, start = collections.Counter(), {}
+    for e in events:
+        if e['ph'] == 'B':
+            if not depth[e['tid']] and 'cat' not in e:
+                start[e['tid']] = e['ts']
+            depth[e['tid']] += 1
+        elif e['ph'] == 'E':
+            depth[e['tid']] -= 1
+            if not depth[e['tid']] and e['tid'] in start:
+                out[e['tid']] += e['ts'] - start.pop(e['tid'])
+    return out
+
+
 def test_trace_json_loads_in_speedscope(proffs, target, driver):
     release = speedscope_release()
     burn, workers = target('burn'), target('workers', 3)
@@ -376,12 +393,18 @@ def test_trace_json_loads_in_speedscope(proffs, target, driver):
             (func, self_time[func], cpu[func])
 
     # one track per thread, named, in speedscope: the 3 workers ran, the
-    # main thread waits (its track holds its off-CPU slice alone)
+    # main thread waits. It wakes every 200 ms to print (ops.h), so a
+    # sample may land there: its on-CPU time is a sliver, and its track
+    # holds its off-CPU slice
     wev = trace_events(names[(workers.pid, trace_name)])
-    ran = {e['tid'] for e in wev if e['ph'] == 'B' and 'cat' not in e}
-    assert len(ran) == 3, ran
     tids = {e['tid'] for e in wev if e['ph'] == 'B'}
-    assert len(tids) == 4 and workers.pid in tids - ran, tids
+    assert len(tids) == 4 and workers.pid in tids, tids
+    on_cpu = on_cpu_time(wev)
+    assert set(on_cpu) - {workers.pid} == tids - {workers.pid}, on_cpu
+    assert on_cpu.get(workers.pid, 0) < 0.02 * min(
+        v for t, v in on_cpu.items() if t != workers.pid), on_cpu
+    assert any(e['tid'] == workers.pid and 'cat' in e for e in wev
+               if e['ph'] == 'B'), 'no off-CPU slice on the main thread'
     named = {e['tid']: e['args']['name'] for e in wev
              if e['ph'] == 'M' and e['name'] == 'thread_name'}
     assert tids <= set(named), (tids, named)
