@@ -94,9 +94,10 @@ struct source {
 	size_t size;
 };
 
-/* One CIE or FDE, copied out of the object. */
+/* One CIE or FDE, where it lies: the object's mapped file, or the copy
+ * of .debug_frame. Both last as long as the dso; a reader stops at len. */
 struct record {
-	uint8_t *buf;
+	const uint8_t *buf;
 	uint64_t vaddr;		/* .debug_frame: section offset */
 	size_t len;		/* whole record, length field included */
 	size_t id_at;		/* offset of the CIE id / CIE pointer */
@@ -233,18 +234,29 @@ static uint64_t rd_address(struct reader *r, uint8_t enc)
 	return 0;
 }
 
+/* The len bytes at at of s, or NULL. */
+static const uint8_t *src_bytes(const struct source *s, uint64_t at,
+				size_t len)
+{
+	if (!s->data)
+		return dso_bytes(s->d, at, len);
+	if (at > s->size || len > s->size - at)
+		return NULL;
+	return s->data + at;
+}
+
 static int src_read(const struct source *s, uint64_t at, void *buf,
 		    size_t len)
 {
-	if (!s->data)
-		return dso_read(s->d, at, buf, len) ? -EINVAL : 0;
-	if (at > s->size || len > s->size - at)
+	const uint8_t *p = src_bytes(s, at, len);
+
+	if (!p)
 		return -EINVAL;
-	memcpy(buf, s->data + at, len);
+	memcpy(buf, p, len);
 	return 0;
 }
 
-/* Copy the CIE or FDE at vaddr (section offset) out of the object. */
+/* The CIE or FDE at vaddr (section offset) of the object. */
 static int read_record(const struct source *s, uint64_t vaddr,
 		       struct record *rec)
 {
@@ -269,14 +281,8 @@ static int read_record(const struct source *s, uint64_t vaddr,
 		return -EINVAL;
 	rec->vaddr = vaddr;
 	rec->debug = s->data != NULL;
-	rec->buf = malloc(rec->len);
-	if (!rec->buf)
-		return -ENOMEM;
-	if (src_read(s, vaddr, rec->buf, rec->len)) {
-		free(rec->buf);
-		return -EINVAL;
-	}
-	return 0;
+	rec->buf = src_bytes(s, vaddr, rec->len);
+	return rec->buf ? 0 : -EINVAL;
 }
 
 static struct reader record_reader(const struct record *rec, size_t at)
@@ -594,41 +600,50 @@ static int to_row(const struct state *s, const struct cie *c,
 	return 0;
 }
 
-/* The FDE whose table entry is the last at or below vaddr: the standard
- * table (version 1, sdata4 eh_frame_ptr, udata4 count, datarel sdata4
- * entries) searched as libunwind searches it. */
-static int find_fde(const struct dso *d, uint64_t vaddr, uint64_t *fde)
+static int32_t eh_word(const uint8_t *entries, uint64_t i, int half)
 {
-	uint64_t hdr, hdr_size;
-	uint8_t head[4];
-	uint32_t count, lo, hi;
-	int32_t e[2];
+	int32_t v;
 
-	if (dso_eh_frame_hdr(d, &hdr, &hdr_size) ||
-	    dso_read(d, hdr, head, sizeof(head)) ||
-	    dso_read(d, hdr + 8, &count, sizeof(count)))
+	memcpy(&v, entries + 8 * i + 4 * half, sizeof(v));
+	return v;
+}
+
+/* The FDE whose table entry is the last at or below vaddr, searched as
+ * libunwind searches the table, through its index of strides (dso.h:
+ * dso_eh_table). */
+static int find_fde(struct dso *d, uint64_t vaddr, uint64_t *fde)
+{
+	struct dso_eh_table t;
+	uint32_t lo = 0, hi, a = 0, b;
+
+	if (dso_eh_table(d, &t))
 		return -ENOENT;
-	if (head[0] != 1 || (head[1] & 0x0f) != DW_EH_PE_sdata4 ||
-	    head[2] != DW_EH_PE_udata4 ||
-	    head[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4) || !count)
-		return -ENOENT;
-	lo = 0;
-	hi = count;
+	hi = t.count;
+	if (t.top) {
+		b = (t.count + DSO_EH_STRIDE - 1) / DSO_EH_STRIDE;
+		while (b - a > 1) {	/* top[a] <= vaddr, or a == 0 */
+			uint32_t mid = a + (b - a) / 2;
+
+			if (t.hdr + (int64_t)t.top[mid] <= vaddr)
+				a = mid;
+			else
+				b = mid;
+		}
+		lo = a * DSO_EH_STRIDE;
+		if (t.count - lo > DSO_EH_STRIDE)
+			hi = lo + DSO_EH_STRIDE;
+	}
 	while (hi - lo > 1) {	/* invariant: entry lo <= vaddr, or lo == 0 */
 		uint32_t mid = lo + (hi - lo) / 2;
 
-		if (dso_read(d, hdr + 12 + 8ull * mid, e, sizeof(e)))
-			return -EINVAL;
-		if (hdr + (int64_t)e[0] <= vaddr)
+		if (t.hdr + (int64_t)eh_word(t.entries, mid, 0) <= vaddr)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	if (dso_read(d, hdr + 12 + 8ull * lo, e, sizeof(e)))
-		return -EINVAL;
-	if (hdr + (int64_t)e[0] > vaddr)
+	if (t.hdr + (int64_t)eh_word(t.entries, lo, 0) > vaddr)
 		return -ENOENT;
-	*fde = hdr + (int64_t)e[1];
+	*fde = t.hdr + (int64_t)eh_word(t.entries, lo, 1);
 	return 0;
 }
 
@@ -651,10 +666,7 @@ static int read_cie(const struct source *s, const struct record *fde,
 		return ret;
 	cr = record_reader(cie_rec, cie_rec->id_at);
 	id = rd_fixed(&cr, cie_rec->id_size);
-	ret = id != cie_id ? -EINVAL : parse_cie(cie_rec, cie);
-	if (ret)
-		free(cie_rec->buf);
-	return ret;
+	return id != cie_id ? -EINVAL : parse_cie(cie_rec, cie);
 }
 
 /* The FDE's range (r is at its pc_begin, and is left at its program). */
@@ -684,9 +696,15 @@ static int fde_row(struct reader *r, const struct cie *cie, uint64_t vaddr,
 		return ret;
 	if (row && (vaddr < start || vaddr - start >= range))
 		return -ENOENT;
-	m = calloc(1, sizeof(*m));
+	/* saved[] is written before it is read: only the rest is zeroed,
+	 * not 2.4 of its 2.7 KB for each row */
+	m = malloc(sizeof(*m));
 	if (!m)
 		return -ENOMEM;
+	memset(m, 0, offsetof(struct machine, saved));
+	m->depth = 0;
+	m->loc = 0;
+	m->expr = false;
 	m->cie = cie;
 	m->target = UINT64_MAX;
 	ret = run(m, &ci);
@@ -705,8 +723,7 @@ static int fde_row(struct reader *r, const struct cie *cie, uint64_t vaddr,
 	return ret;
 }
 
-/* The FDE at fde_at of s and its CIE; *r at the FDE's pc_begin. The
- * caller frees both records' bufs. */
+/* The FDE at fde_at of s and its CIE; *r at the FDE's pc_begin. */
 static int read_fde(const struct source *s, uint64_t fde_at,
 		    struct record *fde, struct record *cie_rec,
 		    struct cie *cie, struct reader *r)
@@ -716,10 +733,8 @@ static int read_fde(const struct source *s, uint64_t fde_at,
 	if (ret)
 		return ret;
 	ret = read_cie(s, fde, cie_rec, cie);
-	if (ret) {
-		free(fde->buf);
+	if (ret)
 		return ret;
-	}
 	*r = record_reader(fde, fde->id_at + fde->id_size);
 	return 0;
 }
@@ -736,10 +751,7 @@ static int source_row(const struct source *s, uint64_t fde_at,
 	ret = read_fde(s, fde_at, &fde, &cie_rec, &cie, &r);
 	if (ret)
 		return ret;
-	ret = fde_row(&r, &cie, vaddr, row, NULL);
-	free(cie_rec.buf);
-	free(fde.buf);
-	return ret;
+	return fde_row(&r, &cie, vaddr, row, NULL);
 }
 
 /* The range of the FDE at fde_at of s. */
@@ -757,8 +769,6 @@ static int source_range(const struct source *s, uint64_t fde_at,
 		return ret;
 	ret = fde_range(&r, &cie, start, &range);
 	*end = *start + range;
-	free(cie_rec.buf);
-	free(fde.buf);
 	return ret;
 }
 
@@ -778,7 +788,7 @@ static int df_entry(const struct source *s, uint64_t at, struct df_fde *e)
 	if (read_record(s, at, &fde))
 		return 0;
 	if (read_cie(s, &fde, &cie_rec, &cie))
-		goto out;
+		return 0;
 	r = record_reader(&fde, fde.id_at + fde.id_size);
 	if (!fde_range(&r, &cie, &start, &range) && range &&
 	    start + range > start) {
@@ -790,9 +800,6 @@ static int df_entry(const struct source *s, uint64_t at, struct df_fde *e)
 			   !expr && cie.version != 4;
 		ok = 1;
 	}
-	free(cie_rec.buf);
-out:
-	free(fde.buf);
 	return ok;
 }
 

@@ -196,6 +196,7 @@ static void dso_free(struct dso *d)
 	free(d->df_data);
 	for (i = 0; i < DSO_MEMO__COUNT; i++)
 		free(d->memo[i]);
+	free(atomic_load(&d->eh_top));
 	pthread_mutex_destroy(&d->lock);
 	dso_rows_free(d);
 	free(d->pool);
@@ -617,23 +618,31 @@ bool dso_maps_offset_at(const struct dso *d, uint64_t offset,
 	return false;
 }
 
-int dso_read(const struct dso *d, uint64_t vaddr, void *buf, size_t len)
+const uint8_t *dso_bytes(const struct dso *d, uint64_t vaddr, size_t len)
 {
 	const struct dso_seg *s;
 	uint64_t rel;
-	int i;
 
-	for (i = 0; i < d->nsegs; i++) {
+	for (int i = 0; i < d->nsegs; i++) {
 		s = &d->segs[i];
 		rel = vaddr - s->vaddr;
 		if (vaddr < s->vaddr || rel >= s->filesz)
 			continue;
 		if (len > s->filesz - rel)
-			return -EFAULT;
-		memcpy(buf, d->map + s->offset + rel, len);
-		return 0;
+			return NULL;
+		return d->map + s->offset + rel;
 	}
-	return -EFAULT;
+	return NULL;
+}
+
+int dso_read(const struct dso *d, uint64_t vaddr, void *buf, size_t len)
+{
+	const uint8_t *p = dso_bytes(d, vaddr, len);
+
+	if (!p)
+		return -EFAULT;
+	memcpy(buf, p, len);
+	return 0;
 }
 
 const struct gopcln *dso_gopcln(const struct dso *d)
@@ -705,5 +714,49 @@ int dso_eh_frame_hdr(const struct dso *d, uint64_t *vaddr, uint64_t *size)
 		return -ENOENT;
 	*vaddr = d->eh_vaddr;
 	*size = d->eh_size;
+	return 0;
+}
+
+#define DW_EH_PE_udata4 0x03
+#define DW_EH_PE_sdata4 0x0b
+#define DW_EH_PE_datarel 0x30
+
+/* Every DSO_EH_STRIDE-th start of t's entries, or NULL without memory. */
+static int32_t *eh_top_make(const struct dso_eh_table *t)
+{
+	uint32_t n = (t->count + DSO_EH_STRIDE - 1) / DSO_EH_STRIDE;
+	int32_t *top = malloc(n * sizeof(*top));
+
+	for (uint32_t k = 0; top && k < n; k++)
+		memcpy(&top[k], t->entries + 8ull * DSO_EH_STRIDE * k,
+		       sizeof(*top));
+	return top;
+}
+
+int dso_eh_table(struct dso *d, struct dso_eh_table *t)
+{
+	const uint8_t *head;
+	int32_t *top, *none = NULL;
+
+	head = d->has_eh ? dso_bytes(d, d->eh_vaddr, 12) : NULL;
+	if (!head || head[0] != 1 || (head[1] & 0x0f) != DW_EH_PE_sdata4 ||
+	    head[2] != DW_EH_PE_udata4 ||
+	    head[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4))
+		return -ENOENT;
+	t->hdr = d->eh_vaddr;
+	memcpy(&t->count, head + 8, sizeof(t->count));
+	t->entries = dso_bytes(d, d->eh_vaddr + 12, 8ull * t->count);
+	if (!t->count || !t->entries)
+		return -ENOENT;
+	top = atomic_load_explicit(&d->eh_top, memory_order_acquire);
+	if (!top) {
+		top = eh_top_make(t);
+		if (top && !atomic_compare_exchange_strong(&d->eh_top, &none,
+							   top)) {
+			free(top);
+			top = none;	/* another thread's */
+		}
+	}
+	t->top = top;
 	return 0;
 }

@@ -184,6 +184,34 @@ int dso_read(const struct dso *d, uint64_t vaddr, void *buf, size_t len);
 int dso_eh_frame_hdr(const struct dso *d, uint64_t *vaddr, uint64_t *size);
 
 /*
+ * The len bytes at ELF vaddr as the file maps them (dso_read() without
+ * the copy): valid while the caller holds d. NULL where dso_read() would
+ * say -EFAULT.
+ */
+const uint8_t *dso_bytes(const struct dso *d, uint64_t vaddr, size_t len);
+
+/*
+ * The .eh_frame_hdr binary search table, in the one form GNU ld, gold
+ * and lld write (version 1, sdata4 eh_frame_ptr, udata4 count,
+ * datarel|sdata4 entries): entries (count pairs of int32 start, FDE
+ * offsets from hdr) in the mapped file, and top, every
+ * DSO_EH_STRIDE-th entry's start, built on the first call and kept with
+ * the object (NULL without memory: then search entries whole). A search
+ * reads top, a few KB that stay in cache, then one stride of entries:
+ * not ~17 words strewn over a table of up to megabytes, each a cache and
+ * TLB miss (in a guest, a two-level walk). 0, or -ENOENT when the object
+ * has no such table.
+ */
+#define DSO_EH_STRIDE 64
+struct dso_eh_table {
+	uint64_t hdr;		/* the table's base: an ELF vaddr */
+	const uint8_t *entries;
+	uint32_t count;
+	const int32_t *top;	/* (count + DSO_EH_STRIDE - 1) / STRIDE */
+};
+int dso_eh_table(struct dso *d, struct dso_eh_table *t);
+
+/*
  * The object's .debug_frame section, for code without .eh_frame CFI: the
  * object's own, else its separate debug file's (found as for symbols).
  * data is a decompressed copy followed by DSO_DEBUG_FRAME_PAD zero bytes

@@ -75,6 +75,9 @@ struct dso {
 	bool go;		/* a Go program */
 	struct gopcln *gopcln;	/* its .gopclntab (gopclntab.h), or NULL */
 	uint64_t eh_vaddr, eh_size;
+	/* dso_eh_table()'s top: published once by compare-and-swap, so that
+	 * no unwind waits on the lock DWARF loading holds */
+	int32_t *_Atomic eh_top;
 	uint64_t page_size;
 
 	pthread_mutex_t lock;	/* protects everything below */

@@ -46,10 +46,6 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as,
 					      int need_unwind_info, void *arg);
 #define dwarf_search_unwind_table UNW_OBJ(dwarf_search_unwind_table)
 
-#define DW_EH_PE_udata4 0x03
-#define DW_EH_PE_sdata4 0x0b
-#define DW_EH_PE_datarel 0x30
-
 /* Rows kept per session: a few hundred distinct pcs are typical, a big
  * interpreter reaches thousands; past ROWS_MAX the table starts over. */
 #define ROWS_MIN 1024
@@ -229,34 +225,24 @@ static int find_debug_frame(unw_addr_space_t as, const struct map_entry *e,
 }
 #endif
 
-/* ip's FDE through the .eh_frame_hdr table. */
+/* ip's FDE through the .eh_frame_hdr table (in the one form dso.h's
+ * dso_eh_table() takes, which libunwind can use too). */
 static int find_eh_frame(unw_addr_space_t as, const struct map_entry *e,
 			 unw_word_t ip, unw_proc_info_t *pi,
 			 int need_unwind_info, void *arg)
 {
-	uint64_t hdr, hdr_size;
-	uint8_t head[4];
-	uint32_t fde_count;
+	struct dso_eh_table t;
 	unw_dyn_info_t di;
 
-	if (dso_eh_frame_hdr(e->dso, &hdr, &hdr_size))
-		return -UNW_ENOINFO;
-	if (dso_read(e->dso, hdr, head, sizeof(head)) ||
-	    dso_read(e->dso, hdr + 8, &fde_count, sizeof(fde_count)))
-		return -UNW_ENOINFO;
-	/* The binary search table libunwind can use: version 1, a 4-byte
-	 * eh_frame_ptr, a udata4 count, datarel|sdata4 entries. */
-	if (head[0] != 1 || (head[1] & 0x0f) != DW_EH_PE_sdata4 ||
-	    head[2] != DW_EH_PE_udata4 ||
-	    head[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4))
+	if (dso_eh_table(e->dso, &t))
 		return -UNW_ENOINFO;
 	memset(&di, 0, sizeof(di));
 	di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
 	di.start_ip = e->start;
 	di.end_ip = e->end;
-	di.u.rti.segbase = e->bias + hdr;
-	di.u.rti.table_data = e->bias + hdr + 12;
-	di.u.rti.table_len = fde_count * 8 / sizeof(unw_word_t);
+	di.u.rti.segbase = e->bias + t.hdr;
+	di.u.rti.table_data = e->bias + t.hdr + 12;
+	di.u.rti.table_len = t.count * 8 / sizeof(unw_word_t);
 	return dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info,
 					 arg);
 }
