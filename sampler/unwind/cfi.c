@@ -590,7 +590,7 @@ static int to_row(const struct state *s, const struct cie *c,
 		if (ru->kind == RULE_SAME)
 			continue;
 		if (ru->kind == RULE_EXPR || row->nrules == CFI_MAX_RULES ||
-		    ru->off != (int32_t)ru->off)
+		    ru->off != (int16_t)ru->off)
 			return -ENOTSUP;
 		row->rules[row->nrules++] = (struct cfi_rule){
 			.reg = i, .kind = ru->kind, .off = ru->off,

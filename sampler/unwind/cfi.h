@@ -45,11 +45,14 @@ enum cfi_rule_kind {
 	CFI_REGISTER,		/* value is that of register reg */
 };
 
+/* Four bytes: the unwinder keeps a row per distinct pc, and a big
+ * program's rows (tens of thousands) must stay in cache. A saved
+ * register's offset from the CFA beyond int16 is not a row (-ENOTSUP). */
 struct cfi_rule {
-	int32_t off;
+	int16_t off;
 	uint8_t reg;		/* the register this rule restores */
-	uint8_t kind;		/* enum cfi_rule_kind */
-	uint8_t src;		/* CFI_REGISTER: the register holding it */
+	uint8_t kind : 3;	/* enum cfi_rule_kind */
+	uint8_t src : 5;	/* CFI_REGISTER: the register holding it */
 };
 
 struct cfi_row {

@@ -53,7 +53,7 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as,
 
 /* A pc's row, or why its stacks go to libunwind. */
 struct row_val {
-	int status;		/* 0, or cfi_row_at()'s error */
+	int8_t status;		/* 0, or cfi_row_at()'s error */
 	uint8_t top;		/* no caller to find: enum go_top */
 	struct cfi_row row;
 };
