@@ -148,18 +148,19 @@ static int name_all(struct proc_maps *maps, uint64_t (*stacks)[MAX_FRAMES],
 	return ret;
 }
 
+/* stacks and depth: room for n, written before (their page faults are
+ * not the unwinder's) */
 static int one_round(pid_t pid, struct proc_maps *maps,
-		     const struct sample *v, size_t n, int r)
+		     const struct sample *v, size_t n, int r,
+		     uint64_t (*stacks)[MAX_FRAMES], int *depth)
 {
-	uint64_t (*stacks)[MAX_FRAMES] = malloc(n * sizeof(*stacks));
-	int *depth = malloc(n * sizeof(*depth));
 	uint64_t frames = 0, sum = 0;
 	struct unwinder *u = NULL;
 	double t0, t1, t2;
 	size_t m = 0;
 	int ret;
 
-	ret = stacks && depth ? unwinder_new(maps, &u) : -ENOMEM;
+	ret = unwinder_new(maps, &u);
 	if (!ret)
 		ret = unwinder_read_live(u, pid);
 	if (ret)
@@ -184,8 +185,6 @@ static int one_round(pid_t pid, struct proc_maps *maps,
 	       (unsigned long long)frames, (unsigned long long)sum);
 out:
 	unwinder_free(u);
-	free(stacks);
-	free(depth);
 	return ret;
 }
 
@@ -193,7 +192,9 @@ static int replay(pid_t pid, const char *path, int rounds)
 {
 	struct dso_cache *cache;
 	struct proc_maps *maps;
+	uint64_t (*stacks)[MAX_FRAMES];
 	struct sample *v;
+	int *depth;
 	size_t n;
 	int ret;
 
@@ -207,14 +208,22 @@ static int replay(pid_t pid, const char *path, int rounds)
 	ret = maps_load(pid, cache, &maps);
 	if (ret)
 		return ret;
+	stacks = malloc(n * sizeof(*stacks));
+	depth = malloc(n * sizeof(*depth));
+	if (!stacks || !depth)
+		ret = -ENOMEM;
+	else
+		memset(stacks, 0, n * sizeof(*stacks));
 	for (int r = 0; r < rounds && !ret; r++)
-		ret = one_round(pid, maps, v, n, r);
+		ret = one_round(pid, maps, v, n, r, stacks, depth);
+	free(stacks);
+	free(depth);
 	maps_free(maps);
 	dso_cache_free(cache);
 	for (size_t i = 0; i < n; i++)
 		free(v[i].stack);
 	free(v);
-	return 0;
+	return ret;
 }
 
 int main(int argc, char **argv)
