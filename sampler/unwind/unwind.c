@@ -871,6 +871,11 @@ int unwind_stack(struct unwinder *u, const struct unwind_regs *regs,
 	}
 	if (u->live)
 		livestack_begin(u->live);
+	/* The frames' words are a few a frame, strewn up the copy, each a
+	 * cache miss in a ring the kernel wrote a while ago: ask for the
+	 * lines the last stack used, ahead of the loads that need them. */
+	for (size_t at = 0; at < u->last_used && at < stack_len; at += 64)
+		__builtin_prefetch((const uint8_t *)stack + at);
 	if (max >= 1 && !unwind_cached(u, &ctx, pcs, max, n)) {
 		u->fast++;
 	} else {
