@@ -88,6 +88,15 @@ struct sample {
 	uint8_t *stack;
 };
 
+static void samples_free(struct sample *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i].stack);
+	free(v);
+}
+
+/* The samples of path into *out (samples_free() them); a record cut
+ * short ends the list. */
 static int load(const char *path, struct sample **out, size_t *n)
 {
 	struct sample *v = NULL, *nv;
@@ -110,8 +119,10 @@ static int load(const char *path, struct sample **out, size_t *n)
 		v[*n].h = h;
 		v[*n].stack = malloc(h.stack_len ? h.stack_len : 1);
 		if (!v[*n].stack ||
-		    fread(v[*n].stack, 1, h.stack_len, f) != h.stack_len)
+		    fread(v[*n].stack, 1, h.stack_len, f) != h.stack_len) {
+			free(v[*n].stack);
 			break;
+		}
 		(*n)++;
 	}
 	fclose(f);
@@ -191,7 +202,7 @@ out:
 static int replay(pid_t pid, const char *path, int rounds)
 {
 	struct dso_cache *cache;
-	struct proc_maps *maps;
+	struct proc_maps *maps = NULL;
 	uint64_t (*stacks)[MAX_FRAMES];
 	struct sample *v;
 	int *depth;
@@ -199,20 +210,21 @@ static int replay(pid_t pid, const char *path, int rounds)
 	int ret;
 
 	ret = load(path, &v, &n);
-	if (!ret)
-		ret = dso_cache_new(NULL, &cache);
 	if (ret) {
-		free(v);	/* what load() kept of a bad file leaks */
+		samples_free(v, n);
+		return ret;
+	}
+	ret = dso_cache_new(NULL, &cache);
+	if (ret) {
+		samples_free(v, n);
 		return ret;
 	}
 	ret = maps_load(pid, cache, &maps);
-	if (ret)
-		return ret;
 	stacks = malloc(n * sizeof(*stacks));
 	depth = malloc(n * sizeof(*depth));
-	if (!stacks || !depth)
+	if (!ret && (!stacks || !depth))
 		ret = -ENOMEM;
-	else
+	if (!ret)
 		memset(stacks, 0, n * sizeof(*stacks));
 	for (int r = 0; r < rounds && !ret; r++)
 		ret = one_round(pid, maps, v, n, r, stacks, depth);
@@ -220,9 +232,7 @@ static int replay(pid_t pid, const char *path, int rounds)
 	free(depth);
 	maps_free(maps);
 	dso_cache_free(cache);
-	for (size_t i = 0; i < n; i++)
-		free(v[i].stack);
-	free(v);
+	samples_free(v, n);
 	return ret;
 }
 
