@@ -58,16 +58,23 @@ struct row_val {
 	struct cfi_row row;
 };
 
+/* One line of the session's row table: the key beside its row, so the
+ * probe that finds a pc has fetched its row too (a big program's deep
+ * stacks probe tens of pcs a sample in a table of megabytes; with the
+ * keys apart, each frame missed the cache twice). */
+struct row_slot {
+	uint64_t pc;		/* lookup address (ip, or ip - 1); 0 = empty */
+	struct row_val v;
+} __attribute__((aligned(64)));
+
+_Static_assert(sizeof(struct row_slot) == 64, "a row slot is one line");
+
 struct unwinder {
 	struct proc_maps *maps;
 	unw_addr_space_t as;
 	unsigned maps_generation;
-	/* Open addressing over the keys alone, the values beside them at
-	 * the same index: a big program's deep stacks probe tens of keys a
-	 * sample in a table of megabytes, and a probe of 100-byte slots
-	 * missed the cache every time. */
-	uint64_t *row_pcs;	/* lookup address (ip, or ip - 1); 0 = empty */
-	struct row_val *rows;
+	struct row_slot *rows;	/* open addressing, rows_cap slots */
+	void *rows_mem;		/* calloc()'s block holding them */
 	size_t rows_cap, rows_n;
 	uint64_t fast, slow;	/* stacks unwound by each path */
 	struct livestack *live;	/* words past a copy; NULL: none */
@@ -369,16 +376,29 @@ static inline size_t hash_pc(uint64_t x)
 	return (size_t)x;
 }
 
-static size_t row_probe(const uint64_t *pcs, size_t cap, uint64_t pc)
+static size_t row_probe(const struct row_slot *t, size_t cap, uint64_t pc)
 {
 	for (size_t i = hash_pc(pc) & (cap - 1);; i = (i + 1) & (cap - 1))
-		if (pcs[i] == pc || !pcs[i])
+		if (t[i].pc == pc || !t[i].pc)
 			return i;
+}
+
+/* A zeroed table of cap slots, on a line boundary: calloc()'s block
+ * (fresh zero pages for a big one, nothing touched) into *mem. */
+static struct row_slot *rows_alloc(size_t cap, void **mem)
+{
+	uintptr_t p;
+
+	*mem = calloc(cap + 1, sizeof(struct row_slot));
+	if (!*mem)
+		return NULL;
+	p = ((uintptr_t)*mem + 63) & ~(uintptr_t)63;
+	return (struct row_slot *)p;
 }
 
 static void rows_clear(struct unwinder *u)
 {
-	memset(u->row_pcs, 0, u->rows_cap * sizeof(*u->row_pcs));
+	memset(u->rows, 0, u->rows_cap * sizeof(*u->rows));
 	u->rows_n = 0;
 }
 
@@ -387,34 +407,23 @@ static void rows_clear(struct unwinder *u)
 static void rows_make_room(struct unwinder *u)
 {
 	size_t ncap = u->rows_cap * 2;
-	uint64_t *npcs = NULL;
-	struct row_val *nv = NULL;
+	struct row_slot *nt = NULL;
+	void *mem = NULL;
 
 	if ((u->rows_n + 1) * 2 <= u->rows_cap)
 		return;
-	if (ncap <= ROWS_MAX) {
-		npcs = calloc(ncap, sizeof(*npcs));
-		nv = malloc(ncap * sizeof(*nv));
-	}
-	if (!npcs || !nv) {
-		free(npcs);
-		free(nv);
+	if (ncap <= ROWS_MAX)
+		nt = rows_alloc(ncap, &mem);
+	if (!nt) {
 		rows_clear(u);
 		return;
 	}
-	for (size_t i = 0; i < u->rows_cap; i++) {
-		size_t k;
-
-		if (!u->row_pcs[i])
-			continue;
-		k = row_probe(npcs, ncap, u->row_pcs[i]);
-		npcs[k] = u->row_pcs[i];
-		nv[k] = u->rows[i];
-	}
-	free(u->row_pcs);
-	free(u->rows);
-	u->row_pcs = npcs;
-	u->rows = nv;
+	for (size_t i = 0; i < u->rows_cap; i++)
+		if (u->rows[i].pc)
+			nt[row_probe(nt, ncap, u->rows[i].pc)] = u->rows[i];
+	free(u->rows_mem);
+	u->rows = nt;
+	u->rows_mem = mem;
 	u->rows_cap = ncap;
 }
 
@@ -444,15 +453,15 @@ static const struct row_val *row_get(struct unwinder *u, uint64_t pc)
 
 	if (!pc)
 		return NULL;
-	k = row_probe(u->row_pcs, u->rows_cap, pc);
-	if (!u->row_pcs[k]) {
+	k = row_probe(u->rows, u->rows_cap, pc);
+	if (!u->rows[k].pc) {
 		rows_make_room(u);
-		k = row_probe(u->row_pcs, u->rows_cap, pc);
-		u->row_pcs[k] = pc;
-		row_compute(u, &u->rows[k], pc);
+		k = row_probe(u->rows, u->rows_cap, pc);
+		u->rows[k].pc = pc;
+		row_compute(u, &u->rows[k].v, pc);
 		u->rows_n++;
 	}
-	return &u->rows[k];
+	return &u->rows[k].v;
 }
 
 /* Whether the frame of v is the last to report; then whether it is the
@@ -810,9 +819,8 @@ int unwinder_new(struct proc_maps *maps, struct unwinder **out)
 	}
 	u->maps_generation = maps_generation(maps);
 	u->rows_cap = ROWS_MIN;
-	u->row_pcs = calloc(u->rows_cap, sizeof(*u->row_pcs));
-	u->rows = malloc(u->rows_cap * sizeof(*u->rows));
-	if (!u->row_pcs || !u->rows) {
+	u->rows = rows_alloc(u->rows_cap, &u->rows_mem);
+	if (!u->rows) {
 		unwinder_free(u);
 		return -ENOMEM;
 	}
@@ -829,7 +837,7 @@ size_t unwinder_mem_bytes(const struct unwinder *u)
 	if (!u)
 		return 0;
 	return sizeof(*u) + LIBUNWIND_AS_BYTES +
-	       u->rows_cap * (sizeof(*u->row_pcs) + sizeof(*u->rows));
+	       (u->rows_cap + 1) * sizeof(*u->rows);
 }
 
 void unwinder_free(struct unwinder *u)
@@ -850,8 +858,7 @@ void unwinder_free(struct unwinder *u)
 	}
 	unw_destroy_addr_space(u->as);
 	javastack_free(u->java);
-	free(u->row_pcs);
-	free(u->rows);
+	free(u->rows_mem);
 	free(u);
 }
 
