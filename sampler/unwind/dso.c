@@ -175,14 +175,14 @@ static void dso_free(struct dso *d)
 	if (d->map)
 		munmap((void *)d->map, d->map_size);
 	for (i = 0; d->demangled.mask && i <= d->demangled.mask; i++)
-		if (d->demangled.keys[i] != U64MAP_EMPTY &&
-		    d->demangled.vals[i] != d->demangled.keys[i])
-			free((void *)(uintptr_t)d->demangled.vals[i]);
+		if (d->demangled.slots[i].key != U64MAP_EMPTY &&
+		    d->demangled.slots[i].val != d->demangled.slots[i].key)
+			free((void *)(uintptr_t)d->demangled.slots[i].val);
 	dso_map_free(&d->demangled);
 	for (i = 0; d->strs.mask && i <= d->strs.mask; i++) {
-		if (d->strs.keys[i] == U64MAP_EMPTY)
+		if (d->strs.slots[i].key == U64MAP_EMPTY)
 			continue;
-		str = (struct dso_str *)(uintptr_t)d->strs.vals[i];
+		str = (struct dso_str *)(uintptr_t)d->strs.slots[i].val;
 		for (; str; str = next) {
 			next = str->next;
 			free(str);

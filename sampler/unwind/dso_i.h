@@ -31,10 +31,16 @@
 /* Processes a dso remembers mapping it: the latest few. */
 #define DSO_USERS		4
 
-/* Open addressing, linear probing; keys are never U64MAP_EMPTY. */
+/* Open addressing, linear probing; keys are never U64MAP_EMPTY. A key
+ * and its value share a line: a probe of a table of megabytes misses
+ * the cache once, not twice. */
+struct u64map_slot {
+	uint64_t key;
+	uint64_t val;
+};
+
 struct u64map {
-	uint64_t *keys;
-	uint64_t *vals;
+	struct u64map_slot *slots;
 	size_t mask;		/* capacity - 1, or 0 when unallocated */
 	size_t n;
 };

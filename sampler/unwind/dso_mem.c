@@ -78,7 +78,7 @@ uint64_t dso_sections_bytes(Elf *elf, const char *const *names)
 
 static uint64_t map_bytes(const struct u64map *m)
 {
-	return m->mask ? 2 * dso_alloc_bytes((m->mask + 1) * sizeof(uint64_t))
+	return m->mask ? dso_alloc_bytes((m->mask + 1) * sizeof(*m->slots))
 		       : 0;
 }
 

@@ -54,10 +54,10 @@ bool dso_map_get(const struct u64map *m, uint64_t k, uint64_t *v)
 
 	if (!m->mask)
 		return false;
-	for (i = hash64(k) & m->mask; m->keys[i] != U64MAP_EMPTY;
+	for (i = hash64(k) & m->mask; m->slots[i].key != U64MAP_EMPTY;
 	     i = (i + 1) & m->mask) {
-		if (m->keys[i] == k) {
-			*v = m->vals[i];
+		if (m->slots[i].key == k) {
+			*v = m->slots[i].val;
 			return true;
 		}
 	}
@@ -68,11 +68,10 @@ static void u64map_insert(struct u64map *m, uint64_t k, uint64_t v)
 {
 	size_t i = hash64(k) & m->mask;
 
-	while (m->keys[i] != U64MAP_EMPTY && m->keys[i] != k)
+	while (m->slots[i].key != U64MAP_EMPTY && m->slots[i].key != k)
 		i = (i + 1) & m->mask;
-	m->n += m->keys[i] == U64MAP_EMPTY;
-	m->keys[i] = k;
-	m->vals[i] = v;
+	m->n += m->slots[i].key == U64MAP_EMPTY;
+	m->slots[i] = (struct u64map_slot){ .key = k, .val = v };
 }
 
 int dso_map_put(struct u64map *m, uint64_t k, uint64_t v)
@@ -86,19 +85,15 @@ int dso_map_put(struct u64map *m, uint64_t k, uint64_t v)
 	}
 	cap = m->mask ? (m->mask + 1) * 2 : 64;
 	big = (struct u64map){ .mask = cap - 1 };
-	big.keys = malloc(cap * sizeof(*big.keys));
-	big.vals = malloc(cap * sizeof(*big.vals));
-	if (!big.keys || !big.vals) {
-		free(big.keys);
-		free(big.vals);
+	big.slots = malloc(cap * sizeof(*big.slots));
+	if (!big.slots)
 		return -ENOMEM;
-	}
-	memset(big.keys, 0xff, cap * sizeof(*big.keys));
+	for (i = 0; i < cap; i++)
+		big.slots[i].key = U64MAP_EMPTY;
 	for (i = 0; m->mask && i <= m->mask; i++)
-		if (m->keys[i] != U64MAP_EMPTY)
-			u64map_insert(&big, m->keys[i], m->vals[i]);
-	free(m->keys);
-	free(m->vals);
+		if (m->slots[i].key != U64MAP_EMPTY)
+			u64map_insert(&big, m->slots[i].key, m->slots[i].val);
+	free(m->slots);
 	*m = big;
 	u64map_insert(m, k, v);
 	return 0;
@@ -106,8 +101,7 @@ int dso_map_put(struct u64map *m, uint64_t k, uint64_t v)
 
 void dso_map_free(struct u64map *m)
 {
-	free(m->keys);
-	free(m->vals);
+	free(m->slots);
 	*m = (struct u64map){ 0 };
 }
 
