@@ -201,6 +201,7 @@ static void dso_free(struct dso *d)
 	dso_rows_free(d);
 	free(d->pool);
 	free(d->syms);
+	free(d->sym_addrs);
 	free(d->segs);
 	free(d->debug_roots);
 	free(d->inflate_dir);

@@ -96,6 +96,11 @@ struct dso {
 	struct cu_index *cus;	/* NULL without DWARF or memory */
 	struct dso_sym *syms;
 	size_t nsyms;
+	/* syms' addresses alone, searched in place of syms: a big
+	 * program's table is a megabyte, this a quarter of it, and the
+	 * search's last steps miss the cache in either (NULL without
+	 * memory: syms is searched) */
+	uint64_t *sym_addrs;
 	struct dso_caps caps;
 	struct u64map addrs;	/* vaddr -> first frame << 8 | count */
 	struct u64map demangled;	/* raw name ptr -> demangled ptr */

@@ -102,6 +102,8 @@ static uint64_t heap_bytes(const struct dso *d)
 		m += dso_alloc_bytes(d->df_size + DSO_DEBUG_FRAME_PAD);
 	if (d->syms_cap)
 		m += dso_alloc_bytes(d->syms_cap * sizeof(*d->syms));
+	if (d->sym_addrs)
+		m += dso_alloc_bytes(d->nsyms * sizeof(*d->sym_addrs));
 	if (atomic_load_explicit(&d->eh_top, memory_order_relaxed))
 		m += dso_alloc_bytes((d->eh_size / 8 + DSO_EH_STRIDE - 1) /
 				     DSO_EH_STRIDE * sizeof(int32_t));

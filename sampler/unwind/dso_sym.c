@@ -416,6 +416,9 @@ void dso_load_syms(struct dso *d)
 		if (!d->syms[i].sized && d->syms[i].end > d->syms[i + 1].addr)
 			d->syms[i].end = d->syms[i + 1].addr;
 	d->caps.functions = d->nsyms > 0;
+	d->sym_addrs = d->nsyms ? malloc(d->nsyms * sizeof(uint64_t)) : NULL;
+	for (i = 0; d->sym_addrs && i < d->nsyms; i++)
+		d->sym_addrs[i] = d->syms[i].addr;
 }
 
 const struct dso_sym *dso_sym_find(const struct dso *d, uint64_t a)
@@ -424,7 +427,7 @@ const struct dso_sym *dso_sym_find(const struct dso *d, uint64_t a)
 
 	while (lo < hi) {	/* first symbol above a */
 		mid = lo + (hi - lo) / 2;
-		if (d->syms[mid].addr <= a)
+		if ((d->sym_addrs ? d->sym_addrs[mid] : d->syms[mid].addr) <= a)
 			lo = mid + 1;
 		else
 			hi = mid;
