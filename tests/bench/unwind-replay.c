@@ -226,8 +226,10 @@ static int replay(pid_t pid, const char *path, int rounds)
 		ret = -ENOMEM;
 	/* not 0: the compiler makes malloc() + memset(0) a calloc(), whose
 	 * fresh pages the first round would then fault in */
-	if (!ret)
+	if (!ret) {
 		memset(stacks, 0xff, n * sizeof(*stacks));
+		memset(depth, 0xff, n * sizeof(*depth));
+	}
 	for (int r = 0; r < rounds && !ret; r++)
 		ret = one_round(pid, maps, v, n, r, stacks, depth);
 	free(stacks);
