@@ -6,7 +6,9 @@
 // pinnedHere, and main burning CPU in burn. On SIGUSR1 it writes its own
 // goroutine dump (pprof.Lookup("goroutine").WriteTo(f, 2)) to os.Args[1]
 // (through a temporary file, renamed when complete). Prints "ready" once
-// every goroutine is parked. With a second argument "churn", goroutines
+// every goroutine is parked, from burn itself: a read that follows the
+// line at once can meet main still returning from that write, and then
+// main.burn must already be on its stack. With a second argument "churn", goroutines
 // also start and end all the time, each growing its stack (the runtime
 // moves it) before it ends: what a dump read while the program runs
 // races with.
@@ -51,6 +53,7 @@ func pinnedHere() {
 
 //go:noinline
 func burn() {
+	fmt.Println("ready")
 	x := uint64(1)
 	for {
 		for i := 0; i < 1000000; i++ {
@@ -118,6 +121,5 @@ func main() {
 	if len(os.Args) > 2 && os.Args[2] == "churn" {
 		go churn()
 	}
-	fmt.Println("ready")
 	burn()
 }
