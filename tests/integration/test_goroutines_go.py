@@ -99,12 +99,30 @@ def mains(frames):
     return [fn for fn, _, _ in frames if fn.startswith('main.')]
 
 
+def wait_main_burning(proffs, pid, timeout=10):
+    """Until main is in burn and off the write of "ready" (goroutines.go
+    prints it from burn: a read at once can find main in that syscall),
+    read through our own dump."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st, fr = parse_debug2(
+            proffs.read(pid, 'goroutine.txt?debug=2').decode()).get(
+                1, (None, []))
+        if st in ('running', 'runnable', 'preempted') and \
+                'main.burn' in mains(fr) and 'syscall.Write' not in \
+                [f for f, _, _ in fr]:
+            return
+        assert time.monotonic() < deadline, (st, fr)
+        time.sleep(0.02)
+
+
 @pytest.mark.parametrize('name', ['goroutines', 'goroutines-s'])
 def test_goroutines_named_like_go(proffs, builds, tmp_path, name):
     dump_path = str(tmp_path / 'go.dump')
     created, their_created = {}, {}
     t = util.Target(name, dump_path, path=builds[name])
     try:
+        wait_main_burning(proffs, t.pid)
         text = proffs.read(t.pid, 'goroutine.txt?debug=2').decode()
         print(text)
         grouped = proffs.read(t.pid, 'goroutine.txt').decode()

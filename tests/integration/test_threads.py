@@ -82,22 +82,9 @@ def test_threads_txt_debug2_every_thread(proffs, target):
     assert_nothing_stopped(t.pid)
 
 
-def wait_main_parked(pid, timeout=5.0, tid=None):
-    """The parked target says "ready" just before its main thread calls
-    pause(): wait until it sleeps there (or thread tid sleeps), so what
-    it is known to do by construction is what a dump sees."""
-    end = time.monotonic() + timeout
-    stat = f'/proc/{pid}/task/{tid}/stat' if tid else f'/proc/{pid}/stat'
-    while time.monotonic() < end:
-        with open(stat) as f:
-            if f.read().rsplit(')', 1)[1].split()[0] == 'S':
-                return
-        time.sleep(0.01)
-
-
 def test_goroutine_pprof_one_sample_per_stack(proffs, target):
     t = target('parked')
-    wait_main_parked(t.pid)
+    util.wait_main_parked(t.pid)
     path = save(proffs.read(t.pid, 'goroutine.pb.gz'), 'goroutine.pb.gz')
     prof = util.validate_pprof(path)
     raw = util.pprof('-raw', path)
@@ -129,7 +116,7 @@ def test_goroutine_pprof_merges_identical_stacks(proffs, target):
     # The kernel's frame where the threads sleep, before the dump (after
     # it, a thread released is on its way back into its sleep).
     tid = max(int(x) for x in os.listdir(f'/proc/{t.pid}/task'))
-    wait_main_parked(t.pid, tid=tid)
+    util.wait_main_parked(t.pid, tid=tid)
     with open(f'/proc/{t.pid}/task/{tid}/stack') as f:
         kleaf = re.match(r'\[<\w+>\] ([^+\s]+)', f.readline()).group(1)
     path = save(proffs.read(t.pid, 'goroutine.pb.gz'),
@@ -416,7 +403,7 @@ def test_heap_agent_loaded_beside_a_running_dump(proffs, target):
     for i in range(6):
         t = target('manythreads', 1000)
         tid = max(int(x) for x in os.listdir(f'/proc/{t.pid}/task'))
-        wait_main_parked(t.pid, tid=tid)
+        util.wait_main_parked(t.pid, tid=tid)
         dumps = []
 
         def dump():

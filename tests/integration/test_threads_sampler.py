@@ -140,6 +140,7 @@ def parse_debug2(text):
 
 def test_debug1_groups_every_parked_thread(target):
     t = target('parked')
+    util.wait_main_parked(t.pid)
     d = dump(t.pid)
     util.save(d.out, 'threads-parked-debug1.txt')
     assert (d.threads, d.skipped, d.unstopped) == (6, 0, 1), d.err
@@ -165,6 +166,7 @@ def test_debug1_groups_every_parked_thread(target):
 
 def test_debug2_lists_every_thread(target):
     t = target('parked')
+    util.wait_main_parked(t.pid)
     before = tasks(t.pid)
     d = dump(t.pid, 2)
     util.save(d.out, 'threads-parked-debug2.txt')
@@ -191,6 +193,7 @@ def test_debug2_lists_every_thread(target):
 
 def test_pprof_has_labels_and_stacks(target):
     t = target('parked')
+    util.wait_main_parked(t.pid)
     d = dump(t.pid, 'pb')
     path = util.save(d.out, 'threads-parked.pb.gz')
     p = util.validate_pprof(path)

@@ -216,6 +216,19 @@ class Target:
 _go_tmp = tempfile.mkdtemp(prefix='proffs-go-')
 
 
+def wait_main_parked(pid, timeout=5.0, tid=None):
+    """The parked target says "ready" just before its main thread calls
+    pause(): wait until it sleeps there (or thread tid sleeps), so what
+    it is known to do by construction is what a dump sees."""
+    end = time.monotonic() + timeout
+    stat = f'/proc/{pid}/task/{tid}/stat' if tid else f'/proc/{pid}/stat'
+    while time.monotonic() < end:
+        with open(stat) as f:
+            if f.read().rsplit(')', 1)[1].split()[0] == 'S':
+                return
+        time.sleep(0.01)
+
+
 def go_env():
     env = dict(os.environ)
     env['HOME'] = _go_tmp

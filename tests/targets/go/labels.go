@@ -7,7 +7,9 @@
 // one with no labels; main burns CPU under role=main. On SIGUSR1 it
 // writes its own goroutine profile, debug=1 text to os.Args[1] and
 // the pprof (debug=0) to os.Args[1]+".pb.gz" (the text renamed into
-// place last). Prints "ready" once every goroutine is parked.
+// place last). Prints "ready" once every goroutine is parked, from burn,
+// under role=main: a read that follows the line at once finds main
+// labelled.
 package main
 
 import (
@@ -30,6 +32,7 @@ func waitLabeled(c chan int) {
 
 //go:noinline
 func burn() {
+	fmt.Println("ready")
 	x := uint64(1)
 	for {
 		for i := 0; i < 1000000; i++ {
@@ -87,7 +90,6 @@ func main() {
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(50 * time.Millisecond)
-	fmt.Println("ready")
 	pprof.Do(ctx, pprof.Labels("role", "main"), func(context.Context) {
 		burn()
 	})
