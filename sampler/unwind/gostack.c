@@ -160,8 +160,11 @@ int gostack_gap(struct proc_maps *maps, struct livestack *live, uint64_t bp,
  * others (goexit, mstart, rt0_go), and their CFI does not say so: what
  * lies above their frame is whatever another stack left there. Go's own
  * traceback stops at them too (its "top frame" function IDs, and the
- * vDSO caller it records in m); perf stops or goes astray. The names are
- * matched with or without their ABI suffix (".abi0").
+ * vDSO caller it records in m); perf stops or goes astray. The signal
+ * handler, sigtramp, is entered by no call: the kernel made the restorer,
+ * sigreturn's first byte, its return address, so the caller's pc is that
+ * byte (GO_INJECTED), not the padding before it. The names are matched
+ * with or without their ABI suffix (".abi0").
  */
 enum go_top gostack_top_frame(const char *name)
 {
@@ -183,6 +186,8 @@ enum go_top gostack_top_frame(const char *name)
 		{ "time.now", GO_SWITCH },
 		{ "runtime.asyncPreempt", GO_INJECTED },
 		{ "runtime.sigpanic", GO_INJECTED },
+		{ "runtime.sigtramp", GO_INJECTED },
+		{ "runtime.cgoSigtramp", GO_INJECTED },
 		{ "runtime.goexit", GO_START },
 		{ "runtime.mstart", GO_START },
 		{ "runtime.rt0_go", GO_START },

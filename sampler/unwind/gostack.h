@@ -25,8 +25,10 @@ enum go_top {
 	GO_START,		/* the first frame of a stack */
 	GO_INJECTED,		/* called by no call: the runtime made the
 				 * interrupted frame look like its caller
-				 * (asyncPreempt, sigpanic), whose pc is
-				 * exact, not a return address */
+				 * (asyncPreempt, sigpanic), or the kernel
+				 * the signal restorer (sigtramp's caller,
+				 * runtime.sigreturn's first byte), whose pc
+				 * is exact, not a return address */
 };
 
 /*

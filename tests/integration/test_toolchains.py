@@ -18,6 +18,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -318,6 +319,57 @@ def test_go_file_and_line_in_profiles_and_thread_dumps(proffs, build):
         assert len(frames) >= 10, text
         bad = [f for f in frames if not re.search(r'\.(go|s):\d+$', f[1])]
         assert not bad, bad
+
+
+def test_go_signal_handler_frames_end_at_sigreturn(proffs, build):
+    """A Go program's signal handler returns into the restorer the kernel
+    put as runtime.sigtramp's return address: runtime.sigreturn's first
+    byte, not after a call, so that frame is named at that byte (as Go's
+    own traceback names it, and where the stack ends, GO_TOPS), not one
+    byte earlier in the padding of the function before it (cgoSigtramp,
+    without a line). burngo is sent SIGURG (Go's preemption signal, which
+    it takes and ignores when no preemption was asked) as fast as a
+    thread can, so many samples land in the handler."""
+    exe = build('burngo')
+    t = util.Target('burngo', path=exe)
+    stop = threading.Event()
+
+    def flood():
+        while not stop.is_set():
+            try:
+                os.kill(t.pid, signal.SIGURG)
+            except ProcessLookupError:
+                return
+    sender = threading.Thread(target=flood)
+    sender.start()
+    handler = ('runtime.sigtramp', 'runtime.cgoSigtramp')
+    tramp, lines = [], []
+    try:
+        # windows until ten samples are in the handler (a busy machine
+        # lets the sender run less)
+        for i in range(5):
+            cpu = validate_pprof(save(
+                proffs.read(t.pid, 'cpu_2s?hz=999.pb.gz'),
+                f'burngo-signals-{i}.pb.gz'))
+            tramp += [[f.replace('.abi0', '') for f in s.frames]
+                      for s in cpu.samples
+                      if any(f.replace('.abi0', '') in handler
+                             for f in s.frames)]
+            lines += [ln for loc in cpu.locations.values()
+                      for ln in loc.lines if ln[0].startswith('runtime.')]
+            if len(tramp) >= 10:
+                break
+    finally:
+        stop.set()
+        sender.join()
+        t.kill()
+    assert len(tramp) >= 10, len(tramp)
+    for fr in tramp:
+        i = next(i for i, f in enumerate(fr) if f in handler)
+        assert i + 1 < len(fr) and fr[i + 1] in (
+            'runtime.sigreturn', 'runtime.sigreturn__sigaction'), fr
+    assert all(f.endswith(('.go', '.s')) and n > 0 for _, f, n in lines), \
+        [ln for ln in lines if not (ln[1].endswith(('.go', '.s')) and ln[2] > 0)]
 
 
 def test_vdso_named_and_unwound_from_the_process(proffs, target, tmp_path):
