@@ -619,16 +619,17 @@ static bool go_switch(struct unwinder *u, struct unwind_ctx *ctx,
 /*
  * Leave the system stack as go_switch() does, with the frames the kernel
  * walked by frame pointers at the sample: the one that returns into the
- * switching function (the leaf's pc when it is that function), then the
+ * switching function (lookup itself when exact: the leaf's pc, or the pc
+ * above a frame the runtime or the kernel made, GO_INJECTED), then the
  * rest, taken while they are Go code, up to goexit. Race-free where
  * go_switch() reads a goroutine stack that may have moved on since.
  * false when the walk does not hold the switch: then go_switch().
  */
 static bool go_switch_chain(struct unwinder *u, struct unwind_ctx *ctx,
-			    const struct frame *f, uint64_t lookup, bool leaf,
+			    const struct frame *f, uint64_t lookup, bool exact,
 			    uint64_t *pcs, int max, int *cnt)
 {
-	uint64_t want = leaf ? lookup : lookup + 1, gap[2];
+	uint64_t want = exact ? lookup : lookup + 1, gap[2];
 	size_t k = 0;
 	int added = 0, ngap;
 
@@ -702,6 +703,7 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 {
 	struct frame f = { .known = BIT(CFI_NREGS) - 1 };
 	uint64_t lookup = ctx->regs->r[UREG_RIP];	/* the leaf is exact */
+	bool exact = true;	/* lookup is a pc, not a return address - 1 */
 	int cnt = 0, switches = 0;
 
 	_Static_assert(CFI_NREGS == UREG__COUNT, "register numbering");
@@ -713,11 +715,12 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 		int step;
 
 		if (v && v->top == GO_SWITCH && !switches &&
-		    go_switch_chain(u, ctx, &f, lookup, cnt == 1, pcs, max,
+		    go_switch_chain(u, ctx, &f, lookup, exact, pcs, max,
 				    &cnt))
 			break;
 		if (v && v->top == GO_SWITCH && switches < GO_SWITCHES &&
 		    go_switch(u, ctx, &f, &lookup)) {
+			exact = false;
 			switches++;
 			pcs[cnt++] = lookup;
 			continue;
@@ -747,12 +750,13 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 		 * to libunwind; nor one Go's runtime injected): caller_pc(),
 		 * with the row at hand. */
 		lookup = f.r[CFI_REG_RA] - !injected;
+		exact = injected;
 		pcs[cnt++] = lookup;
 	}
 	/* A Go stack cut short (a live frame refused: the goroutine's
 	 * stack moved when it grew) goes on with the kernel's walk. */
 	if (!ctx->complete && cnt < max)
-		go_switch_chain(u, ctx, NULL, lookup, cnt == 1, pcs, max,
+		go_switch_chain(u, ctx, NULL, lookup, exact, pcs, max,
 				&cnt);
 	*n = cnt;
 	return 0;
