@@ -767,7 +767,6 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 static void unwind_libunwind(struct unwinder *u, struct unwind_ctx *ctx,
 			     uint64_t *pcs, int max, int *n)
 {
-	bool prev_signal = true;	/* the leaf ip is exact */
 	unw_cursor_t c;
 	int cnt = 0;
 
@@ -780,7 +779,6 @@ static void unwind_libunwind(struct unwinder *u, struct unwind_ctx *ctx,
 
 		if (row_top(row_get(u, pcs[cnt - 1]), &ctx->complete))
 			break;
-		prev_signal = unw_is_signal_frame(&c) > 0;
 		step = unw_step(&c);
 		if (step <= 0) {
 			ctx->complete = step == 0;
@@ -796,8 +794,10 @@ static void unwind_libunwind(struct unwinder *u, struct unwind_ctx *ctx,
 			break;
 		/* A return address points after the call; the call itself is
 		 * one byte earlier. A frame interrupted by a signal was not
-		 * calling anything. */
-		pcs[cnt++] = prev_signal ? ip : ip - 1;
+		 * calling anything: libunwind says so of the cursor the step
+		 * out of the signal frame left (its mark is the frame last
+		 * stepped from, as perf reads it), not of the signal frame. */
+		pcs[cnt++] = unw_is_signal_frame(&c) > 0 ? ip : ip - 1;
 	}
 out:
 	*n = cnt;

@@ -163,6 +163,30 @@ def test_qsort_comparator_unwinds_through_libc(proffs, target):
     assert good >= 0.95 * n_cmp, f'{good} of {n_cmp}; e.g. {bad}'
 
 
+def test_signal_handler_stack_names_the_interrupted_frames(proffs, target):
+    """sighandler burns in a signal handler on top of main -> outer ->
+    spin, where outer's call to spin is its last instruction. Past the
+    signal frame, spin is named at the pc the signal interrupted and the
+    frames above it one byte before their return addresses, as perf
+    names them: outer, then main. Taking the mark libunwind leaves for
+    the signal frame one frame late named spin by the byte before its pc
+    and outer by its return address, which lies past its end."""
+    t = target('sighandler')
+    p = validate_pprof(save(proffs.read(t.pid, 'cpu_2s?hz=999.pb.gz'),
+                            'sighandler.pb.gz'))
+    handler = [(s.values[0], [f for f in s.frames if not f.startswith('[k] ')])
+               for s in p.samples if 'in_handler' in s.frames]
+    n = sum(v for v, _ in handler)
+    assert n >= 100, (n, p.total())
+
+    def interrupted(fr):
+        i = fr.index('spin') if 'spin' in fr else -1
+        return i > 0 and fr[i:i + 3] == ['spin', 'outer', 'main']
+    whole = sum(v for v, fr in handler if interrupted(fr))
+    assert whole >= 0.9 * n, \
+        (whole, n, [fr for _, fr in handler if not interrupted(fr)][:5])
+
+
 def test_thread_started_during_window(proffs, target):
     """(iii) a thread created 1 s into a 3 s window is followed."""
     t = target('spawner', '1')
