@@ -10,11 +10,14 @@ Also the daemon's CPU per allocation sample. Writes heap-results.md.
 
     tests/bench/heap.py [--build DIR] [--out DIR] [--seconds S]
                         [--rounds N] [--readme] [--only WORD ...]
-                        [--workload WORD]
+                        [--workload WORD] [--rate BYTES]
 
 --only runs the conditions whose name has one of the words (the
 unprofiled pair always runs: it is the noise); --workload the workloads
-whose name has the word ("only", "fill").
+whose name has the word ("only", "fill"); --rate the sessions' sampling
+rate instead of the default (`heap?rate=N&seconds=S.pb.gz`): a rate that
+hardly samples shows what the hooks cost without sampling, in the build's
+own layout.
 
 This VM's speed drifts by tens of percent between seconds, and its two
 CPUs are not equally fast at any moment (other guests), far more than the
@@ -78,10 +81,17 @@ def unprofiled(args, t, c):
     return pair_rates(t, c, sleep_span(args))
 
 
+def heap_file(args, seconds):
+    """The heap file of a window of seconds, at --rate if given."""
+    if args.rate:
+        return f'heap?rate={args.rate}&seconds={seconds}.pb.gz'
+    return f'heap_{seconds}s.pb.gz'
+
+
 def armed_between_sessions(args, t, c):
     d = Daemon(args.build, 'heap_idle=600')
     try:
-        d.read(t.pid, 'heap_1s.pb.gz')
+        d.read(t.pid, heap_file(args, 1))
         return pair_rates(t, c, sleep_span(args))
     finally:
         d.stop()
@@ -91,10 +101,10 @@ def armed_in_session(args, t, c):
     """Also the daemon's CPU per sample, from the session's log line."""
     d = Daemon(args.build)
     try:
-        d.read(t.pid, 'heap_1s.pb.gz')
+        d.read(t.pid, heap_file(args, 1))
         cpu0 = cpu_seconds(d.proc.pid)
         window = int(args.seconds) + 2
-        th = d.read_async(t.pid, f'heap_{window}s.pb.gz')
+        th = d.read_async(t.pid, heap_file(args, window))
         time.sleep(0.5)
         rates = pair_rates(t, c, sleep_span(args))
         th.join()
@@ -115,7 +125,7 @@ armed_in_session.us, armed_in_session.per_s = [], []
 def disarmed(args, t, c):
     d = Daemon(args.build, 'heap_idle=1')
     try:
-        d.read(t.pid, 'heap_1s.pb.gz')
+        d.read(t.pid, heap_file(args, 1))
         time.sleep(1 + 3 + 2)   # idle, then the agent's lease
         if 'letting the agent disarm' not in d.log_text():
             sys.exit('the agent was not let disarm')
@@ -165,7 +175,7 @@ def uprobe_fallback(args, t, c):
     try:
         t0 = time.monotonic()
         rates = pair_rates(t, c, lambda: d.read(
-            t.pid, f'heap_{int(args.seconds)}s.pb.gz'))
+            t.pid, heap_file(args, int(args.seconds))))
         uprobe_fallback.ran.append(time.monotonic() - t0)
         trip = re.findall(r'tripped after [\d.]+ s: (\d+) probe hits in '
                           r'([\d.]+) s', d.log_text())
@@ -253,9 +263,13 @@ def report(results, args):
                          f'({(m - 1) * 100:+.1f}%) | {min(v):.3f}-'
                          f'{max(v):.3f} |')
     us, per_s = armed_in_session.us, armed_in_session.per_s
+    rate = (f'rate {args.rate} (the sessions; between them the default)'
+            if args.rate else 'the default rate')
+    if args.rate:
+        lines += ['', f'Sessions sampled at {rate}.']
     if us:
         lines += ['', f'Daemon CPU per allocation sample (unwind, '
-                  f'symbolize, count) at the default rate: '
+                  f'symbolize, count) at {rate}: '
                   f'{statistics.median(us):.1f} µs (median; '
                   f'{statistics.median(per_s):,.0f} samples/s).']
     if uprobe_fallback.ran:
@@ -278,9 +292,12 @@ def main():
                     help='only the conditions whose name has a word')
     ap.add_argument('--workload', default='',
                     help='only the workloads whose name has this word')
+    ap.add_argument('--rate', type=int, default=0,
+                    help="the sessions' sampling rate in bytes")
     args = ap.parse_args()
-    if (args.only or args.workload) and args.readme:
-        sys.exit('--readme takes the whole run, not --only/--workload')
+    if (args.only or args.workload or args.rate) and args.readme:
+        sys.exit('--readme takes the whole run at the default rate, not '
+                 '--only/--workload/--rate')
     if args.only:
         args.only.append('unprofiled')
     if os.geteuid() != 0:
