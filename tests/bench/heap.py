@@ -265,6 +265,8 @@ def report(results, args):
     us, per_s = armed_in_session.us, armed_in_session.per_s
     rate = (f'rate {args.rate} (the sessions; between them the default)'
             if args.rate else 'the default rate')
+    if args.rate and not us:
+        lines += ['', f'Sessions sampled at {rate}.']
     if us:
         lines += ['', f'Daemon CPU per allocation sample (unwind, '
                   f'symbolize, count) at {rate}: '
