@@ -29,6 +29,7 @@
 #include "sampler/heap/heap_watch.h"
 #include "sampler/heap/heap_model.h"
 #include "sampler/heap/heap_ring.h"
+#include "sampler/heap/heap_throttle.h"
 #include "sampler/heap/uprobe/heap_uprobe.h"
 #include "sampler/heap/inject.h"
 #include "sampler/log.h"
@@ -63,7 +64,9 @@ struct agent {
 	struct heap_model *model;
 	uint64_t rates[MAX_USERS];	/* one per session using it */
 	unsigned users;
+	uint64_t asked;			/* the finest rate the sessions ask */
 	uint64_t rate;			/* what the agent samples at now */
+	struct heap_throttle thr;	/* asked * thr.factor, at the default */
 	bool budgets_stale;		/* rate dropped: settle_budgets_locked */
 	uint64_t last_used_ns, last_beat_ns;
 	uint64_t lost_at_start;		/* sh->lost when our count began */
@@ -254,22 +257,53 @@ static void beat_locked(struct agent *ag, uint64_t now)
 	ag->last_beat_ns = now;
 }
 
-/* The smallest rate any session asks, or the default when none runs. */
+/* The smallest rate any session asks, or the default when none runs;
+ * the default made coarser while the process samples too often
+ * (heap_throttle.h). */
 static void set_rate_locked(struct agent *ag)
 {
-	uint64_t rate = ag->users ? UINT64_MAX : PH_DEFAULT_RATE;
+	uint64_t asked = ag->users ? UINT64_MAX : PH_DEFAULT_RATE, rate;
+	uint32_t f = ag->thr.factor ? ag->thr.factor : 1;	/* unset */
 
 	for (unsigned i = 0; i < ag->users; i++)
-		if (ag->rates[i] < rate)
-			rate = ag->rates[i];
+		if (ag->rates[i] < asked)
+			asked = ag->rates[i];
+	rate = asked >= PH_DEFAULT_RATE ? asked * f : asked;
+	/* 0: taking the agent over; its threads' budgets may be anything.
+	 * A throttle easing off needs no reset: a budget drawn at the
+	 * coarser rate is spent at it, and weighted by it. */
+	if (asked < ag->asked || !ag->rate)
+		ag->budgets_stale = true;
+	ag->asked = asked;
 	if (rate == ag->rate)
 		return;
-	/* 0: taking the agent over; its threads' budgets may be anything */
-	if (rate < ag->rate || !ag->rate)
-		ag->budgets_stale = true;
 	ag->rate = rate;
 	atomic_store(&ag->sh->rate, rate);
 	atomic_fetch_add(&ag->sh->rate_gen, 1);
+}
+
+/* Follow the agent's sample count; only the default rate is throttled. */
+static void throttle_locked(struct agent *ag, uint64_t now)
+{
+	uint64_t n = atomic_load(&ag->sh->samples);
+	uint32_t was = ag->thr.factor;
+
+	if (ag->asked < PH_DEFAULT_RATE) {
+		heap_throttle_start(&ag->thr, now, n);
+		return;
+	}
+	if (!heap_throttle_update(&ag->thr, now, n))
+		return;
+	set_rate_locked(ag);
+	if (ag->thr.factor > was && ag->thr.raises == 1)
+		pr_info("heap: pid %d: more than %llu samples a second: "
+			"sampling %u times coarser than the default, one "
+			"allocation per %llu bytes", (int)ag->pid,
+			HEAP_THROTTLE_PER_S, ag->thr.factor,
+			(unsigned long long)ag->rate);
+	else
+		pr_debug("heap: pid %d: sampling %u times coarser than the "
+			 "default", (int)ag->pid, ag->thr.factor);
 }
 
 /* After the rate dropped, and never while the target's threads are held
@@ -311,6 +345,7 @@ static int configure(void *arg)
 		ag->sh = heap_ring_shared(ag->ring);
 	}
 	ag->rate = 0;
+	heap_throttle_start(&ag->thr, now_ns(), atomic_load(&ag->sh->samples));
 	ag->disarms = atomic_load(&ag->sh->disarms);
 	/* A preloaded agent's losses since the start count: we report on
 	 * everything since then. */
@@ -592,6 +627,7 @@ static bool tend_locked(struct agent *ag, uint64_t now)
 	if (!proc_alive(ag->pid) || !heap_ring_attached(ag->ring) ||
 	    heap_ring_broken(ag->ring))
 		return true;
+	throttle_locked(ag, now);
 	if (ag->users || now - ag->last_used_ns < idle) {
 		if (now - ag->last_beat_ns >= BEAT_NS)
 			beat_locked(ag, now);
@@ -764,7 +800,7 @@ static int measure(struct agent *ag, const struct heap_opts *o,
 	struct heap_profile_info info = { .allocs = o->allocs };
 	struct heap_snap *from = NULL, *to = NULL;
 	struct heap_memstats ms = { 0 };
-	uint64_t t0 = now_ns(), lost0, samples0, frees0;
+	uint64_t t0 = now_ns(), lost0, samples0, frees0, raises0;
 	struct window w = { 0 };
 	int ret = 0;
 
@@ -778,6 +814,7 @@ static int measure(struct agent *ag, const struct heap_opts *o,
 	lost0 = o->has_window ? atomic_load(&ag->sh->lost) : ag->lost_at_start;
 	samples0 = from ? heap_model_samples(ag->model) : 0;
 	frees0 = from ? heap_model_frees(ag->model) : 0;
+	raises0 = ag->thr.raises;
 	pthread_mutex_unlock(&ag->lock);
 	info.time_nanos = wall_ns();
 	if (!ret && (o->has_window || armed_now))
@@ -804,6 +841,10 @@ static int measure(struct agent *ag, const struct heap_opts *o,
 	if (!ret) {
 		struct heap_comment_info ci = {
 			.pid = o->pid, .rate = ag->rate, .lost = st->lost,
+			.asked = ag->asked,
+			.throttled = ag->asked >= PH_DEFAULT_RATE &&
+				     (ag->thr.factor > 1 ||
+				      ag->thr.raises != raises0),
 			.samples = st->samples, .window = &w,
 			.elapsed_ns = now_ns() - t0,
 			.slots = atomic_load(&ag->sh->slots),

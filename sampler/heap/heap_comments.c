@@ -7,6 +7,7 @@
 
 #include "sampler/heap/agent/heap_ring.h"
 #include "sampler/heap/heap_comments.h"
+#include "sampler/heap/heap_throttle.h"
 #include "sampler/log.h"
 #include "sampler/model/profile.h"
 #include "sampler/window.h"
@@ -77,6 +78,17 @@ int heap_add_comments(struct profile *p, const struct heap_comment_info *c)
 		 (unsigned long long)c->rate);
 	if (!ret)
 		ret = profile_add_comment(p, text);
+	if (!ret && c->throttled) {
+		snprintf(text, sizeof(text), "proffs: the process allocated "
+			 "so fast that the default rate (%llu bytes) would take "
+			 "more than %llu samples a second, so it was made "
+			 "coarser (now %llu); every sample is weighted by its "
+			 "own rate, so the figures stay unbiased: %llu samples",
+			 (unsigned long long)c->asked, HEAP_THROTTLE_PER_S,
+			 (unsigned long long)c->rate,
+			 (unsigned long long)c->samples);
+		ret = profile_add_comment(p, text);
+	}
 	if (!ret && c->lost) {
 		snprintf(text, sizeof(text), "proffs: %llu samples were dropped "
 			 "(%.1f%%): the daemon fell behind, or the ring filled "

@@ -256,6 +256,48 @@ def test_default_rate_within_sampling_error(proffs, target):
     assert site_values(lp, 'site_calloc')[3] > 0, 'not symbolized'
 
 
+def test_default_rate_throttled_on_a_fast_allocator(proffs, target):
+    """A thread allocating as fast as it can would take some 27,000
+    samples a second at the default rate: the daemon makes the rate
+    coarser until it takes at most 5,000 (heap_throttle.h), says so in
+    the profile and the log, and weights each sample by its own rate, so
+    the counts still match what the target allocated. A session asking
+    a finer rate gets it."""
+    t = target('mallocs', 1)
+    Reader(proffs.path(t.pid, 'allocs_1s.pb.gz')).result()   # armed
+    a0, t0 = ops_now(t)
+    data = Reader(proffs.path(t.pid, 'allocs_3s.pb.gz')).result()
+    a1, t1 = ops_now(t)
+    path = util.save(data, f'allocs-throttled-{t.pid}.pb.gz')
+    p = util.validate_pprof(path)
+    note = [c for c in p.comments if 'made coarser' in c]
+    assert len(note) == 1, p.comments
+    m = re.search(r'default rate \((\d+) bytes\).*\(now (\d+)\).*: (\d+) '
+                  r'samples$', note[0])
+    assert m, note[0]
+    asked, rate, samples = (int(x) for x in m.groups())
+    assert asked == 524288 and rate > asked and p.period == rate, note[0]
+    assert 0 < samples <= 1.2 * 5000 * 3, note[0]
+    assert proffs.log_lines(rf'heap: pid {t.pid}: more than 5000 samples a '
+                            r'second: sampling \d+ times coarser')
+    # The window lies within [t0, t1], which the target's own count
+    # brackets; the estimate is off by a factor (the rate it was drawn
+    # at) if a sample is weighted by another rate.
+    objects = p.total('alloc_objects/count')
+    assert objects <= 1.1 * (a1 - a0), (objects, a1 - a0)
+    assert objects >= 0.75 * (a1 - a0) * 3 / (t1 - t0), \
+        (objects, a1 - a0, t1 - t0)
+    # blocks of 16 to 256 bytes, as many of each: 136 on average
+    size = p.total('alloc_space/bytes') / objects
+    assert 136 * 0.95 <= size <= 136 * 1.05, size
+    # asked finer: as asked, not throttled
+    data = Reader(proffs.path(t.pid, 'allocs?rate=262144&seconds=1.pb.gz')
+                  ).result()
+    p = util.validate_pprof(util.save(data, f'allocs-finer-{t.pid}.pb.gz'))
+    assert p.period == 262144, p.period
+    assert not [c for c in p.comments if 'made coarser' in c], p.comments
+
+
 def test_cxx_operator_new(proffs, target):
     """A C++ target allocating through operator new (objects, arrays,
     std::string buffers made inside libstdc++) is profiled the same way."""
