@@ -268,7 +268,7 @@ static void set_rate_locked(struct agent *ag)
 	for (unsigned i = 0; i < ag->users; i++)
 		if (ag->rates[i] < asked)
 			asked = ag->rates[i];
-	rate = asked >= PH_DEFAULT_RATE ? asked * f : asked;
+	rate = asked == PH_DEFAULT_RATE ? asked * f : asked;
 	/* 0: taking the agent over; its threads' budgets may be anything.
 	 * A throttle easing off needs no reset: a budget drawn at the
 	 * coarser rate is spent at it, and weighted by it. */
@@ -282,13 +282,14 @@ static void set_rate_locked(struct agent *ag)
 	atomic_fetch_add(&ag->sh->rate_gen, 1);
 }
 
-/* Follow the agent's sample count; only the default rate is throttled. */
+/* Follow the agent's sample count; only the default rate is throttled:
+ * a session that names another gets it. */
 static void throttle_locked(struct agent *ag, uint64_t now)
 {
 	uint64_t n = atomic_load(&ag->sh->samples);
 	uint32_t was = ag->thr.factor;
 
-	if (ag->asked < PH_DEFAULT_RATE) {
+	if (ag->asked != PH_DEFAULT_RATE) {
 		heap_throttle_start(&ag->thr, now, n);
 		return;
 	}
@@ -842,7 +843,7 @@ static int measure(struct agent *ag, const struct heap_opts *o,
 		struct heap_comment_info ci = {
 			.pid = o->pid, .rate = ag->rate, .lost = st->lost,
 			.asked = ag->asked,
-			.throttled = ag->asked >= PH_DEFAULT_RATE &&
+			.throttled = ag->asked == PH_DEFAULT_RATE &&
 				     (ag->thr.factor > 1 ||
 				      ag->thr.raises != raises0),
 			.samples = st->samples, .window = &w,

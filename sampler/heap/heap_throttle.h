@@ -17,7 +17,7 @@
  * and is weighted by it, so the estimates stay unbiased: they only get
  * noisier, and at the cap a 5 s window still holds 25,000 samples.
  *
- * Only the default rate is throttled: a session that asks a finer one
+ * Only the default rate is throttled: a session that asks another
  * (heap?rate=N) gets it, whatever it costs.
  *
  * The caller feeds the agent's cumulative sample count every few
