@@ -204,8 +204,9 @@ static void write_text(FILE *f, const struct snapshot *s)
 		fprintf(f, "http_refused_%s: %llu\n", s->http[i].reason,
 			s->http[i].n);
 	fprintf(f, "agent_loaded: %llu\nagent_armed: %llu\n"
-		"agent_harmed: %llu\n", s->agents.loaded, s->agents.armed,
-		s->agents.harmed);
+		"agent_harmed: %llu\nagent_throttled: %llu\n",
+		s->agents.loaded, s->agents.armed, s->agents.harmed,
+		s->agents.throttled);
 	fprintf(f, "cpu_user_us: %llu\ncpu_system_us: %llu\nrss_kb: %llu\n"
 		"dso_cache_objects: %zu\ndso_cache_max_objects: %zu\n"
 		"dso_cache_idle_seconds: %llu\ndso_cache_expired: %llu\n"
@@ -376,6 +377,12 @@ static void metrics_agents(FILE *f, const struct snapshot *s)
 	       "Processes that crashed, or spun in the heap agent, within "
 	       "seconds of a load (issue 25): each an error.");
 	fprintf(f, "proffs_heap_agent_harmed_total %llu\n", s->agents.harmed);
+	family(f, "heap_agent_throttled_total", "counter",
+	       "Times a process's default heap sampling rate was made "
+	       "coarser: it would have taken more samples a second than the "
+	       "cap.");
+	fprintf(f, "proffs_heap_agent_throttled_total %llu\n",
+		s->agents.throttled);
 	for (int e = 0; e < HEAP_ERRNO_MAX; e++)
 		if (s->agents.failed[e])
 			fprintf(f, "proffs_heap_agent_loads_total{outcome=\"%s\"}"

@@ -296,6 +296,11 @@ static void throttle_locked(struct agent *ag, uint64_t now)
 	if (!heap_throttle_update(&ag->thr, now, n))
 		return;
 	set_rate_locked(ag);
+	if (ag->thr.factor > was) {
+		pthread_mutex_lock(&ag->a->counts_lock);
+		ag->a->counts.throttled++;
+		pthread_mutex_unlock(&ag->a->counts_lock);
+	}
 	if (ag->thr.factor > was && ag->thr.raises == 1)
 		pr_info("heap: pid %d: more than %llu samples a second: "
 			"sampling %u times coarser than the default, one "

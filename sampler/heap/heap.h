@@ -83,6 +83,8 @@ struct heap_agent_counts {
 	unsigned long long armed;	/* there already, armed again */
 	unsigned long long harmed;	/* the process crashed or spun in
 					 * the agent soon after (issue 25) */
+	unsigned long long throttled;	/* a process's default rate made
+					 * coarser (heap_throttle.h) */
 	unsigned long long failed[HEAP_ERRNO_MAX];	/* by errno; [0]: other */
 };
 

@@ -280,6 +280,9 @@ def test_default_rate_throttled_on_a_fast_allocator(proffs, target):
     assert 0 < samples <= 1.2 * 5000 * 3, note[0]
     assert proffs.log_lines(rf'heap: pid {t.pid}: more than 5000 samples a '
                             r'second: sampling \d+ times coarser')
+    status = proffs.read('', 'status').decode()
+    n = re.search(r'^agent_throttled: (\d+)$', status, re.M)
+    assert n and int(n.group(1)) >= 1, status
     # The window lies within [t0, t1], which the target's own count
     # brackets; the estimate is off by a factor (the rate it was drawn
     # at) if a sample is weighted by another rate.

@@ -199,6 +199,8 @@ def test_base_between_two_heap_profiles(proffs, target):
     assert metric(m, 'proffs_heap_agent_loads_total', outcome='loaded') == 1
     assert metric(m, 'proffs_heap_agent_loads_total', outcome='armed') == 0
     assert 'proffs_heap_agent_loads_total{outcome="E' not in m
+    # a quiet allocator: its default rate never made coarser
+    assert metric(m, 'proffs_heap_agent_throttled_total') == 0
 
 
 def test_delta_heap_is_a_window(proffs, target):
