@@ -296,20 +296,19 @@ static void throttle_locked(struct agent *ag, uint64_t now)
 	if (!heap_throttle_update(&ag->thr, now, n))
 		return;
 	set_rate_locked(ag);
-	if (ag->thr.factor > was) {
-		pthread_mutex_lock(&ag->a->counts_lock);
-		ag->a->counts.throttled++;
-		pthread_mutex_unlock(&ag->a->counts_lock);
-	}
-	if (ag->thr.factor > was && ag->thr.raises == 1)
+	pr_debug("heap: pid %d: sampling %u times coarser than the default",
+		 (int)ag->pid, ag->thr.factor);
+	if (ag->thr.factor < was)
+		return;
+	pthread_mutex_lock(&ag->a->counts_lock);
+	ag->a->counts.throttled++;
+	pthread_mutex_unlock(&ag->a->counts_lock);
+	if (ag->thr.raises == 1)	/* once a process: it may see-saw */
 		pr_info("heap: pid %d: more than %llu samples a second: "
 			"sampling %u times coarser than the default, one "
 			"allocation per %llu bytes", (int)ag->pid,
 			HEAP_THROTTLE_PER_S, ag->thr.factor,
 			(unsigned long long)ag->rate);
-	else
-		pr_debug("heap: pid %d: sampling %u times coarser than the "
-			 "default", (int)ag->pid, ag->thr.factor);
 }
 
 /* After the rate dropped, and never while the target's threads are held

@@ -3,7 +3,8 @@
  * heap_comments.h - what a heap or allocs profile made by the agent says
  * about itself, in its comments: the rate (and why it is coarser than
  * asked), samples dropped, a process that exited or was harmed during
- * the window, and why a profile is empty. Errors: negative errno (profile_add_comment's).
+ * the window, and why a profile is empty. Errors: negative errno
+ * (profile_add_comment's).
  */
 #ifndef PROFFS_HEAP_COMMENTS_H
 #define PROFFS_HEAP_COMMENTS_H
