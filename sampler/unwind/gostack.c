@@ -206,6 +206,30 @@ enum go_top gostack_top_frame(const char *name)
 }
 
 /*
+ * Go's linker writes CFI for the CFA and the return address only: the
+ * caller's frame pointer, which every Go function with a frame saves just
+ * below its return address, has no rule, and "same value" would hand the
+ * callee's RBP up the stack. A switch found past such frames (a signal's
+ * restorer, then mcall above the scheduler's frames) then read a frame
+ * chain from a stale RBP: in a Go program taking signals, nearly half the
+ * handler's samples repeated scheduler frames, stopm ... mcall twice or
+ * three times. The rule is the one gostack_row() gives Go code without
+ * CFI. For Go's own functions only (the caller checks): cgo's C code has
+ * its compiler's CFI, where no RBP rule does mean "same value".
+ */
+void gostack_fp_rule(struct cfi_row *row)
+{
+	for (int i = 0; i < row->nrules; i++)
+		if (row->rules[i].reg == CFI_REG_RBP)
+			return;
+	if (row->cfa_reg != CFI_REG_RSP || row->cfa_off < 16 ||
+	    row->nrules >= CFI_MAX_RULES)
+		return;
+	row->rules[row->nrules++] = (struct cfi_rule){
+		.reg = CFI_REG_RBP, .off = -16, .kind = CFI_OFFSET };
+}
+
+/*
  * The row of Go code without CFI (a Go program built -s -w has none, nor
  * has its assembly), from the frame size Go's table gives at the pc: the
  * return address just above the frame, and the caller's frame pointer

@@ -43,6 +43,11 @@ enum go_top gostack_top_frame(const char *name);
 int gostack_row(const struct gopcln *g, uint64_t vaddr,
 		struct cfi_row *row);
 
+/* A row of Go's own CFI (.debug_frame) completed with where the function
+ * saved its caller's frame pointer, which Go's CFI never says (see
+ * gostack.c). */
+void gostack_fp_rule(struct cfi_row *row);
+
 /* Whether pc is inside a function of a Go program's own table (not at
  * its first byte). */
 bool gostack_code(struct proc_maps *maps, uint64_t pc);

@@ -439,6 +439,8 @@ static void row_compute(struct unwinder *u, struct row_val *v, uint64_t pc)
 				: -ENOENT;
 	if (v->status && e && e->dso && dso_gopcln(e->dso))
 		v->status = gostack_row(dso_gopcln(e->dso), pc - e->bias, &v->row);
+	else if (!v->status && dso_is_go(e->dso) && gostack_code(u->maps, pc))
+		gostack_fp_rule(&v->row);	/* not cgo's C code */
 	v->top = e && e->dso && dso_is_go(e->dso) ?
 		 gostack_top_frame(dso_symbol_name(e->dso, pc - e->bias)) :
 		 GO_NOT_TOP;

@@ -327,7 +327,7 @@ def test_go_signal_handler_frames_end_at_sigreturn(proffs, build):
     byte, not after a call, so that frame is named at that byte (as Go's
     own traceback names it, and where the stack ends, GO_TOPS), not one
     byte earlier in the padding of the function before it (cgoSigtramp,
-    without a line). burngo is sent SIGURG (Go's preemption signal, which
+    without a line); past it, the interrupted frames, not stale ones. burngo is sent SIGURG (Go's preemption signal, which
     it takes and ignores when no preemption was asked) as fast as a
     thread can, so many samples land in the handler."""
     exe = build('burngo')
@@ -368,6 +368,16 @@ def test_go_signal_handler_frames_end_at_sigreturn(proffs, build):
         i = next(i for i, f in enumerate(fr) if f in handler)
         assert i + 1 < len(fr) and fr[i + 1] in (
             'runtime.sigreturn', 'runtime.sigreturn__sigaction'), fr
+    # Past the restorer, an idle M's scheduler frames (notesleep ... mcall
+    # on g0) lead to the goroutine it parked. mcall and schedule never
+    # nest, so a stack holding either twice went on from a stale frame
+    # pointer: Go's CFI has no rule for RBP (gostack_fp_rule). Without
+    # the rule 45% of these samples did; a goroutine stack that changes
+    # while it is read still may, rarely (1-2%).
+    stale = [fr for fr in tramp if fr.count('runtime.mcall') > 1 or
+             fr.count('runtime.schedule') > 1]
+    assert len(stale) <= max(2, 0.1 * len(tramp)), (len(stale), len(tramp),
+                                                    stale[:3])
     assert all(f.endswith(('.go', '.s')) and n > 0 for _, f, n in lines), \
         [ln for ln in lines if not (ln[1].endswith(('.go', '.s')) and ln[2] > 0)]
 
