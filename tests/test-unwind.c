@@ -19,6 +19,7 @@
 
 #include "check.h"
 #include "sampler/unwind/dso.h"
+#include "sampler/unwind/gostack.h"
 #include "sampler/unwind/maps.h"
 #include "sampler/unwind/unwind.h"
 #include "unwind-fixture.h"
@@ -160,8 +161,43 @@ static __attribute__((noinline)) void from_signal(void)
 	asm volatile("" ::: "memory");
 }
 
+/* Go's CFI rows, which name the CFA and the RA only, get the frame
+ * pointer's rule where Go saves it; nothing else does. */
+static void check_go_fp_rule(void)
+{
+	struct cfi_row ra = { .cfa_reg = 7, .cfa_off = 32, .nrules = 1,
+			      .rules = { { .reg = 16, .off = -8,
+					   .kind = CFI_OFFSET } } };
+	struct cfi_row row;
+
+	row = ra;	/* a frame: RBP saved at CFA - 16 */
+	gostack_fp_rule(&row);
+	CHECK(row.nrules == 2 && row.rules[1].reg == CFI_REG_RBP &&
+	      row.rules[1].off == -16 && row.rules[1].kind == CFI_OFFSET,
+	      "frame: %d rules", row.nrules);
+	row = ra;	/* no frame (the entry, a NOFRAME function) */
+	row.cfa_off = 8;
+	gostack_fp_rule(&row);
+	CHECK(row.nrules == 1, "no frame: %d rules", row.nrules);
+	row = ra;	/* a rule of its own is kept */
+	row.rules[row.nrules++] = (struct cfi_rule){ .reg = CFI_REG_RBP,
+		.off = -24, .kind = CFI_OFFSET };
+	gostack_fp_rule(&row);
+	CHECK(row.nrules == 2 && row.rules[1].off == -24, "own: %d rules",
+	      row.nrules);
+	row = ra;	/* a CFA off another register: no layout known */
+	row.cfa_reg = CFI_REG_RBP;
+	gostack_fp_rule(&row);
+	CHECK(row.nrules == 1, "cfa in rbp: %d rules", row.nrules);
+	row = ra;	/* a full row takes no more */
+	row.nrules = CFI_MAX_RULES;
+	gostack_fp_rule(&row);
+	CHECK(row.nrules == CFI_MAX_RULES, "full: %d rules", row.nrules);
+}
+
 int main(void)
 {
+	check_go_fp_rule();
 	if (dso_cache_new(NULL, &cache) || maps_load(getpid(), cache, &maps) ||
 	    unwinder_new(maps, &unwinder)) {
 		fprintf(stderr, "FATAL: setup\n");
