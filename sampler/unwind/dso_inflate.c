@@ -169,9 +169,15 @@ static int prep_range(enum prep op, int fd, unsigned char *img, size_t off,
 		return -posix_fallocate(fd, off, len);
 	/* One call instead of a write fault per page: in a VM a fault is
 	 * dear, and the stores through the shared mapping took a fifth of
-	 * the inflate's CPU in them. Best effort: a kernel before 5.14
-	 * says EINVAL, and the stores then fault as before. */
-	madvise(img + off, len, MADV_POPULATE_WRITE);
+	 * the inflate's CPU in them. From the range's first whole page
+	 * (madvise wants it aligned; a page before it may be a hole's);
+	 * the last page is written in part, so it may be taken whole.
+	 * Best effort: a kernel before 5.14 says EINVAL, and the stores
+	 * then fault as before. */
+	size_t from = align_up(off, 4096);
+
+	if (from < off + len)
+		madvise(img + from, off + len - from, MADV_POPULATE_WRITE);
 	return 0;
 }
 
