@@ -30,6 +30,25 @@ PROFFS_TEST_PKGS="python3 python3-pytest linux-perf mount systemd man-db
 	redis-server redis-tools nginx-light sqlite3 postgresql
 	openjdk-17-jdk-headless"
 
+# Packages a command on PATH stands for, as package:command. Node.js from
+# NodeSource brings its own npm, and its nodejs package conflicts with
+# Debian's npm: asking apt for npm there fails the whole install.
+PROFFS_PKG_CMDS="npm:npm"
+
+# pkg_present PACKAGE: installed, or its command is there.
+pkg_present()
+{
+	local pc
+
+	dpkg-query -W -f='${Status}' "$1" 2>/dev/null |
+		grep -q 'install ok installed' && return 0
+	for pc in $PROFFS_PKG_CMDS; do
+		[ "${pc%%:*}" = "$1" ] && command -v "${pc#*:}" >/dev/null &&
+			return 0
+	done
+	return 1
+}
+
 # install_deps PACKAGE...: apt-get update and install what is missing;
 # nothing (and no network) when everything is installed.
 install_deps()
@@ -37,8 +56,7 @@ install_deps()
 	local missing=() p
 
 	for p in "$@"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
-			grep -q 'install ok installed' || missing+=("$p")
+		pkg_present "$p" || missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
 	if [ "$(id -u)" != 0 ]; then
