@@ -4,7 +4,8 @@
  * (sampler/heap/heap_throttle.h): a process under the cap is left alone,
  * one over it is brought under it within a period and kept there without
  * see-sawing, the factor eases off when the process does, and never
- * passes its bound; counts and clocks that go back change nothing.
+ * passes its bound; counts and clocks that go back change nothing. A
+ * session that names a rate, the default's value too, turns it off.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -124,8 +125,31 @@ static void test_backwards(void)
 				   1000000000), "late");
 }
 
+/* Sessions' entries: 0 for the default, the rate for a named one; the
+ * agent samples at the finest, throttled only when none is named. */
+static void test_named_rates(void)
+{
+	uint64_t both[] = { 0, 1048576 }, fine[] = { 0, 262144 },
+		 deflt[] = { 0, 0 }, named[] = { 524288 };
+	bool n;
+
+	CHECK(heap_throttle_session_rate(524288, false) == 0, "default");
+	CHECK(heap_throttle_session_rate(524288, true) == 524288, "named");
+	CHECK(heap_throttle_session_rate(1048576, false) == 1048576,
+	      "another rate is named");
+	CHECK(heap_throttle_session_rate(0, true) == 1, "0: every one");
+	CHECK(heap_throttle_asked(NULL, 0, &n) == 524288 && !n, "none");
+	CHECK(heap_throttle_asked(deflt, 2, &n) == 524288 && !n, "defaults");
+	CHECK(heap_throttle_asked(named, 1, &n) == 524288 && n,
+	      "the default's value, named");
+	CHECK(heap_throttle_asked(both, 2, &n) == 524288 && n,
+	      "a coarser one named: the default's, not throttled");
+	CHECK(heap_throttle_asked(fine, 2, &n) == 262144 && n, "finer");
+}
+
 int main(void)
 {
+	test_named_rates();
 	test_under_the_cap();
 	test_over_the_cap();
 	test_eases_off();

@@ -136,6 +136,7 @@ static const struct name_case cases[] = {
 	INVAL("flame?hz=0", CPU, SVG),
 	INVAL("cpu?hz=18446744073709551616", CPU, PBGZ),
 	OK("heap?rate=1", HEAP, PBGZ, .rate = 1),
+	OK("heap?rate=524288", HEAP, PBGZ, .rate = 524288),
 	OK("allocs?rate=4294967295", ALLOCS, PBGZ, .rate = 4294967295u),
 	INVAL("allocs?rate=4294967296", ALLOCS, PBGZ),
 	INVAL("heap?rate=0.txt", HEAP, TXT),
@@ -285,6 +286,9 @@ static void check_fields(const struct name_case *c,
 	CHECK(r->hz == hz, "'%s': hz %u, want %u", c->name, r->hz, hz);
 	CHECK(r->rate == rate, "'%s': rate %u, want %u", c->name, r->rate,
 	      rate);
+	/* named, the default's value too: never made coarser */
+	CHECK(r->rate_named == (c->rate != 0), "'%s': rate_named %d",
+	      c->name, r->rate_named);
 	CHECK(r->debug == c->debug, "'%s': debug %d, want %d", c->name,
 	      r->debug, c->debug);
 	CHECK(r->kernel == !c->nokernel, "'%s': kernel %d", c->name,

@@ -173,6 +173,7 @@ static int param_rate(struct parse_state *st, const char *v, size_t len)
 		return -EINVAL;
 	}
 	st->req->rate = rate;
+	st->req->rate_named = true;
 	return 0;
 }
 

@@ -63,6 +63,7 @@ struct session_key {
 	uint64_t window_ms;
 	uint32_t hz;
 	uint32_t rate;
+	bool rate_named;		/* heap_throttle.h: not the default */
 	bool kernel;
 	bool last;			/* from the recorder */
 	enum proffs_base base;
@@ -127,6 +128,7 @@ static void key_of(const struct reg_target *t,
 	/* Parameters a kind ignores must not split sessions. */
 	k->hz = kind->key & KIND_KEY_HZ ? req->hz : 0;
 	k->rate = kind->key & KIND_KEY_RATE ? req->rate : 0;
+	k->rate_named = kind->key & KIND_KEY_RATE && req->rate_named;
 	k->kernel = kind->frames != KIND_FRAMES_NONE && req->kernel &&
 		    t->kernel;
 	if (kind->key & KIND_KEY_PAST) {

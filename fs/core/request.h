@@ -58,6 +58,8 @@ struct proffs_request {
 	uint64_t window_ms;	/* the window; default 30 s when !has_window */
 	uint32_t hz;		/* default 99 */
 	uint32_t rate;		/* default 524288 */
+	bool rate_named;	/* rate= given: kept as asked, where the
+				 * default may be made coarser */
 	int debug;		/* default 0 (absent); 1 or 2 when given */
 	char sample[PROFFS_SAMPLE_MAX];	/* "" when absent */
 	bool kernel;		/* kernel frames where the daemon may see

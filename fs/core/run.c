@@ -217,6 +217,7 @@ int run_heap(const struct run_ctx *c, struct profile **out,
 		.has_window = c->req->has_window,
 		.window_ms = c->req->window_ms,
 		.rate = c->req->rate,
+		.rate_named = c->req->rate_named,
 		.stop = c->stop,
 	};
 	struct heap_stats st;

@@ -62,11 +62,13 @@ struct agent {
 	struct heap_ring *ring;
 	struct ph_shared *sh;
 	struct heap_model *model;
-	uint64_t rates[MAX_USERS];	/* one per session using it */
+	uint64_t rates[MAX_USERS];	/* one per session using it; 0: the
+					 * default (heap_throttle.h) */
 	unsigned users;
 	uint64_t asked;			/* the finest rate the sessions ask */
 	uint64_t rate;			/* what the agent samples at now */
-	struct heap_throttle thr;	/* asked * thr.factor, at the default */
+	bool by_default;		/* no session named a rate */
+	struct heap_throttle thr;	/* asked * thr.factor, by_default */
 	bool budgets_stale;		/* rate dropped: settle_budgets_locked */
 	uint64_t last_used_ns, last_beat_ns;
 	uint64_t lost_at_start;		/* sh->lost when our count began */
@@ -259,20 +261,21 @@ static void beat_locked(struct agent *ag, uint64_t now)
 
 /* The smallest rate any session asks, or the default when none runs;
  * the default made coarser while the process samples too often
- * (heap_throttle.h). */
+ * (heap_throttle.h), unless a session named a rate: it gets what it
+ * named, or finer, never coarser. */
 static void set_rate_locked(struct agent *ag)
 {
-	uint64_t asked = ag->users ? UINT64_MAX : PH_DEFAULT_RATE, rate;
 	uint32_t f = ag->thr.factor ? ag->thr.factor : 1;	/* unset */
+	bool named;
+	uint64_t asked = heap_throttle_asked(ag->rates, ag->users, &named),
+		 rate;
 
-	for (unsigned i = 0; i < ag->users; i++)
-		if (ag->rates[i] < asked)
-			asked = ag->rates[i];
-	rate = asked == PH_DEFAULT_RATE ? asked * f : asked;
+	ag->by_default = !named;
+	rate = named ? asked : asked * f;
 	/* 0: taking the agent over; its threads' budgets may be anything.
 	 * A throttle easing off needs no reset: a budget drawn at the
 	 * coarser rate is spent at it, and weighted by it. */
-	if (asked < ag->asked || !ag->rate)
+	if (asked < ag->asked || !ag->rate || (named && rate < ag->rate))
 		ag->budgets_stale = true;
 	ag->asked = asked;
 	if (rate == ag->rate)
@@ -283,13 +286,13 @@ static void set_rate_locked(struct agent *ag)
 }
 
 /* Follow the agent's sample count; only the default rate is throttled:
- * a session that names another gets it. */
+ * a session that names a rate, the default's value too, gets it. */
 static void throttle_locked(struct agent *ag, uint64_t now)
 {
 	uint64_t n = atomic_load(&ag->sh->samples);
 	uint32_t was = ag->thr.factor;
 
-	if (ag->asked != PH_DEFAULT_RATE) {
+	if (!ag->by_default) {
 		heap_throttle_start(&ag->thr, now, n);
 		return;
 	}
@@ -847,7 +850,7 @@ static int measure(struct agent *ag, const struct heap_opts *o,
 		struct heap_comment_info ci = {
 			.pid = o->pid, .rate = ag->rate, .lost = st->lost,
 			.asked = ag->asked,
-			.throttled = ag->asked == PH_DEFAULT_RATE &&
+			.throttled = ag->by_default &&
 				     (ag->thr.factor > 1 ||
 				      ag->thr.raises != raises0),
 			.samples = st->samples, .window = &w,
@@ -913,7 +916,7 @@ int heap_memstats(struct heap_agents *a, const struct heap_opts *o,
 	if (a->o.method == HEAP_UPROBE) {
 		ms.no_agent = "heap=uprobe: uprobes count only over a window";
 	} else {
-		ret = get_agent(a, o->pid, PH_DEFAULT_RATE, &ag,
+		ret = get_agent(a, o->pid, 0, &ag,
 				&st->armed_now, why, sizeof(why));
 		if ((ret == -ENOTSUP || ret == -ENOEXEC) &&
 		    a->o.method == HEAP_AUTO) {
@@ -933,7 +936,7 @@ int heap_memstats(struct heap_agents *a, const struct heap_opts *o,
 		agent_memstats_locked(ag, &ms);
 		st->samples = heap_model_samples(ag->model);
 		pthread_mutex_unlock(&ag->lock);
-		leave(ag, PH_DEFAULT_RATE);
+		leave(ag, 0);
 		agent_put(ag);
 	}
 	if (!ret)
@@ -948,7 +951,8 @@ int heap_memstats(struct heap_agents *a, const struct heap_opts *o,
 int heap_profile(struct heap_agents *a, const struct heap_opts *o,
 		 struct profile **out, struct heap_stats *st)
 {
-	uint64_t t0 = now_ns(), rate = o->rate ? o->rate : 1;
+	uint64_t t0 = now_ns(),
+		 rate = heap_throttle_session_rate(o->rate, o->rate_named);
 	char why[200] = "";
 	struct agent *ag;
 	int ret;

@@ -19,6 +19,8 @@ struct heap_opts {
 	bool has_window;
 	uint64_t window_ms;
 	uint64_t rate;		/* mean bytes between samples; 1 = all */
+	bool rate_named;	/* asked for: never made coarser; else the
+				 * default, which may be (heap_throttle.h) */
 	const _Atomic bool *stop;	/* may be NULL */
 };
 

@@ -3,6 +3,8 @@
  * process samples too often (why: heap_throttle.h). */
 #include "sampler/heap/heap_throttle.h"
 
+#include "sampler/heap/agent/heap_ring.h"	/* PH_DEFAULT_RATE */
+
 void heap_throttle_start(struct heap_throttle *t, uint64_t now_ns,
 			 uint64_t samples)
 {
@@ -55,4 +57,27 @@ bool heap_throttle_update(struct heap_throttle *t, uint64_t now_ns,
 		t->calm = 0;
 	}
 	return t->factor != was;
+}
+
+uint64_t heap_throttle_session_rate(uint64_t rate, bool named)
+{
+	if (!named && rate == PH_DEFAULT_RATE)
+		return 0;
+	return rate ? rate : 1;
+}
+
+uint64_t heap_throttle_asked(const uint64_t *rates, unsigned n,
+			     bool *named)
+{
+	uint64_t asked = n ? UINT64_MAX : PH_DEFAULT_RATE;
+
+	*named = false;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t r = rates[i] ? rates[i] : PH_DEFAULT_RATE;
+
+		*named |= rates[i] != 0;
+		if (r < asked)
+			asked = r;
+	}
+	return asked;
 }

@@ -17,8 +17,11 @@
  * and is weighted by it, so the estimates stay unbiased: they only get
  * noisier, and at the cap a 5 s window still holds 25,000 samples.
  *
- * Only the default rate is throttled: a session that asks another
- * (heap?rate=N) gets it, whatever it costs.
+ * Only the default rate is throttled: a session that names a rate
+ * (heap?rate=N, N = 524288 too) gets it, whatever it costs. An agent
+ * keeps one entry per session, the rate it named or 0 for the default
+ * (heap_throttle_session_rate()), and samples at the finest
+ * (heap_throttle_asked()).
  *
  * The caller feeds the agent's cumulative sample count every few
  * milliseconds. Pure arithmetic: no system calls, no allocation, no
@@ -55,5 +58,14 @@ void heap_throttle_start(struct heap_throttle *t, uint64_t now_ns,
  * changed. A count that went back (the agent armed anew) starts over. */
 bool heap_throttle_update(struct heap_throttle *t, uint64_t now_ns,
 			  uint64_t samples);
+
+/* A session's entry: the rate it named (any but the default counts as
+ * named), else 0, the default. A named 0 means every allocation (1). */
+uint64_t heap_throttle_session_rate(uint64_t rate, bool named);
+
+/* Of n sessions' entries, the finest rate asked (the default's for a 0,
+ * and with none), and whether any named its rate: then no throttle. */
+uint64_t heap_throttle_asked(const uint64_t *rates, unsigned n,
+			     bool *named);
 
 #endif
