@@ -462,6 +462,25 @@ def test_node_jit_named_from_perf_map(proffs, tmp_path):
     assert cold > 0 and 2.0 <= hot / cold <= 4.5, (hot, cold)
 
 
+def test_jit_code_named_once_its_line_is_written(proffs, target):
+    """latejit runs code in memory of no file from its start and writes
+    its line in /tmp/perf-PID.map only 0.5 s later, as a runtime that
+    names code after running it. The samples after that are named: the
+    map is read again at most every 100 ms, and a pc sampled before its
+    line was read used to keep no name for the whole read (every pc of
+    a hot loop is, at 999 Hz: none of these samples was named)."""
+    t = target('latejit', '500')
+    p = validate_pprof(save(proffs.read(t.pid, 'cpu_3s?hz=999.pb.gz'),
+                            'latejit.pb.gz'))
+    n, named = jit_named(p)
+    assert n >= 0.8 * p.total(), (n, p.total())
+    assert named >= 0.6 * n, (n, named)
+    leaves = {s.frames[0] for s in p.samples if s.locations and
+              s.locations[0].mapping and s.locations[0].mapping.file == ''
+              and not s.frames[0].startswith('[unknown')}
+    assert leaves == {'jit_spin'}, leaves
+
+
 def test_node_jit_in_a_container_named(proffs, tmp_path):
     """The same node in its own pid and mount namespaces, with a /tmp of
     its own: it writes /tmp/perf-1.map there (its pid in its namespace),
