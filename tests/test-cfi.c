@@ -78,10 +78,24 @@ __asm__(
 	"	nop\n"
 	"	ret\n"
 	".cfi_endproc\n"
-	".size cfi_signal_fixture, .-cfi_signal_fixture\n");
+	".size cfi_signal_fixture, .-cfi_signal_fixture\n"
+	/* as glibc's __restore_rt: a signal frame whose CFA is read from
+	 * the sigcontext (DW_CFA_def_cfa_expression {DW_OP_breg7 160;
+	 * DW_OP_deref}), never called (the bytes are never run) */
+	".globl cfi_restorer_fixture\n"
+	".type cfi_restorer_fixture, @function\n"
+	"cfi_restorer_fixture:\n"
+	".cfi_startproc\n"
+	".cfi_signal_frame\n"
+	".cfi_escape 0x0f, 0x04, 0x77, 0xa0, 0x01, 0x06\n"
+	"	mov $15, %rax\n"
+	"	syscall\n"
+	".cfi_endproc\n"
+	".size cfi_restorer_fixture, .-cfi_restorer_fixture\n");
 
 void cfi_fixture(void);
 void cfi_signal_fixture(void);
+void cfi_restorer_fixture(void);
 
 enum { K_SAME, K_UNDEF, K_OFFSET, K_VAL_OFFSET, K_REGISTER, K_EXPR };
 
@@ -323,6 +337,34 @@ static void test_fixture(void)
 	      t.unsupported, t.none);
 }
 
+/* The signal mark stays on a row that cannot be expressed: a restorer's
+ * callee's return address is named by it (unwind.c's is_restorer()). */
+static void test_signal_mark(void)
+{
+	struct dso_cache *cache;
+	struct cfi_row row;
+	struct dso *d;
+	int ret;
+
+	CHECK(!dso_cache_new(NULL, &cache), "cache");
+	CHECK(!dso_cache_get(cache, "/proc/self/exe", "/proc/self/exe", &d),
+	      "no dso");
+	if (!d)
+		return;
+	ret = cfi_row_at(d, self_vaddr(cfi_signal_fixture), &row);
+	CHECK(!ret && row.signal, "signal fixture: %d, mark %d", ret,
+	      row.signal);
+	memset(&row, 0, sizeof(row));	/* not the last call's mark */
+	ret = cfi_row_at(d, self_vaddr(cfi_restorer_fixture) + 7, &row);
+	CHECK(ret == -ENOTSUP && row.signal,
+	      "restorer fixture: %d, mark %d", ret, row.signal);
+	ret = cfi_row_at(d, self_vaddr(cfi_fixture), &row);
+	CHECK(!ret && !row.signal, "plain fixture: %d, mark %d", ret,
+	      row.signal);
+	dso_put(d);
+	dso_cache_free(cache);
+}
+
 static void test_objects(void)
 {
 	static const char *const libs[] = {
@@ -523,6 +565,7 @@ int main(void)
 {
 	elf_version(EV_CURRENT);
 	test_fixture();
+	test_signal_mark();
 	test_objects();
 	test_debug_frame();
 	test_timing();

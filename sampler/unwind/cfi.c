@@ -577,13 +577,17 @@ static int run(struct machine *m, struct reader *r)
 static int to_row(const struct state *s, const struct cie *c,
 		  struct cfi_row *row)
 {
+	/* The mark first: a restorer's rules are expressions (glibc's
+	 * __restore_rt: the CFA read from the sigcontext), which a row
+	 * cannot hold, but its callee's return address is still named by
+	 * it (unwind.c's is_restorer()). */
+	memset(row, 0, sizeof(*row));
+	row->signal = c->signal;
 	if (s->cfa_expr || s->cfa_reg >= CFI_NREGS ||
 	    s->cfa_off != (int32_t)s->cfa_off || c->ra_reg != CFI_REG_RA)
 		return -ENOTSUP;
-	memset(row, 0, sizeof(*row));
 	row->cfa_reg = s->cfa_reg;
 	row->cfa_off = s->cfa_off;
-	row->signal = c->signal;
 	for (int i = 0; i < CFI_NREGS; i++) {
 		const struct rule *ru = &s->r[i];
 

@@ -68,8 +68,9 @@ struct cfi_row {
  * The row in effect at ELF virtual address vaddr of d. Returns 0;
  * -ENOENT when no FDE covers vaddr (neither through a usable
  * .eh_frame_hdr nor in .debug_frame); -ENOTSUP when the row holds a rule
- * struct cfi_row cannot express; -EINVAL when the CFI is malformed. *row
- * is only written on success. The first miss in .eh_frame of an object
+ * struct cfi_row cannot express (*row then holds only the signal mark,
+ * which names a restorer's caller); -EINVAL when the CFI is malformed.
+ * Otherwise *row is only written on success. The first miss in .eh_frame of an object
  * loads its .debug_frame (and maybe its debug file): slow, once.
  */
 int cfi_row_at(struct dso *d, uint64_t vaddr, struct cfi_row *row);

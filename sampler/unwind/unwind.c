@@ -766,6 +766,19 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 
 /* ---- libunwind ---- */
 
+/* Whether ip, a handler's return address, is a signal's restorer: the
+ * kernel made its first byte the return address, so it is named there,
+ * not one byte back, as perf names it. glibc starts __restore_rt's CFI
+ * (a signal frame's, 'S') at the nop before it for unwinders that look
+ * one byte back; that nop has no name (libc.so.6+0x3c04f where
+ * __restore_rt is 0x3c050). */
+static bool is_restorer(struct unwinder *u, uint64_t ip)
+{
+	const struct row_val *v = row_get(u, ip - 1);
+
+	return v && v->row.signal;	/* whatever the status: to_row() */
+}
+
 static void unwind_libunwind(struct unwinder *u, struct unwind_ctx *ctx,
 			     uint64_t *pcs, int max, int *n)
 {
@@ -799,7 +812,8 @@ static void unwind_libunwind(struct unwinder *u, struct unwind_ctx *ctx,
 		 * calling anything: libunwind says so of the cursor the step
 		 * out of the signal frame left (its mark is the frame last
 		 * stepped from, as perf reads it), not of the signal frame. */
-		pcs[cnt++] = unw_is_signal_frame(&c) > 0 ? ip : ip - 1;
+		pcs[cnt++] = unw_is_signal_frame(&c) > 0 ||
+			     is_restorer(u, ip) ? ip : ip - 1;
 	}
 out:
 	*n = cnt;

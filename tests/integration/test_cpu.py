@@ -4,6 +4,7 @@ here goes through go tool pprof's -top, -traces and -raw
 (util.validate_pprof); shares are checked against perf on the same target.
 """
 
+import collections
 import ctypes
 import errno
 import os
@@ -172,12 +173,28 @@ def test_signal_handler_stack_names_the_interrupted_frames(proffs, target):
     the signal frame one frame late named spin by the byte before its pc
     and outer by its return address, which lies past its end."""
     t = target('sighandler')
+    restorer = int(t.proc.stdout.readline().split()[1], 16)
     p = validate_pprof(save(proffs.read(t.pid, 'cpu_2s?hz=999.pb.gz'),
                             'sighandler.pb.gz'))
     handler = [(s.values[0], [f for f in s.frames if not f.startswith('[k] ')])
                for s in p.samples if 'in_handler' in s.frames]
     n = sum(v for v, _ in handler)
     assert n >= 100, (n, p.total())
+    # The restorer, on_alarm's caller, is named at its first byte, the
+    # return address the kernel gave the handler, as perf names it: one
+    # byte back is the nop before glibc's __restore_rt, which has no
+    # name (libc.so.6+0x3c04f where __restore_rt is 0x3c050).
+    above = collections.Counter()
+    for s in p.samples:
+        names = [f for f in s.frames if not f.startswith('[k] ')]
+        if 'on_alarm' in names:
+            locs = [l for f, l in zip(s.frames, s.locations)
+                    if not f.startswith('[k] ')]
+            i = names.index('on_alarm')
+            if i + 1 < len(locs):
+                above[locs[i + 1].address] += s.values[0]
+    assert above[restorer] >= 0.95 * sum(above.values()) > 0, \
+        ({hex(a): v for a, v in above.items()}, hex(restorer))
 
     def interrupted(fr):
         i = fr.index('spin') if 'spin' in fr else -1

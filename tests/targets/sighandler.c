@@ -8,7 +8,8 @@
  * name the interrupted frame at its exact pc (it called nothing) and the
  * frames above it one byte before their return addresses: else outer()
  * is named for whatever follows it. Built with -fomit-frame-pointer, as
- * every target. Prints "ready" once the timer runs.
+ * every target. Prints "ready" once the timer runs, then "restorer ADDR",
+ * the signal restorer the handler returns to (libc's __restore_rt).
  *
  * The handler's turns are counted at start for half a millisecond on this
  * CPU: a fixed 300,000 took 150 us on an AMD EPYC (its store forwarding
@@ -86,7 +87,14 @@ int main(void)
 	sa.sa_flags = SA_RESTART;
 	if (sigaction(SIGALRM, &sa, NULL) || setitimer(ITIMER_REAL, &every, NULL))
 		return 1;
-	printf("ready\n");
+	/* where the kernel returns a handler to (libc's restorer, which
+	 * libc puts in sa_restorer): the frame a profile must name by its
+	 * first byte */
+	struct sigaction cur;
+
+	if (sigaction(SIGALRM, NULL, &cur))
+		return 1;
+	printf("ready\nrestorer %p\n", (void *)cur.sa_restorer);
 	fflush(stdout);
 	outer();
 }
