@@ -70,8 +70,9 @@ struct cfi_row {
  * .eh_frame_hdr nor in .debug_frame); -ENOTSUP when the row holds a rule
  * struct cfi_row cannot express (*row then holds only the signal mark,
  * which names a restorer's caller); -EINVAL when the CFI is malformed.
- * Otherwise *row is only written on success. The first miss in .eh_frame of an object
- * loads its .debug_frame (and maybe its debug file): slow, once.
+ * Otherwise *row is only written on success. The first miss in
+ * .eh_frame of an object loads its .debug_frame (and maybe its debug
+ * file): slow, once.
  */
 int cfi_row_at(struct dso *d, uint64_t vaddr, struct cfi_row *row);
 

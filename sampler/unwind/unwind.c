@@ -768,7 +768,8 @@ static int unwind_cached(struct unwinder *u, struct unwind_ctx *ctx,
 
 /* Whether ip, a handler's return address, is a signal's restorer: the
  * kernel made its first byte the return address, so it is named there,
- * not one byte back, as perf names it. glibc starts __restore_rt's CFI
+ * not one byte back, as gdb and Go's traceback name it (perf's DWARF
+ * unwinding stops at the handler). glibc starts __restore_rt's CFI
  * (a signal frame's, 'S') at the nop before it for unwinders that look
  * one byte back; that nop has no name (libc.so.6+0x3c04f where
  * __restore_rt is 0x3c050). */

@@ -181,7 +181,7 @@ def test_signal_handler_stack_names_the_interrupted_frames(proffs, target):
     n = sum(v for v, _ in handler)
     assert n >= 100, (n, p.total())
     # The restorer, on_alarm's caller, is named at its first byte, the
-    # return address the kernel gave the handler, as perf names it: one
+    # return address the kernel gave the handler, as gdb names it: one
     # byte back is the nop before glibc's __restore_rt, which has no
     # name (libc.so.6+0x3c04f where __restore_rt is 0x3c050).
     above = collections.Counter()
